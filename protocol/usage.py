@@ -13,6 +13,9 @@ Rules (the seed's "UsageStats" contract):
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 import attrs
 
 
@@ -36,3 +39,71 @@ class Usage:
 
 
 ZERO_USAGE = Usage()
+
+
+def _int(raw: Mapping[str, Any], key: str) -> int:
+    value = raw.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value)
+
+
+def normalize_usage(raw: Mapping[str, Any] | None, *, cost_usd: float = 0.0) -> Usage:
+    """Anthropic usage (three additive input buckets) -> the unified convention.
+
+    ``raw`` is a Messages API / CLI ``usage`` mapping; missing or non-numeric fields are zeros.
+    """
+    if not raw:
+        return Usage(cost_usd=cost_usd)
+    fresh = _int(raw, "input_tokens")
+    cache_read = _int(raw, "cache_read_input_tokens")
+    cache_creation = _int(raw, "cache_creation_input_tokens")
+    return Usage(
+        input_tokens=fresh + cache_read + cache_creation,
+        output_tokens=_int(raw, "output_tokens"),
+        cache_read_input_tokens=cache_read,
+        cache_creation_input_tokens=cache_creation,
+        cost_usd=cost_usd,
+    )
+
+
+def add_usage(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens,
+        cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+        cost_usd=a.cost_usd + b.cost_usd,
+    )
+
+
+def sum_usage(items: Iterable[Usage]) -> Usage:
+    total = ZERO_USAGE
+    for item in items:
+        total = add_usage(total, item)
+    return total
+
+
+def usage_difference(later: Usage, earlier: Usage) -> Usage:
+    """``later - earlier`` for two cumulative snapshots, clamped at zero per field.
+
+    Clamping matters when the cumulative source restarted (a new CLI process after a resume):
+    a counter that went down means "new epoch", and the difference is then ``later`` itself.
+    """
+    if (
+        later.input_tokens < earlier.input_tokens
+        or later.output_tokens < earlier.output_tokens
+        or later.cost_usd < earlier.cost_usd
+    ):
+        return later
+    return Usage(
+        input_tokens=later.input_tokens - earlier.input_tokens,
+        output_tokens=later.output_tokens - earlier.output_tokens,
+        cache_read_input_tokens=max(
+            0, later.cache_read_input_tokens - earlier.cache_read_input_tokens
+        ),
+        cache_creation_input_tokens=max(
+            0, later.cache_creation_input_tokens - earlier.cache_creation_input_tokens
+        ),
+        cost_usd=later.cost_usd - earlier.cost_usd,
+    )

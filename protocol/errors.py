@@ -1,0 +1,36 @@
+"""The one exception hierarchy of claude-trio.
+
+``ClaudeTrioError`` is the base. Like h11, we tell apart errors where *we* (or the caller) misused
+something (``LocalProtocolError``, ``InvalidParamsError``) from errors where the *peer* (the CLI)
+sent nonsense or broke (``RemoteProtocolError``, ``CLIError``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ClaudeTrioError(Exception):
+    """Base class of every exception claude-trio raises on purpose."""
+
+
+class InvalidParamsError(ClaudeTrioError, ValueError):
+    """A parameter is invalid. The message names the field, the value and what is allowed."""
+
+    def __init__(self, field: str, value: Any, allowed: str) -> None:
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"invalid {field}={value!r}: {allowed}")
+
+
+class LocalProtocolError(ClaudeTrioError):
+    """The caller used the API in a way it does not allow (e.g. a session that is closed)."""
+
+
+class RemoteProtocolError(ClaudeTrioError):
+    """The CLI sent something we cannot understand (a malformed or oversize frame)."""
+
+
+class CLIError(ClaudeTrioError):
+    """The CLI could not be started, died, or did not answer in time."""
