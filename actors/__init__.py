@@ -1,0 +1,1 @@
+"""trio actors: one module per actor, wired together by :mod:`.session`."""

@@ -1,0 +1,111 @@
+"""claude-trio: trio-native Claude Code agent sessions as one stream of unified events."""
+
+from claude_trio.actors.adapter import ClaudeCodeAdapter
+from claude_trio.actors.broker import AnswerAccepted, AnswerRejected, UserInputHandler
+from claude_trio.actors.driver import DriverConfig
+from claude_trio.actors.event_stream import EventStream
+from claude_trio.actors.session import Session, SessionUsage, open_session
+from claude_trio.protocol.capabilities import ArchitectureCapabilities, architecture_capabilities
+from claude_trio.protocol.errors import (
+    ClaudeTrioError,
+    CLIError,
+    InvalidParamsError,
+    LocalProtocolError,
+    RemoteProtocolError,
+)
+from claude_trio.protocol.events import (
+    Aborted,
+    AssistantMessage,
+    Error,
+    Event,
+    Flush,
+    NormalizedMessage,
+    Passthrough,
+    Question,
+    Result,
+    Retry,
+    SkillInvoked,
+    SubagentCompleted,
+    SubagentProgress,
+    SubagentStarted,
+    TextDelta,
+    ThinkingDelta,
+    TodoItem,
+    TodoListUpdated,
+    ToolResult,
+    ToolUse,
+    TurnStarted,
+    UserInputRequest,
+    UserInputResolved,
+    UserMessage,
+    WarningEvent,
+    is_terminal,
+)
+from claude_trio.protocol.lifecycle import Accepted, Rejected
+from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, UnknownModelError, resolve_model
+from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.resume import (
+    ResumeViolation,
+    find_resume_violations,
+    get_session_resume_constraints,
+)
+from claude_trio.protocol.usage import Usage, add_usage, normalize_usage, sum_usage
+
+__all__ = [
+    "ADAPTIVE_THINKING_ONLY",
+    "Aborted",
+    "Accepted",
+    "AnswerAccepted",
+    "AnswerRejected",
+    "ArchitectureCapabilities",
+    "ArchitectureConfig",
+    "AssistantMessage",
+    "CLIError",
+    "ClaudeCodeAdapter",
+    "ClaudeTrioError",
+    "DriverConfig",
+    "Error",
+    "Event",
+    "EventStream",
+    "ExecuteParams",
+    "Flush",
+    "InvalidParamsError",
+    "LocalProtocolError",
+    "NormalizedMessage",
+    "Passthrough",
+    "Question",
+    "Rejected",
+    "RemoteProtocolError",
+    "Result",
+    "ResumeViolation",
+    "Retry",
+    "Session",
+    "SessionUsage",
+    "SkillInvoked",
+    "SubagentCompleted",
+    "SubagentProgress",
+    "SubagentStarted",
+    "TextDelta",
+    "ThinkingDelta",
+    "TodoItem",
+    "TodoListUpdated",
+    "ToolResult",
+    "ToolUse",
+    "TurnStarted",
+    "UnknownModelError",
+    "Usage",
+    "UserInputHandler",
+    "UserInputRequest",
+    "UserInputResolved",
+    "UserMessage",
+    "WarningEvent",
+    "add_usage",
+    "architecture_capabilities",
+    "find_resume_violations",
+    "get_session_resume_constraints",
+    "is_terminal",
+    "normalize_usage",
+    "open_session",
+    "resolve_model",
+    "sum_usage",
+]

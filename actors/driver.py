@@ -1,0 +1,330 @@
+"""The SDK driver: the only owner of the ``ClaudeSDKClient``.
+
+It connects and disconnects in one task (the SDK requires it), drains the SDK's message stream in
+a dedicated loop (an undrained stream stalls the SDK's control replies), maps each message through
+the pure :class:`~claude_trio.protocol.mapper.Mapper`, decides the end of the execution with the
+pure :class:`~claude_trio.protocol.lifecycle.ExecutionLifecycle`, and forwards events in batches to
+the session's :class:`~.event_stream.EventStream`.
+
+Hot path: SDK reader -> (anyio stream, the SDK's own) -> this loop -> EventStream -> consumer.
+This loop drains every frame that is ready with ``receive_nowait`` before it forwards, so a burst
+of deltas costs one wake-up of the consumer, not one per delta.
+
+Deadlines are ours, not the SDK's 60 s: connecting (spawn + ``initialize``) has
+``connect_timeout``; an interrupt has ``control_timeout``; teardown is shielded and bounded by
+``close_grace``.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import attrs
+from anyio.streams.memory import MemoryObjectReceiveStream
+import trio
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    CLIConnectionError,
+    CLIJSONDecodeError,
+    CLINotFoundError,
+    ProcessError,
+    Transport,
+)
+from claude_agent_sdk._internal.message_parser import parse_message
+
+from claude_trio.protocol.events import Aborted, Error, ErrorCode, Event, Result, WarningEvent
+from claude_trio.protocol.lifecycle import ExecutionLifecycle
+from claude_trio.protocol.mapper import Mapper
+from claude_trio.protocol.usage import Usage
+
+from .broker import UserInputBroker
+from .event_stream import EventStream
+from .input_channel import OutgoingMessage
+
+# How many ready frames one forward may carry. Bounds the latency a batch adds and the memory of
+# one batch; the SDK itself buffers at most 100.
+MAX_BATCH = 64
+STDERR_TAIL = 20
+
+
+@attrs.frozen(kw_only=True)
+class DriverConfig:
+    """Our deadlines (seconds), all far below the SDK's 60 s defaults."""
+
+    connect_timeout: float = 30.0
+    control_timeout: float = 5.0
+    abort_grace: float = 3.0
+    close_grace: float = 10.0
+
+
+TransportFactory = Callable[[ClaudeAgentOptions], Transport]
+
+
+@attrs.define(eq=False)
+class SessionCore:
+    """The state the session's actors share (one trio thread: mutations are atomic between
+    checkpoints). Only the driver task touches ``client``; everyone else goes through it.
+    """
+
+    options: ClaudeAgentOptions
+    config: DriverConfig
+    mapper: Mapper
+    lifecycle: ExecutionLifecycle
+    stream: EventStream
+    input_send: trio.MemorySendChannel[OutgoingMessage]
+    broker: UserInputBroker | None = None
+    client: ClaudeSDKClient | None = None
+    aborting: bool = False
+    execution_ended: bool = False
+    done: trio.Event = attrs.field(factory=trio.Event)
+    read_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    stderr_tail: collections.deque[str] = attrs.field(
+        factory=lambda: collections.deque(maxlen=STDERR_TAIL)
+    )
+    turn_usage: list[Usage] = attrs.field(factory=list)
+    cli_path: str | None = None
+
+    # -- emitting ------------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        """Stamp and queue one synthesized event (never blocks; see EventStream)."""
+        if not self.stream.closed:
+            self.stream.send_nowait([self.mapper.stamp(event)])
+
+    def emit_many(self, events: list[Event]) -> None:
+        if events and not self.stream.closed:
+            self.stream.send_nowait(events)
+
+    def finish(self, events: list[Event]) -> None:
+        """End the execution: queue the last events, close the stream, wake waiters.
+
+        Idempotent. Every path that ends an execution comes through here, after making sure
+        ``events`` holds (or an earlier batch held) exactly one terminal event.
+        """
+        if self.execution_ended:
+            return
+        self.execution_ended = True
+        if self.broker is not None:
+            self.broker.close("cancelled")
+        self.emit_many(events)
+        self.input_send.close()
+        self.stream.close()
+        self.read_scope.cancel()
+        self.done.set()
+
+    def abort_events(self, reason: str) -> list[Event]:
+        """The terminal ``aborted`` event for the open turn, or for the execution between turns."""
+        events = self.mapper.turn_aborted(reason)
+        if not any(isinstance(e, Aborted) for e in events):
+            events.append(self.mapper.stamp(Aborted(reason=reason)))
+        return events
+
+    def report_lost_pushes(self, lost: list[str], why: str) -> None:
+        for uuid in lost:
+            self.emit(
+                WarningEvent(
+                    message=f"push {uuid} was accepted but never reached the model: {why}",
+                    code="push_undelivered",
+                )
+            )
+
+    # -- mapping (the hot path) -------------------------------------------------------------
+
+    def process(self, frame: dict[str, Any], out: list[Event]) -> bool:
+        """Map one SDK frame into ``out``. Returns True when the execution ended with it."""
+        try:
+            message = parse_message(frame)
+        except Exception as exc:
+            # A frame the SDK could not parse is surfaced, never dropped in silence.
+            out.append(
+                self.mapper.stamp(
+                    Error(
+                        message=f"the CLI sent a frame the SDK could not parse: {exc}",
+                        code="transport",
+                        fatal=False,
+                        detail=repr(frame)[:500],
+                    )
+                )
+            )
+            return False
+        if message is None:
+            return False
+        events = self.mapper.feed(message)
+        for uuid in self.mapper.pop_consumed_uuids():
+            self.lifecycle.consumed(uuid)
+        ended = False
+        for i, event in enumerate(events):
+            if isinstance(event, Result):
+                self.turn_usage.append(event.usage)
+                if self.lifecycle.result_arrived(
+                    event.user_message_uuids, tasks_in_flight=bool(self.mapper.tasks_in_flight)
+                ):
+                    events[i] = attrs.evolve(event, final=True)
+                    ended = True
+            elif isinstance(event, Aborted) and self.aborting:
+                ended = True
+        out.extend(events)
+        return ended
+
+    def cli_gone(self, exc: BaseException | None) -> list[Event]:
+        """The SDK's stream ended (EOF or an error): the terminal events to finish with."""
+        error = self.describe_failure(exc) if exc is not None else None
+        if error is None and not self.aborting:
+            error = Error(
+                message="the CLI closed its output before the execution ended"
+                + self._stderr_suffix(),
+                code="cli_exited",
+            )
+        lost = self.lifecycle.cli_died(error.message if error else "the CLI exited")
+        self.report_lost_pushes(lost, "the CLI exited")
+        if self.aborting:
+            return self.abort_events("aborted")
+        assert error is not None
+        events = self.mapper.stream_ended(error)
+        if not any(isinstance(e, Error) and e.fatal for e in events):
+            events.append(self.mapper.stamp(error))
+        return events
+
+    def _stderr_suffix(self) -> str:
+        if not self.stderr_tail:
+            return ""
+        return "; last stderr lines:\n" + "\n".join(self.stderr_tail)
+
+    def describe_failure(self, exc: BaseException) -> Error:
+        """Turn an SDK/transport exception into the error event that names the cause."""
+        code: ErrorCode
+        status = None
+        if isinstance(exc, CLINotFoundError):
+            code = "cli_not_found"
+            message = (
+                f"{exc}. The claude CLI ships inside the claude-agent-sdk wheel "
+                f"(claude_agent_sdk/_bundled/claude): reinstall claude-agent-sdk, or pass "
+                f"cli_path= / put `claude` on PATH. Tried: {self.cli_path or 'the bundled CLI'}"
+            )
+        elif isinstance(exc, ProcessError):
+            code = "cli_exited"
+            message = f"the CLI exited with code {exc.exit_code}" + self._stderr_suffix()
+        elif isinstance(exc, CLIJSONDecodeError):
+            code = "transport"
+            cause = exc.original_error
+            if "maximum buffer size" in str(exc):
+                message = (
+                    f"the CLI wrote a line over the SDK's buffer cap: {exc.line}. Raise "
+                    "ClaudeAgentOptions.max_buffer_size (open_session(max_buffer_size=...))"
+                )
+            else:
+                message = f"the CLI wrote a malformed line ({cause}): {exc.line[:200]!r}"
+        elif isinstance(exc, TimeoutError):
+            code = "cli_timeout"
+            message = str(exc) or "the CLI did not answer in time"
+        elif isinstance(exc, CLIConnectionError):
+            code = "cli_exited"
+            message = f"lost the connection to the CLI: {exc}" + self._stderr_suffix()
+        else:
+            code = "internal"
+            message = f"{type(exc).__name__}: {exc}"
+        return Error(message=message, code=code, status=status)
+
+
+async def _drain(
+    core: SessionCore, receive: MemoryObjectReceiveStream[dict[str, Any]]
+) -> None:
+    """The read loop: forward every SDK frame, in batches, until the execution ends."""
+    stream = core.stream
+    while not core.execution_ended:
+        try:
+            frames = [await receive.receive()]
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            core.finish(core.cli_gone(None))
+            return
+        while len(frames) < MAX_BATCH:
+            try:
+                frames.append(receive.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+        out: list[Event] = []
+        for frame in frames:
+            frame_type = frame.get("type")
+            if frame_type == "end" or frame_type == "error":
+                # The SDK's reader finished: EOF ("end"), or the exception it caught ("error").
+                exc = frame.get("exception") if frame_type == "error" else None
+                if frame_type == "error" and not isinstance(exc, BaseException):
+                    exc = CLIConnectionError(str(frame.get("error", "unknown error")))
+                out.extend(core.cli_gone(exc))
+                core.finish(out)
+                return
+            if core.process(frame, out):
+                core.finish(out)
+                return
+        await stream.send_batch(out)
+
+
+def stderr_collector(core: SessionCore, user_callback: Callable[[str], None] | None) -> Any:
+    def on_stderr(line: str) -> None:
+        core.stderr_tail.append(line.rstrip())
+        if user_callback is not None:
+            user_callback(line)
+
+    return on_stderr
+
+
+async def run_sdk_driver(
+    core: SessionCore,
+    transport: Transport,
+    *,
+    task_status: trio.TaskStatus[ClaudeSDKClient | None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Connect, drain, disconnect.
+
+    Channels: writes to ``core.stream`` (closes it through ``core.finish``).
+    Cancellation: ``core.read_scope`` stops the read loop (abort, end of execution); the
+    disconnect in ``finally`` is shielded and bounded by ``close_grace``, so no CLI process
+    outlives this task even when the caller's scope is cancelled.
+    Error handling: every failure (missing CLI, timeout, crash, malformed frame) becomes an
+    ``error`` event; nothing is raised to the session except our own bugs.
+    ``task_status.started(client)`` once connected; ``started(None)`` when connecting failed
+    (the failure is already in the stream).
+    """
+    client = ClaudeSDKClient(core.options, transport=transport)
+    try:
+        try:
+            with trio.fail_after(core.config.connect_timeout):
+                await client.connect()
+        except trio.TooSlowError:
+            core.finish(
+                core.cli_gone(
+                    TimeoutError(
+                        f"the CLI did not answer initialize within "
+                        f"{core.config.connect_timeout:g} s"
+                    )
+                )
+            )
+            task_status.started(None)
+            return
+        except Exception as exc:
+            core.finish(core.cli_gone(exc))
+            task_status.started(None)
+            return
+        core.client = client
+        task_status.started(client)
+        query = client._query
+        assert query is not None  # connected
+        with core.read_scope:
+            await _drain(core, query._message_receive)
+    finally:
+        core.client = None
+        with trio.move_on_after(core.config.close_grace, shield=True):
+            await client.disconnect()
+
+
+def default_cli_path() -> str | None:
+    """The bundled CLI's path, as the SDK would find it (None when it is missing)."""
+    import claude_agent_sdk
+
+    path = os.path.join(os.path.dirname(claude_agent_sdk.__file__), "_bundled", "claude")
+    return path if os.path.exists(path) else None

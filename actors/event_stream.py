@@ -1,0 +1,113 @@
+"""The session's outgoing event stream: the one hop between the SDK's reader and the consumer.
+
+Why not a plain ``trio.open_memory_channel``? Two kinds of producers feed the consumer:
+
+* the SDK driver (the hot path: deltas, messages, results), which must feel backpressure so a slow
+  consumer slows the CLI down instead of growing a buffer; and
+* user actions (``push``, ``abort``) and the user-input broker, which must NEVER block on the
+  consumer: a consumer that calls ``await session.push(...)`` from inside its own
+  ``async for event in session.events`` loop would deadlock against a zero-buffer channel.
+
+So the driver waits (``send_batch``) while the queue holds ``capacity`` events or more, and the
+user-action producers append without waiting (``send_nowait``). The latter are bounded by what
+causes them - each is one accepted push, one question, one abort - and those are capped elsewhere
+(``MAX_PENDING_PUSHES``, one request per CLI control request), so the queue stays bounded.
+
+Events are appended in the order they were stamped (stamping and appending happen with no
+checkpoint in between), so the consumer sees ``seq`` strictly increasing.
+
+The driver forwards events in batches (one wake-up per batch of frames it drained), the consumer
+receives them one at a time: :class:`EventStream` is a ``trio.abc.ReceiveChannel[Event]``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+import trio
+
+from claude_trio.protocol.events import Event
+
+
+class EventStream(trio.abc.ReceiveChannel[Event]):
+    """Single-consumer receive side. ``async for event in stream`` ends after ``close()``."""
+
+    def __init__(self, *, capacity: int = 256) -> None:
+        self._queue: deque[Event] = deque()
+        self._capacity = capacity
+        self._producer_closed = False
+        self._consumer_closed = False
+        self._readable = trio.Event()
+        self._writable = trio.Event()
+        self._writable.set()
+
+    # -- producer side (the session owns it) ----------------------------------------------
+
+    def send_nowait(self, events: Iterable[Event]) -> None:
+        """Append without waiting (user actions, broker). Never raises for a full queue."""
+        if self._producer_closed:
+            raise trio.ClosedResourceError("event stream already closed by its producer")
+        if self._consumer_closed:
+            return  # nobody will ever read them; dropping is the documented behaviour of aclose()
+        added = False
+        for event in events:
+            self._queue.append(event)
+            added = True
+        if added:
+            self._readable.set()
+            if len(self._queue) >= self._capacity:
+                self._writable = trio.Event()
+
+    async def send_batch(self, events: list[Event]) -> None:
+        """Append a batch, then wait while the queue is at capacity (backpressure)."""
+        self.send_nowait(events)
+        while len(self._queue) >= self._capacity and not self._consumer_closed:
+            await self._writable.wait()
+        if not events:
+            await trio.lowlevel.checkpoint()
+
+    def close(self) -> None:
+        """No more events: the consumer's loop ends once the queue is drained."""
+        self._producer_closed = True
+        self._readable.set()
+
+    @property
+    def closed(self) -> bool:
+        return self._producer_closed
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    # -- consumer side (public) ---------------------------------------------------------------
+
+    def receive_nowait(self) -> Event:
+        if self._consumer_closed:
+            raise trio.ClosedResourceError("the event stream was closed by its consumer")
+        if self._queue:
+            event = self._queue.popleft()
+            if len(self._queue) < self._capacity and not self._writable.is_set():
+                self._writable.set()
+            return event
+        if self._producer_closed:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
+    async def receive(self) -> Event:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                event = self.receive_nowait()
+            except trio.WouldBlock:
+                self._readable = trio.Event()
+                await self._readable.wait()
+                continue
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return event
+
+    async def aclose(self) -> None:
+        """Stop consuming: queued and future events are discarded, producers never block again."""
+        self._consumer_closed = True
+        self._queue.clear()
+        self._writable.set()
+        await trio.lowlevel.checkpoint()
