@@ -1,55 +1,140 @@
-"""claude-trio: trio-native Claude Code agent sessions as one stream of unified events."""
+"""claude-trio: trio-native Claude Code agent sessions as one stream of unified events.
 
-from claude_trio.actors.adapter import ClaudeCodeAdapter
-from claude_trio.actors.broker import AnswerAccepted, AnswerRejected, UserInputHandler
-from claude_trio.actors.driver import DriverConfig
-from claude_trio.actors.event_stream import EventStream
-from claude_trio.actors.session import Session, SessionUsage, open_session
-from claude_trio.protocol.capabilities import ArchitectureCapabilities, architecture_capabilities
-from claude_trio.protocol.errors import (
-    ClaudeTrioError,
-    CLIError,
-    InvalidParamsError,
-    LocalProtocolError,
-    RemoteProtocolError,
-)
-from claude_trio.protocol.events import (
-    Aborted,
-    AssistantMessage,
-    Error,
-    Event,
-    Flush,
-    NormalizedMessage,
-    Passthrough,
-    Question,
-    Result,
-    Retry,
-    SkillInvoked,
-    SubagentCompleted,
-    SubagentProgress,
-    SubagentStarted,
-    TextDelta,
-    ThinkingDelta,
-    TodoItem,
-    TodoListUpdated,
-    ToolResult,
-    ToolUse,
-    TurnStarted,
-    UserInputRequest,
-    UserInputResolved,
-    UserMessage,
-    WarningEvent,
-    is_terminal,
-)
-from claude_trio.protocol.lifecycle import Accepted, Rejected
-from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, UnknownModelError, resolve_model
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.resume import (
-    ResumeViolation,
-    find_resume_violations,
-    get_session_resume_constraints,
-)
-from claude_trio.protocol.usage import Usage, add_usage, normalize_usage, sum_usage
+The names below load on first use (PEP 562), so that ``import claude_trio.protocol`` - the
+sans-I/O layer, also used by websocket clients - does not import trio or the SDK's runtime.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from claude_trio.actors.adapter import ClaudeCodeAdapter
+    from claude_trio.actors.broker import AnswerAccepted, AnswerRejected, UserInputHandler
+    from claude_trio.actors.driver import DriverConfig
+    from claude_trio.actors.event_stream import EventStream
+    from claude_trio.actors.session import Session, SessionUsage, open_session
+    from claude_trio.protocol.capabilities import (
+        ArchitectureCapabilities,
+        architecture_capabilities,
+    )
+    from claude_trio.protocol.errors import (
+        ClaudeTrioError,
+        CLIError,
+        InvalidParamsError,
+        LocalProtocolError,
+        RemoteProtocolError,
+    )
+    from claude_trio.protocol.events import (
+        Aborted,
+        AssistantMessage,
+        Error,
+        Event,
+        Flush,
+        NormalizedMessage,
+        Passthrough,
+        Question,
+        Result,
+        Retry,
+        SkillInvoked,
+        SubagentCompleted,
+        SubagentProgress,
+        SubagentStarted,
+        TextDelta,
+        ThinkingDelta,
+        TodoItem,
+        TodoListUpdated,
+        ToolResult,
+        ToolUse,
+        TurnStarted,
+        UserInputRequest,
+        UserInputResolved,
+        UserMessage,
+        WarningEvent,
+        is_terminal,
+    )
+    from claude_trio.protocol.lifecycle import Accepted, Rejected
+    from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, UnknownModelError, resolve_model
+    from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+    from claude_trio.protocol.resume import (
+        ResumeViolation,
+        find_resume_violations,
+        get_session_resume_constraints,
+    )
+    from claude_trio.protocol.usage import Usage, add_usage, normalize_usage, sum_usage
+
+_LAZY: dict[str, str] = {
+    "ADAPTIVE_THINKING_ONLY": "claude_trio.protocol.models",
+    "Aborted": "claude_trio.protocol.events",
+    "Accepted": "claude_trio.protocol.lifecycle",
+    "AnswerAccepted": "claude_trio.actors.broker",
+    "AnswerRejected": "claude_trio.actors.broker",
+    "ArchitectureCapabilities": "claude_trio.protocol.capabilities",
+    "ArchitectureConfig": "claude_trio.protocol.params",
+    "AssistantMessage": "claude_trio.protocol.events",
+    "CLIError": "claude_trio.protocol.errors",
+    "ClaudeCodeAdapter": "claude_trio.actors.adapter",
+    "ClaudeTrioError": "claude_trio.protocol.errors",
+    "DriverConfig": "claude_trio.actors.driver",
+    "Error": "claude_trio.protocol.events",
+    "Event": "claude_trio.protocol.events",
+    "EventStream": "claude_trio.actors.event_stream",
+    "ExecuteParams": "claude_trio.protocol.params",
+    "Flush": "claude_trio.protocol.events",
+    "InvalidParamsError": "claude_trio.protocol.errors",
+    "LocalProtocolError": "claude_trio.protocol.errors",
+    "NormalizedMessage": "claude_trio.protocol.events",
+    "Passthrough": "claude_trio.protocol.events",
+    "Question": "claude_trio.protocol.events",
+    "Rejected": "claude_trio.protocol.lifecycle",
+    "RemoteProtocolError": "claude_trio.protocol.errors",
+    "Result": "claude_trio.protocol.events",
+    "ResumeViolation": "claude_trio.protocol.resume",
+    "Retry": "claude_trio.protocol.events",
+    "Session": "claude_trio.actors.session",
+    "SessionUsage": "claude_trio.actors.session",
+    "SkillInvoked": "claude_trio.protocol.events",
+    "SubagentCompleted": "claude_trio.protocol.events",
+    "SubagentProgress": "claude_trio.protocol.events",
+    "SubagentStarted": "claude_trio.protocol.events",
+    "TextDelta": "claude_trio.protocol.events",
+    "ThinkingDelta": "claude_trio.protocol.events",
+    "TodoItem": "claude_trio.protocol.events",
+    "TodoListUpdated": "claude_trio.protocol.events",
+    "ToolResult": "claude_trio.protocol.events",
+    "ToolUse": "claude_trio.protocol.events",
+    "TurnStarted": "claude_trio.protocol.events",
+    "UnknownModelError": "claude_trio.protocol.models",
+    "Usage": "claude_trio.protocol.usage",
+    "UserInputHandler": "claude_trio.actors.broker",
+    "UserInputRequest": "claude_trio.protocol.events",
+    "UserInputResolved": "claude_trio.protocol.events",
+    "UserMessage": "claude_trio.protocol.events",
+    "WarningEvent": "claude_trio.protocol.events",
+    "add_usage": "claude_trio.protocol.usage",
+    "architecture_capabilities": "claude_trio.protocol.capabilities",
+    "find_resume_violations": "claude_trio.protocol.resume",
+    "get_session_resume_constraints": "claude_trio.protocol.resume",
+    "is_terminal": "claude_trio.protocol.events",
+    "normalize_usage": "claude_trio.protocol.usage",
+    "open_session": "claude_trio.actors.session",
+    "resolve_model": "claude_trio.protocol.models",
+    "sum_usage": "claude_trio.protocol.usage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'claude_trio' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 __all__ = [
     "ADAPTIVE_THINKING_ONLY",

@@ -68,6 +68,11 @@ def normalize_usage(raw: Mapping[str, Any] | None, *, cost_usd: float = 0.0) -> 
 
 
 def add_usage(a: Usage, b: Usage) -> Usage:
+    """Field-wise ``a + b``: two turns' (or two executions') usage combined.
+
+    Because ``input_tokens`` already includes the cache subsets, adding field by field keeps the
+    subset rule (cache read + creation <= input) true for the sum.
+    """
     return Usage(
         input_tokens=a.input_tokens + b.input_tokens,
         output_tokens=a.output_tokens + b.output_tokens,
@@ -78,6 +83,8 @@ def add_usage(a: Usage, b: Usage) -> Usage:
 
 
 def sum_usage(items: Iterable[Usage]) -> Usage:
+    """:func:`add_usage` over ``items``; :data:`ZERO_USAGE` for none. Use it across the
+    executions of one resumed session: each result reports only its own call's usage."""
     total = ZERO_USAGE
     for item in items:
         total = add_usage(total, item)

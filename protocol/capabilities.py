@@ -1,0 +1,100 @@
+"""What the claude-code architecture can do, as one frozen value.
+
+A consumer uses it to decide what to offer before it starts a session (a push box only when
+``mid_turn_push``, a skills picker only when ``skills``, ...). The values are the seed's claims
+for the claude-code adapter, each backed by this library (see the field docs for where).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .models import ADAPTIVE_THINKING_ONLY
+from .params import (
+    EFFORT_LEVELS,
+    KNOWN_PRESETS,
+    MCP_SERVER_TYPES,
+    THINKING_DISPLAYS,
+    THINKING_MODES,
+)
+from .resume import RESUME_IMMUTABLE
+
+
+@attrs.frozen(kw_only=True)
+class ArchitectureCapabilities:
+    architecture: str
+    mid_turn_push: bool
+    """``push()`` during an execution; folded into the turn or queued as the next one."""
+    resume: bool
+    """Native ``resume_session_id``."""
+    resume_immutable: frozenset[str]
+    """Settings that must not change on resume (``resume.RESUME_IMMUTABLE``)."""
+    subagents: bool
+    """``subagent_started`` / ``subagent_progress`` / ``subagent_completed`` mapped, not made up."""
+    todo_lists: bool
+    """``todo_list_updated`` from TodoWrite (and the Task* tools), snapshot on the result."""
+    user_input_sources: frozenset[str]
+    """``user_input_request.source`` values: AskUserQuestion and MCP elicitation."""
+    thinking: bool
+    thinking_modes: tuple[str, ...]
+    thinking_displays: tuple[str, ...]
+    effort_levels: tuple[str, ...]
+    adaptive_thinking_only_models: frozenset[str]
+    flush: bool
+    """``flush`` on ``compact_boundary`` (manual ``/compact`` or auto-compaction)."""
+    skills: bool
+    """The ``claude_skills*`` keys, and ``skill_invoked`` events."""
+    mcp_server_types: frozenset[str]
+    plan_mode: bool
+    plan_mode_strategy: str
+    """``tool-visibility``: the seed's Option B (read-only built-ins only; MCP servers are the
+    caller's choice), not the CLI's ``plan`` permission mode."""
+    system_prompt_presets: frozenset[str]
+    partial_messages: bool
+    """``text_delta`` / ``thinking`` deltas while the model streams."""
+    tool_use_summary: bool
+    abort: bool
+
+    def to_mapping(self) -> dict[str, Any]:
+        """JSON-ready: sets become sorted lists, tuples lists."""
+
+        def plain(_inst: type, _attr: attrs.Attribute[Any], value: Any) -> Any:
+            if isinstance(value, frozenset):
+                return sorted(value)
+            if isinstance(value, tuple):
+                return list(value)
+            return value
+
+        return attrs.asdict(self, value_serializer=plain)
+
+
+_CLAUDE_CODE = ArchitectureCapabilities(
+    architecture="claude-code",
+    mid_turn_push=True,
+    resume=True,
+    resume_immutable=RESUME_IMMUTABLE,
+    subagents=True,
+    todo_lists=True,
+    user_input_sources=frozenset({"model-tool", "mcp-elicitation"}),
+    thinking=True,
+    thinking_modes=THINKING_MODES,
+    thinking_displays=THINKING_DISPLAYS,
+    effort_levels=EFFORT_LEVELS,
+    adaptive_thinking_only_models=ADAPTIVE_THINKING_ONLY,
+    flush=True,
+    skills=True,
+    mcp_server_types=frozenset(MCP_SERVER_TYPES),
+    plan_mode=True,
+    plan_mode_strategy="tool-visibility",
+    system_prompt_presets=KNOWN_PRESETS,
+    partial_messages=True,
+    tool_use_summary=True,
+    abort=True,
+)
+
+
+def architecture_capabilities() -> ArchitectureCapabilities:
+    """The claude-code architecture's capabilities (the same frozen value every call)."""
+    return _CLAUDE_CODE

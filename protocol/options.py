@@ -1,0 +1,185 @@
+"""``ExecuteParams`` -> ``claude_agent_sdk.ClaudeAgentOptions``, as one pure function.
+
+Rules (the seed's adapter, checked against claude-agent-sdk 0.2.189 and its bundled CLI):
+
+1. ``model``: resolved through ``models.resolve_model``.
+2. Thinking: ``models.effective_thinking`` - ``enabled`` + budget becomes ``adaptive`` on
+   adaptive-only models, unset is omitted (``None``, never ``disabled``), and the display
+   (``ThinkingConfig*.display``, sent as ``--thinking-display``) defaults to ``summarized`` on
+   adaptive-only models.
+3. ``claude_effort`` -> ``effort``.
+4. System prompt: a preset -> ``{"type": "preset", "preset": "claude_code"}``, with the
+   ``system_prompt`` as ``"append"``; no preset -> the ``system_prompt`` string as is. ``None``
+   stays ``None``, and the SDK then sends an EMPTY system prompt, not Claude Code's.
+5. Plan mode = the seed's Option B: ``tools`` = :data:`READONLY_BUILTINS`,
+   ``disallowed_tools`` = :data:`MUTATING_BUILTINS`. Never ``permission_mode="plan"``: it blocks
+   every tool, including the read-only MCP tools a plan-mode caller chose to keep.
+6. ``permission_mode="bypassPermissions"`` (the seed's default, plan mode included). The Python
+   SDK has no ``allow_dangerously_skip_permissions`` field and the CLI does not need
+   ``--allow-dangerously-skip-permissions`` with ``--permission-mode bypassPermissions``. As root
+   the CLI refuses it without ``IS_SANDBOX=1``: see :func:`check_root_bypass`, and
+   ``permission_mode="default"`` + a ``can_use_tool`` gate for the root-safe way.
+7. ``env`` = ``custom_env``, then ``ollama_baseUrl`` as ``ANTHROPIC_BASE_URL``, then
+   ``extra_env`` (the caller's last word, e.g. a test harness pointing at a model double).
+8. ``resume_session_id`` -> ``resume``; ``max_turns``, ``cwd`` and ``mcp_servers`` pass through.
+9. Skills: ``claude_skills`` -> ``skills`` (the SDK also allows the ``Skill`` tool and the setting
+   sources it needs). The SDK has no fields for ``skillOverrides``,
+   ``skillListingBudgetFraction`` and ``disableSkillShellExecution``; they are Claude Code
+   settings, so they travel as the inline JSON of ``settings`` (``--settings``).
+10. ``include_partial_messages=True`` (text/thinking deltas) and
+    ``extra_args={"replay-user-messages": None}``: the CLI echoes each user message when it
+    consumes it, which the push accounting relies on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeAlias, assert_never, cast
+
+from claude_agent_sdk import ClaudeAgentOptions
+from claude_agent_sdk.types import CanUseTool, McpServerConfig, SystemPromptPreset
+
+from .errors import InvalidParamsError
+from .params import ArchitectureConfig, ExecuteParams
+
+READONLY_BUILTINS: tuple[str, ...] = (
+    "Read",
+    "Grep",
+    "Glob",
+    "WebFetch",
+    "WebSearch",
+    "TodoWrite",
+    "AskUserQuestion",
+)
+"""Plan mode's allow-list of built-in tools (``ClaudeAgentOptions.tools``)."""
+
+MUTATING_BUILTINS: tuple[str, ...] = ("Bash", "Edit", "Write", "NotebookEdit", "Task")
+"""Plan mode's belt-and-braces deny list (``ClaudeAgentOptions.disallowed_tools``)."""
+
+REPLAY_USER_MESSAGES_FLAG = "replay-user-messages"
+
+GatePermissionMode: TypeAlias = Literal["bypassPermissions", "default"]
+"""The permission modes :func:`build_options` offers. ``default`` asks ``can_use_tool`` for
+every tool call that is not pre-approved: the root-safe alternative to ``bypassPermissions``."""
+
+
+def skill_settings(config: ArchitectureConfig) -> dict[str, Any]:
+    """The Claude Code settings the skills keys map to (empty when none is set)."""
+    settings: dict[str, Any] = {}
+    if config.claude_skill_overrides is not None:
+        settings["skillOverrides"] = dict(config.claude_skill_overrides)
+    if config.claude_skill_listing_budget_fraction is not None:
+        settings["skillListingBudgetFraction"] = config.claude_skill_listing_budget_fraction
+    if config.claude_disable_skill_shell_execution is not None:
+        settings["disableSkillShellExecution"] = config.claude_disable_skill_shell_execution
+    return settings
+
+
+def build_env(config: ArchitectureConfig, extra_env: Mapping[str, str] | None) -> dict[str, str]:
+    """The CLI's extra environment (rule 7)."""
+    env = dict(config.custom_env)
+    if config.ollama_base_url is not None:
+        env["ANTHROPIC_BASE_URL"] = config.ollama_base_url
+    if extra_env:
+        env.update(extra_env)
+    return env
+
+
+def build_system_prompt(
+    system_prompt: str | None, preset: str | None
+) -> str | SystemPromptPreset | None:
+    """Rule 4."""
+    match preset:
+        case None:
+            return system_prompt
+        case "claude_code":
+            config: SystemPromptPreset = {"type": "preset", "preset": "claude_code"}
+            if system_prompt:
+                config["append"] = system_prompt
+            return config
+        case _:  # ArchitectureConfig only admits KNOWN_PRESETS
+            raise InvalidParamsError("claude_usePreset", preset, "'claude_code'")
+
+
+def build_options(
+    params: ExecuteParams,
+    *,
+    can_use_tool: CanUseTool | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    stderr: Callable[[str], None] | None = None,
+    permission_mode: GatePermissionMode = "bypassPermissions",
+) -> ClaudeAgentOptions:
+    """The SDK options for ``params`` (see the module rules). Pure: no I/O, nothing started.
+
+    ``can_use_tool`` is the user-input broker's hook (AskUserQuestion reaches it even under
+    ``bypassPermissions``). ``permission_mode="default"`` needs it: every tool call that is not
+    pre-approved is then decided by it.
+    """
+    if permission_mode == "default" and can_use_tool is None:
+        raise InvalidParamsError(
+            "permission_mode",
+            permission_mode,
+            "'default' needs a can_use_tool callback to decide tool calls; "
+            "otherwise use 'bypassPermissions'",
+        )
+    if permission_mode not in ("bypassPermissions", "default"):
+        raise InvalidParamsError(
+            "permission_mode", permission_mode, "'bypassPermissions' or 'default'"
+        )
+    config = params.architecture_config
+    settings = skill_settings(config)
+    skills: list[str] | Literal["all"] | None
+    match config.claude_skills:
+        case None:
+            skills = None
+        case "all":
+            skills = "all"
+        case tuple(names):
+            skills = list(names)
+        case _:
+            assert_never(config.claude_skills)
+    return ClaudeAgentOptions(
+        model=params.resolved_model,
+        thinking=params.effective_thinking(),
+        effort=config.claude_effort,
+        system_prompt=build_system_prompt(params.system_prompt, config.preset),
+        tools=list(READONLY_BUILTINS) if params.plan_mode else None,
+        disallowed_tools=list(MUTATING_BUILTINS) if params.plan_mode else [],
+        permission_mode=permission_mode,
+        can_use_tool=can_use_tool,
+        env=build_env(config, extra_env),
+        resume=params.resume_session_id,
+        max_turns=params.max_turns,
+        cwd=params.cwd,
+        mcp_servers=cast(dict[str, McpServerConfig], dict(params.mcp_servers)),
+        skills=skills,
+        settings=json.dumps(settings, sort_keys=True) if settings else None,
+        include_partial_messages=True,
+        extra_args={REPLAY_USER_MESSAGES_FLAG: None},
+        stderr=stderr,
+    )
+
+
+def check_root_bypass(
+    options: ClaudeAgentOptions, *, is_root: bool, env: Mapping[str, str]
+) -> str | None:
+    """The error text for a CLI that will refuse to start, or ``None`` when it will start.
+
+    The CLI exits 1 when run as root with ``bypassPermissions`` unless ``IS_SANDBOX=1`` is in its
+    environment. ``env`` is the parent's environment; ``options.env`` is merged over it, as the
+    SDK does when it spawns the CLI.
+    """
+    if options.permission_mode != "bypassPermissions" or not is_root:
+        return None
+    effective = {**env, **options.env}
+    if effective.get("IS_SANDBOX") == "1":
+        return None
+    return (
+        "the claude CLI refuses permission_mode='bypassPermissions' when run as root "
+        "without IS_SANDBOX=1 in its environment, so the session cannot start. Do one of: "
+        "set IS_SANDBOX=1 (custom_env or the process environment) if this really is a "
+        "sandbox; run as a non-root user; or run with permission_mode='default' and a "
+        "can_use_tool callback that decides each tool call (plan mode alone does not help: "
+        "it also runs under bypassPermissions)."
+    )

@@ -1,0 +1,449 @@
+"""What one execution is asked to do: :class:`ExecuteParams` and its :class:`ArchitectureConfig`.
+
+Everything is validated once, at construction (the edge), so nothing downstream has to wonder:
+a wrong type or value raises :class:`~claude_trio.protocol.errors.InvalidParamsError` naming the
+field, the value and what is allowed. Both classes are frozen; use ``attrs.evolve`` to change one
+(``evolve`` re-runs the validators).
+
+``ArchitectureConfig`` holds the seed's ``claude_*`` keys (plus ``custom_env`` and
+``ollama_baseUrl``) under snake_case attribute names; :meth:`ArchitectureConfig.from_mapping`
+accepts the seed's exact keys and :meth:`ArchitectureConfig.to_mapping` gives them back.
+
+``permission_mode`` is deliberately not a parameter: plan mode is expressed by ``plan_mode``
+(the seed's Option B, see ``options.py``), and the permission mode follows from it.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal, TypeAlias
+from urllib.parse import urlsplit
+
+import attrs
+from claude_agent_sdk.types import EffortLevel, ThinkingConfig
+
+from .errors import InvalidParamsError
+from .models import ThinkingDisplay, ThinkingMode, effective_thinking, resolve_model
+
+SkillOverride: TypeAlias = Literal["on", "name-only", "user-invocable-only", "off"]
+
+THINKING_MODES: tuple[str, ...] = typing.get_args(ThinkingMode)
+THINKING_DISPLAYS: tuple[str, ...] = typing.get_args(ThinkingDisplay)
+# The seed lists low/medium/high; the SDK also knows xhigh and max, so we accept its whole set.
+EFFORT_LEVELS: tuple[str, ...] = typing.get_args(EffortLevel)
+SKILL_OVERRIDES: tuple[str, ...] = typing.get_args(SkillOverride)
+KNOWN_PRESETS: frozenset[str] = frozenset({"claude_code"})
+"""System prompt presets the SDK can express (``SystemPromptPreset.preset`` is a Literal of
+these). The SDK drops the preset name on the way to the CLI, so accepting another name would
+silently give ``claude_code``; we refuse it instead."""
+
+MCP_SERVER_TYPES: tuple[str, ...] = ("stdio", "sse", "http", "sdk")
+
+DEFAULT_USER_INPUT_TIMEOUT = 300.0
+
+
+def _freeze_mapping(value: Any) -> Any:
+    """Copy a mapping into a read-only view so the caller's dict cannot change a frozen value.
+
+    Anything else is returned as is, for the validator to reject with a clear message.
+    """
+    if isinstance(value, Mapping):
+        return MappingProxyType(dict(value))
+    return value
+
+
+def _optional_str_list(value: Any) -> Any:
+    """A list becomes a tuple (frozen); anything else is left for the validator."""
+    if isinstance(value, list | tuple):
+        return tuple(value)
+    return value
+
+
+def _optional_mapping(value: Any) -> Any:
+    return None if value is None else _freeze_mapping(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# ArchitectureConfig
+# ---------------------------------------------------------------------------------------------
+
+SEED_KEYS: Mapping[str, str] = MappingProxyType(
+    {
+        "claude_thinking": "claude_thinking",
+        "claude_thinking_budget": "claude_thinking_budget",
+        "claude_thinking_display": "claude_thinking_display",
+        "claude_effort": "claude_effort",
+        "claude_usePreset": "claude_use_preset",
+        "claude_skills": "claude_skills",
+        "claude_skillOverrides": "claude_skill_overrides",
+        "claude_skillListingBudgetFraction": "claude_skill_listing_budget_fraction",
+        "claude_disableSkillShellExecution": "claude_disable_skill_shell_execution",
+        "custom_env": "custom_env",
+        "ollama_baseUrl": "ollama_base_url",
+    }
+)
+"""The seed's ``architectureConfig`` keys -> our attribute names."""
+
+_ATTR_TO_SEED_KEY = {attr: key for key, attr in SEED_KEYS.items()}
+
+
+def _label(attribute: attrs.Attribute[Any]) -> str:
+    """The name users know a field by: the seed's key for config fields, else the attribute."""
+    return _ATTR_TO_SEED_KEY.get(attribute.name, attribute.name)
+
+
+def _one_of(choices: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(repr(c) for c in choices)
+
+
+def _check_optional_choice(choices: tuple[str, ...]) -> Any:
+    def check(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None and value not in choices:
+            raise InvalidParamsError(_label(attribute), value, _one_of(choices) + " or None")
+
+    return check
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_optional_positive_int(
+    _inst: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    if value is not None and not (_is_int(value) and value > 0):  # type: ignore[operator]
+        raise InvalidParamsError(_label(attribute), value, "a positive int or None")
+
+
+def _check_optional_bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise InvalidParamsError(_label(attribute), value, "True, False or None")
+
+
+def _check_bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        raise InvalidParamsError(_label(attribute), value, "True or False")
+
+
+def _check_optional_nonempty_str(
+    _inst: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        raise InvalidParamsError(_label(attribute), value, "a non-empty string or None")
+
+
+def _check_use_preset(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str) and value in KNOWN_PRESETS:
+        return
+    raise InvalidParamsError(
+        _label(attribute),
+        value,
+        "True (the 'claude_code' preset), False/None (no preset), or a preset name: "
+        + ", ".join(repr(p) for p in sorted(KNOWN_PRESETS)),
+    )
+
+
+def _check_skills(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None or value == "all":
+        return
+    if isinstance(value, tuple) and all(isinstance(s, str) and s.strip() for s in value):
+        return
+    raise InvalidParamsError(
+        _label(attribute), value, "a list of non-empty skill names, 'all', or None"
+    )
+
+
+def _check_skill_overrides(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    allowed = "a mapping of skill name -> " + _one_of(SKILL_OVERRIDES)
+    if not isinstance(value, Mapping):
+        raise InvalidParamsError(_label(attribute), value, allowed)
+    for name, override in value.items():
+        if not (isinstance(name, str) and name) or override not in SKILL_OVERRIDES:
+            raise InvalidParamsError(f"{_label(attribute)}[{name!r}]", override, allowed)
+
+
+def _check_fraction(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (ok and math.isfinite(value) and 0 < value <= 1):  # type: ignore[arg-type,operator]
+        raise InvalidParamsError(_label(attribute), value, "a number x with 0 < x <= 1, or None")
+
+
+def _check_env(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    allowed = "a mapping of non-empty str -> str"
+    if not isinstance(value, Mapping):
+        raise InvalidParamsError(_label(attribute), value, allowed)
+    for key, item in value.items():
+        if not (isinstance(key, str) and key and "=" not in key) or not isinstance(item, str):
+            raise InvalidParamsError(f"{_label(attribute)}[{key!r}]", item, allowed)
+
+
+def _check_base_url(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    allowed = "an http:// or https:// URL with a host, or None"
+    if not isinstance(value, str):
+        raise InvalidParamsError(_label(attribute), value, allowed)
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        raise InvalidParamsError(_label(attribute), value, allowed) from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidParamsError(_label(attribute), value, allowed)
+
+
+@attrs.frozen(kw_only=True)
+class ArchitectureConfig:
+    """The seed's ``architectureConfig`` for the claude-code architecture.
+
+    Build it from the seed's keys with :meth:`from_mapping`. Every field is optional.
+    """
+
+    claude_thinking: ThinkingMode | None = attrs.field(
+        default=None, validator=_check_optional_choice(THINKING_MODES)
+    )
+    """``'adaptive'`` or ``'enabled'``; unset omits thinking (never ``disabled``)."""
+
+    claude_thinking_budget: int | None = attrs.field(
+        default=None, validator=_check_optional_positive_int
+    )
+    """Budget tokens for ``'enabled'``; ignored for adaptive (and for adaptive-only models)."""
+
+    claude_thinking_display: ThinkingDisplay | None = attrs.field(
+        default=None, validator=_check_optional_choice(THINKING_DISPLAYS)
+    )
+    """``'summarized'`` or ``'omitted'``; defaults to ``'summarized'`` on adaptive-only models."""
+
+    claude_effort: EffortLevel | None = attrs.field(
+        default=None, validator=_check_optional_choice(EFFORT_LEVELS)
+    )
+
+    claude_use_preset: bool | str | None = attrs.field(default=None, validator=_check_use_preset)
+    """``True`` or a preset name uses Claude Code's system prompt; a ``system_prompt`` given
+    alongside is appended to it."""
+
+    claude_skills: tuple[str, ...] | Literal["all"] | None = attrs.field(
+        default=None, converter=_optional_str_list, validator=_check_skills
+    )
+    """Skills to enable (``ClaudeAgentOptions.skills``); ``[]`` hides every skill."""
+
+    claude_skill_overrides: Mapping[str, SkillOverride] | None = attrs.field(
+        default=None, converter=_optional_mapping, validator=_check_skill_overrides
+    )
+    claude_skill_listing_budget_fraction: float | None = attrs.field(
+        default=None, validator=_check_fraction
+    )
+    claude_disable_skill_shell_execution: bool | None = attrs.field(
+        default=None, validator=_check_optional_bool
+    )
+
+    custom_env: Mapping[str, str] = attrs.field(
+        factory=dict, converter=_freeze_mapping, validator=_check_env
+    )
+    """Extra environment for the CLI process."""
+
+    ollama_base_url: str | None = attrs.field(default=None, validator=_check_base_url)
+    """Legacy shortcut: becomes ``ANTHROPIC_BASE_URL`` in the CLI's environment."""
+
+    def __attrs_post_init__(self) -> None:
+        env_url = self.custom_env.get("ANTHROPIC_BASE_URL")
+        if self.ollama_base_url is not None and env_url not in (None, self.ollama_base_url):
+            raise InvalidParamsError(
+                "ollama_baseUrl",
+                self.ollama_base_url,
+                f"conflicts with custom_env['ANTHROPIC_BASE_URL']={env_url!r}; set only one",
+            )
+
+    @property
+    def preset(self) -> str | None:
+        """The system prompt preset asked for, or ``None``."""
+        match self.claude_use_preset:
+            case True:
+                return "claude_code"
+            case None | False:
+                return None
+            case str(name):
+                return name
+        raise AssertionError(self.claude_use_preset)  # pragma: no cover - validated at init
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any]) -> ArchitectureConfig:
+        """Build from the seed's exact keys (``claude_usePreset``, ``ollama_baseUrl``, ...)."""
+        if not isinstance(raw, Mapping):
+            raise InvalidParamsError(
+                "architecture_config", raw, "a mapping of the seed's architectureConfig keys"
+            )
+        kwargs: dict[str, Any] = {}
+        for key, value in raw.items():
+            try:
+                kwargs[SEED_KEYS[key]] = value
+            except (KeyError, TypeError):
+                raise InvalidParamsError(
+                    "architecture_config key",
+                    key,
+                    "unknown key; allowed keys: " + ", ".join(SEED_KEYS),
+                ) from None
+        return cls(**kwargs)
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The seed's keys for every field that is set (the inverse of :meth:`from_mapping`)."""
+        out: dict[str, Any] = {}
+        for key, attr in SEED_KEYS.items():
+            value = getattr(self, attr)
+            if value is None or (attr == "custom_env" and not value):
+                continue
+            if isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[key] = value
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# ExecuteParams
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_prompt(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not (isinstance(value, str) and value.strip()):
+        raise InvalidParamsError(attribute.name, value, "a non-empty string")
+
+
+def _check_optional_str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidParamsError(attribute.name, value, "a string or None")
+
+
+def _check_model(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        resolve_model(value)  # type: ignore[arg-type]  # raises UnknownModelError
+
+
+def _check_session_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str) or not value or value != value.strip() or value.startswith("-"):
+        raise InvalidParamsError(
+            attribute.name, value, "a session id from an earlier result (non-empty, no spaces)"
+        )
+
+
+def check_mcp_server(name: str, config: object) -> None:
+    """Validate one ``mcp_servers`` entry (the SDK's four config shapes, as dicts)."""
+    field = f"mcp_servers[{name!r}]"
+    if not isinstance(config, Mapping):
+        raise InvalidParamsError(field, config, "a config dict (stdio, sse, http or sdk)")
+    kind = config.get("type", "stdio")
+    match kind:
+        case "stdio":
+            if not (isinstance(config.get("command"), str) and config["command"]):
+                raise InvalidParamsError(
+                    f"{field}.command", config.get("command"), "a non-empty command string"
+                )
+        case "sse" | "http":
+            url = config.get("url")
+            if not (isinstance(url, str) and urlsplit(url).scheme in ("http", "https")):
+                raise InvalidParamsError(f"{field}.url", url, "an http:// or https:// URL")
+        case "sdk":
+            if "instance" not in config or not isinstance(config.get("name"), str):
+                raise InvalidParamsError(
+                    field,
+                    config,
+                    "an in-process server from claude_agent_sdk.create_sdk_mcp_server() "
+                    "(keys 'name' and 'instance')",
+                )
+        case _:
+            raise InvalidParamsError(f"{field}.type", kind, _one_of(MCP_SERVER_TYPES))
+
+
+def _check_mcp_servers(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, Mapping):
+        raise InvalidParamsError(attribute.name, value, "a mapping of server name -> config")
+    for name, config in value.items():
+        if not (isinstance(name, str) and name):
+            raise InvalidParamsError(attribute.name, name, "server names are non-empty strings")
+        check_mcp_server(name, config)
+
+
+def _check_timeout(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (ok and math.isfinite(value) and value > 0):  # type: ignore[arg-type,operator]
+        raise InvalidParamsError(attribute.name, value, "a finite number of seconds > 0")
+
+
+def _check_config(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, ArchitectureConfig):
+        raise InvalidParamsError(
+            attribute.name,
+            value,
+            "an ArchitectureConfig (build one from the seed's keys with "
+            "ArchitectureConfig.from_mapping)",
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ExecuteParams:
+    """One execution: a prompt plus everything that shapes the CLI session that runs it."""
+
+    prompt: str = attrs.field(validator=_check_prompt)
+    model: str | None = attrs.field(default=None, validator=_check_model)
+    """An alias (``opus-4.6``), a CLI family alias (``opus``) or a full id; ``None``: the CLI's
+    default model."""
+
+    system_prompt: str | None = attrs.field(default=None, validator=_check_optional_str)
+    """Without a preset: the whole system prompt. ``None`` means an EMPTY system prompt (the SDK
+    sends ``--system-prompt ""``), not Claude Code's; ask for the preset to get that."""
+
+    max_turns: int | None = attrs.field(default=None, validator=_check_optional_positive_int)
+    """Passed through untouched. The CLI counts it across a resumed session's earlier turns too."""
+
+    plan_mode: bool = attrs.field(default=False, validator=_check_bool)
+    """Read-only built-in tools only (the seed's Option B); MCP servers stay the caller's call."""
+
+    cwd: str | None = attrs.field(default=None, validator=_check_optional_nonempty_str)
+    mcp_servers: Mapping[str, Any] = attrs.field(
+        factory=dict, converter=_freeze_mapping, validator=_check_mcp_servers
+    )
+    resume_session_id: str | None = attrs.field(default=None, validator=_check_session_id)
+    """Resume this session. Needs the same ``cwd`` and ``CLAUDE_CONFIG_DIR``; see ``resume.py``
+    for the settings that must not change."""
+
+    streaming_input: bool = attrs.field(default=True, validator=_check_bool)
+    """Accept pushes while the execution runs (mid-turn push)."""
+
+    architecture_config: ArchitectureConfig = attrs.field(
+        factory=ArchitectureConfig, validator=_check_config
+    )
+    user_input_timeout: float = attrs.field(
+        default=DEFAULT_USER_INPUT_TIMEOUT, validator=_check_timeout
+    )
+    """Seconds a user-input request (AskUserQuestion, MCP elicitation) waits for an answer."""
+
+    def __attrs_post_init__(self) -> None:
+        # Cross-field rules of the thinking keys depend on the model: check them now, not when
+        # the options are built (which may be long after the caller's mistake).
+        self.effective_thinking()
+
+    @property
+    def resolved_model(self) -> str | None:
+        """The model id the CLI gets (``None``: the CLI's default)."""
+        return None if self.model is None else resolve_model(self.model)
+
+    def effective_thinking(self) -> ThinkingConfig | None:
+        """The SDK thinking config for this execution (see ``models.effective_thinking``)."""
+        cfg = self.architecture_config
+        return effective_thinking(
+            self.resolved_model,
+            mode=cfg.claude_thinking,
+            budget_tokens=cfg.claude_thinking_budget,
+            display=cfg.claude_thinking_display,
+        )

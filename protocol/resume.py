@@ -1,0 +1,121 @@
+"""What must not change when a session is resumed, as data and as one pure check.
+
+Rules (the seed's ``src/session-resume.ts``):
+
+1. Resuming replays the stored transcript, including earlier thinking blocks, and the API
+   requires those back byte-identical. Resuming with a different model or thinking setup fails
+   with a 400 ("thinking blocks ... cannot be modified"), so :data:`RESUME_IMMUTABLE` (model,
+   ``claude_thinking``, ``claude_thinking_budget``, ``claude_effort``,
+   ``claude_thinking_display``) must stay as the session was created. To change one, start a new
+   session.
+2. We compare what the CLI actually gets, not the spelling: the RESOLVED model (``opus-4.6`` and
+   ``claude-opus-4-6`` are the same) and the EFFECTIVE thinking config (on an adaptive-only
+   model ``enabled`` with any budget is ``adaptive``, and the display default applies).
+3. The check cannot see the CLI's state: it compares two ``ExecuteParams``; the caller keeps the
+   ones the session was created with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from claude_agent_sdk.types import ThinkingConfig
+
+from .params import ExecuteParams
+
+RESUME_IMMUTABLE: frozenset[str] = frozenset(
+    {
+        "model",
+        "claude_thinking",
+        "claude_thinking_budget",
+        "claude_effort",
+        "claude_thinking_display",
+    }
+)
+"""Settings a resumed session must keep (model by its resolved id, the rest as the seed's keys)."""
+
+
+@attrs.frozen(kw_only=True)
+class ResumeConstraints:
+    """The resume rules as data, for a UI that locks controls on a resumed session."""
+
+    immutable: frozenset[str]
+    reason: str
+    remedy: str
+    requirements: tuple[str, ...]
+    """What else a resume needs to find the session at all."""
+
+
+_CONSTRAINTS = ResumeConstraints(
+    immutable=RESUME_IMMUTABLE,
+    reason=(
+        "the CLI replays the stored transcript, including earlier thinking blocks, which the "
+        "API requires back unchanged; a different model or thinking setup fails with HTTP 400 "
+        "'thinking blocks ... cannot be modified'"
+    ),
+    remedy="to change the model or thinking settings, start a new session instead of resuming",
+    requirements=(
+        "resume_session_id is the session_id of an earlier result of this library",
+        "the same cwd as the session was created with",
+        "the same CLAUDE_CONFIG_DIR as the session was created with",
+        "max_turns counts the resumed session's earlier turns too: omit it or set it generously",
+    ),
+)
+
+
+def get_session_resume_constraints() -> ResumeConstraints:
+    """The resume rules as data (see the module docstring)."""
+    return _CONSTRAINTS
+
+
+@attrs.frozen(kw_only=True)
+class ResumeViolation:
+    """One immutable setting that differs: ``old`` from the creating params, ``new`` from the
+    resuming ones, both as the CLI would get them (resolved model, effective thinking)."""
+
+    field: str
+    old: Any
+    new: Any
+
+    @property
+    def message(self) -> str:
+        return (
+            f"{self.field} cannot change on resume ({self.old!r} -> {self.new!r}): "
+            f"{_CONSTRAINTS.remedy}"
+        )
+
+
+def _thinking_fields(config: ThinkingConfig | None) -> dict[str, Any]:
+    """The effective thinking config spelled as the seed's keys."""
+    fields: dict[str, Any] = dict(config) if config is not None else {}
+    return {
+        "claude_thinking": fields.get("type"),
+        "claude_thinking_budget": fields.get("budget_tokens"),
+        "claude_thinking_display": fields.get("display"),
+    }
+
+
+def find_resume_violations(previous: ExecuteParams, next: ExecuteParams) -> list[ResumeViolation]:
+    """Every :data:`RESUME_IMMUTABLE` setting ``next`` changes relative to ``previous``.
+
+    An empty list means resuming with ``next`` is safe as far as these settings go. The order is
+    stable: model, the thinking keys, effort.
+    """
+    violations: list[ResumeViolation] = []
+    if previous.resolved_model != next.resolved_model:
+        violations.append(
+            ResumeViolation(field="model", old=previous.resolved_model, new=next.resolved_model)
+        )
+    old_thinking = _thinking_fields(previous.effective_thinking())
+    new_thinking = _thinking_fields(next.effective_thinking())
+    for field in ("claude_thinking", "claude_thinking_budget", "claude_thinking_display"):
+        if old_thinking[field] != new_thinking[field]:
+            violations.append(
+                ResumeViolation(field=field, old=old_thinking[field], new=new_thinking[field])
+            )
+    old_effort = previous.architecture_config.claude_effort
+    new_effort = next.architecture_config.claude_effort
+    if old_effort != new_effort:
+        violations.append(ResumeViolation(field="claude_effort", old=old_effort, new=new_effort))
+    return violations

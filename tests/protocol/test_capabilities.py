@@ -1,0 +1,72 @@
+"""The claude-code architecture's capabilities (protocol/capabilities.py)."""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+import pytest
+
+from claude_trio.protocol.capabilities import ArchitectureCapabilities, architecture_capabilities
+from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY
+from claude_trio.protocol.resume import RESUME_IMMUTABLE
+
+
+def test_capabilities_are_one_frozen_value() -> None:
+    caps = architecture_capabilities()
+    assert caps is architecture_capabilities()
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        caps.mid_turn_push = False  # type: ignore[misc]
+
+
+def test_mid_turn_push_is_supported() -> None:
+    assert architecture_capabilities().mid_turn_push is True
+
+
+def test_the_seeds_claims_are_all_true() -> None:
+    caps = architecture_capabilities()
+    assert caps.architecture == "claude-code"
+    for flag in (
+        "resume",
+        "subagents",
+        "todo_lists",
+        "thinking",
+        "flush",
+        "skills",
+        "plan_mode",
+        "partial_messages",
+        "abort",
+    ):
+        assert getattr(caps, flag) is True, flag
+
+
+def test_user_input_comes_from_the_model_tool_and_mcp_elicitation() -> None:
+    assert architecture_capabilities().user_input_sources == {"model-tool", "mcp-elicitation"}
+
+
+def test_all_four_mcp_server_types_are_supported() -> None:
+    assert architecture_capabilities().mcp_server_types == {"stdio", "sse", "http", "sdk"}
+
+
+def test_plan_mode_is_tool_visibility_not_permission_mode_plan() -> None:
+    assert architecture_capabilities().plan_mode_strategy == "tool-visibility"
+
+
+def test_thinking_capabilities_match_the_model_table_and_params() -> None:
+    caps = architecture_capabilities()
+    assert caps.thinking_modes == ("adaptive", "enabled")
+    assert caps.thinking_displays == ("summarized", "omitted")
+    assert {"low", "medium", "high"} <= set(caps.effort_levels)
+    assert caps.adaptive_thinking_only_models == ADAPTIVE_THINKING_ONLY
+    assert caps.resume_immutable == RESUME_IMMUTABLE
+    assert caps.system_prompt_presets == {"claude_code"}
+
+
+def test_to_mapping_is_json_ready_and_complete() -> None:
+    caps = architecture_capabilities()
+    mapping = caps.to_mapping()
+    assert set(mapping) == {a.name for a in attrs.fields(ArchitectureCapabilities)}
+    decoded = json.loads(json.dumps(mapping))
+    assert decoded["mid_turn_push"] is True
+    assert decoded["mcp_server_types"] == ["http", "sdk", "sse", "stdio"]
+    assert decoded["thinking_modes"] == ["adaptive", "enabled"]
