@@ -118,11 +118,9 @@ class SessionCore:
         self.done.set()
 
     def abort_events(self, reason: str) -> list[Event]:
-        """The terminal ``aborted`` event for the open turn, or for the execution between turns."""
-        events = self.mapper.turn_aborted(reason)
-        if not any(isinstance(e, Aborted) for e in events):
-            events.append(self.mapper.stamp(Aborted(reason=reason)))
-        return events
+        """The one terminal ``aborted`` event: for the open turn, or between turns."""
+        self.mapper.abort_requested()
+        return self.mapper.turn_aborted(reason)
 
     def report_lost_pushes(self, lost: list[str], why: str) -> None:
         for uuid in lost:
@@ -185,10 +183,7 @@ class SessionCore:
         if self.aborting:
             return self.abort_events("aborted")
         assert error is not None
-        events = self.mapper.stream_ended(error)
-        if not any(isinstance(e, Error) and e.fatal for e in events):
-            events.append(self.mapper.stamp(error))
-        return events
+        return self.mapper.stream_ended(error)
 
     def _stderr_suffix(self) -> str:
         if not self.stderr_tail:

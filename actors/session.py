@@ -163,7 +163,8 @@ class Session:
                     )
             with trio.move_on_after(core.config.abort_grace):
                 await core.done.wait()
-        core.finish(core.abort_events("aborted"))
+        if not core.execution_ended:
+            core.finish(core.abort_events("aborted"))
 
     def usage(self) -> SessionUsage:
         ledger = self._core.mapper.ledger
