@@ -9,8 +9,8 @@ Requests come from two places, both outside our nurseries:
 Each request is handed over a bounded channel to :func:`run_user_input_broker`, which runs in the
 session's nursery. It emits ``user_input_request``, then waits - inside a per-request cancel scope
 with the deadline - for the answer from the ``on_user_input`` handler or from
-``Session.answer()``. Every request ends in exactly one ``user_input_resolved`` event and exactly one
-reply to the CLI:
+``Session.answer()``. Every request ends in exactly one ``user_input_resolved`` event and exactly
+one reply to the CLI:
 
 ==============  ======================================  ===================================
 outcome         AskUserQuestion reply                    elicitation reply
@@ -27,6 +27,7 @@ Never a made-up ``decline``: only the user declines.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
@@ -329,10 +330,10 @@ class UserInputBroker:
             self._by_cli_id.pop(pending.cli_request_id, None)
         if pending.scope is not None:
             pending.scope.cancel()
-        try:
+        # A waiter that is gone (withdrawn) is owed nothing.
+        gone = (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock)
+        with contextlib.suppress(*gone):
             pending.reply.send_nowait((outcome, value))
-        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.WouldBlock):
-            pass  # the waiter is gone (withdrawn); nothing is owed to it
         pending.reply.close()
         answer = value if outcome == "answered" else None
         detail = value if outcome == "failed" else None

@@ -24,8 +24,8 @@ from typing import Any
 
 import anyio
 import attrs
-from anyio.streams.memory import MemoryObjectReceiveStream
 import trio
+from anyio.streams.memory import MemoryObjectReceiveStream
 from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,

@@ -53,7 +53,8 @@ def rewrite_unknown_frame(frame: dict[str, Any]) -> dict[str, Any]:
     frame_type = frame.get("type")
     if not isinstance(frame_type, str) or frame_type in _KNOWN_TYPES:
         return frame
-    subtype = "tool_use_summary" if frame_type == "tool_use_summary" else f"passthrough:{frame_type}"
+    summary = frame_type == "tool_use_summary"
+    subtype = frame_type if summary else f"passthrough:{frame_type}"
     rewritten = dict(frame)
     rewritten["type"] = "system"
     rewritten["subtype"] = subtype
