@@ -1,0 +1,212 @@
+"""The JSON codec for unified events: ``--json`` output and the websocket gateway's wire format.
+
+Rules:
+
+1. ``event_to_json(event)`` is ``{"kind": event.kind, <every field but raw>}``. Nested values
+   become JSON-safe: attrs values (``Usage``, ``NormalizedMessage``, content blocks, ``TodoItem``,
+   ``Question``) become dicts, content blocks carry their ``"type"``, tuples become lists, and a
+   ``Usage`` also carries its derived ``"context_size"`` (consumers should not recompute it).
+2. Encoding never fails. ``Any`` fields (tool inputs and results, passthrough data, answers) can
+   hold whatever the SDK produced: dataclasses and attrs values become dicts, mappings get string
+   keys, non-finite floats and anything else non-JSON become their ``repr`` string, and a cycle
+   becomes the string ``"<cycle>"``. Such values do not round-trip; JSON values do.
+3. ``event_from_json(obj)`` is the exact inverse for every event built from JSON-safe values:
+   ``event_from_json(event_to_json(e)) == e`` (``raw`` is not sent and decodes to ``None``).
+4. Decoding is driven by the events' own type annotations, so a field added to ``events.py`` is
+   covered without touching this module. It checks every value against its annotation and
+   raises :class:`RemoteProtocolError` naming the path of the bad value (``message.content[1]``),
+   for an unknown ``kind`` or block ``type``, a missing required field, or a wrong type.
+5. Keys the annotations do not know (``context_size``, fields a newer peer added) are ignored, so
+   an older client keeps reading a newer server's stream; a field with a default may be omitted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal, Union
+
+import attrs
+
+from .errors import RemoteProtocolError
+from .events import EVENT_KINDS, Event, EventBase
+from .usage import Usage
+
+_OMITTED_FIELDS = frozenset({"raw"})
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+# ---------------------------------------------------------------------------------------------
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    """The JSON object (a dict of JSON-safe values) for ``event``; never raises."""
+    return _encode_attrs(event, frozenset())
+
+
+def to_json_safe(value: Any) -> Any:
+    """``value`` as plain JSON data, with the encoder's fallbacks (rule 2); never raises."""
+    return _to_json_safe(value, frozenset())
+
+
+def _encode_attrs(obj: Any, seen: frozenset[int]) -> dict[str, Any]:
+    cls = type(obj)
+    out: dict[str, Any] = {}
+    if isinstance(obj, EventBase):
+        out["kind"] = obj.kind  # type: ignore[attr-defined]
+    else:
+        tag = getattr(cls, "type", None)
+        if isinstance(tag, str):
+            out["type"] = tag
+    for field in attrs.fields(cls):
+        if field.name not in _OMITTED_FIELDS:
+            out[field.name] = _to_json_safe(getattr(obj, field.name), seen)
+    if isinstance(obj, Usage):
+        out["context_size"] = obj.context_size
+    return out
+
+
+def _to_json_safe(value: Any, seen: frozenset[int]) -> Any:
+    """``value`` as plain JSON data (see rule 2)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if id(value) in seen:
+        return "<cycle>"
+    inner = seen | {id(value)}
+    if attrs.has(type(value)):
+        return _encode_attrs(value, inner)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: _to_json_safe(getattr(value, f.name), inner) for f in dataclasses.fields(value)
+        }
+    if isinstance(value, Mapping):
+        return {
+            key if isinstance(key, str) else repr(key): _to_json_safe(item, inner)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_to_json_safe(item, inner) for item in value]
+    return repr(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+# ---------------------------------------------------------------------------------------------
+
+
+def event_from_json(obj: Any) -> Event:
+    """The event ``obj`` (a decoded JSON object) encodes; raises :class:`RemoteProtocolError`."""
+    if not isinstance(obj, Mapping):
+        raise RemoteProtocolError(f"an event must be a JSON object, got {_json_type(obj)}")
+    kind = obj.get("kind")
+    cls = EVENT_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise RemoteProtocolError(
+            f"unknown event kind {kind!r}; known kinds: {', '.join(sorted(EVENT_KINDS))}"
+        )
+    event: Event = _decode_attrs(obj, cls, kind)  # type: ignore[arg-type]
+    return event
+
+
+@functools.cache
+def _field_types(cls: type) -> tuple[tuple[str, Any, bool], ...]:
+    """``(name, resolved annotation, required)`` for each field of attrs class ``cls``."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (f.name, hints[f.name], f.default is attrs.NOTHING)
+        for f in attrs.fields(cls)
+        if f.name not in _OMITTED_FIELDS
+    )
+
+
+def _decode_attrs(obj: Any, cls: type, where: str) -> Any:
+    if not isinstance(obj, Mapping):
+        raise RemoteProtocolError(f"{where}: expected a JSON object, got {_json_type(obj)}")
+    kwargs: dict[str, Any] = {}
+    for name, annotation, required in _field_types(cls):
+        path = f"{where}.{name}"
+        if name in obj:
+            kwargs[name] = _decode(obj[name], annotation, path)
+        elif required:
+            raise RemoteProtocolError(f"{path}: missing required field")
+    return cls(**kwargs)
+
+
+def _decode(value: Any, annotation: Any, where: str) -> Any:
+    if annotation is Any:
+        return value
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Union or origin is types.UnionType:
+        return _decode_union(value, args, where)
+    if origin is Literal:
+        if value not in args:
+            allowed = ", ".join(repr(a) for a in args)
+            raise RemoteProtocolError(f"{where}: {value!r} is not one of {allowed}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise RemoteProtocolError(f"{where}: expected a list, got {_json_type(value)}")
+        return tuple(_decode(item, args[0], f"{where}[{i}]") for i, item in enumerate(value))
+    if origin is Mapping:
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise RemoteProtocolError(
+                f"{where}: expected a JSON object, got {_json_type(value)}"
+            )
+        return {key: _decode(item, args[1], f"{where}.{key}") for key, item in value.items()}
+    if attrs.has(annotation):
+        return _decode_attrs(value, annotation, where)
+    return _decode_scalar(value, annotation, where)
+
+
+def _decode_union(value: Any, members: tuple[Any, ...], where: str) -> Any:
+    if value is None and type(None) in members:
+        return None
+    rest = [m for m in members if m is not type(None)]
+    if len(rest) == 1:
+        return _decode(value, rest[0], where)
+    # The only wider union in the vocabulary is ContentBlock: attrs classes tagged by "type".
+    tags = {m.type: m for m in rest}
+    tag = value.get("type") if isinstance(value, Mapping) else None
+    if tag not in tags:
+        raise RemoteProtocolError(
+            f"{where}: unknown block type {tag!r}; known types: {', '.join(tags)}"
+        )
+    return _decode_attrs(value, tags[tag], where)
+
+
+def _decode_scalar(value: Any, annotation: Any, where: str) -> Any:
+    # bool is an int subclass: neither int nor float fields take true/false.
+    if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if annotation is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if annotation in (str, bool) and isinstance(value, annotation):
+        return value
+    raise RemoteProtocolError(
+        f"{where}: expected {annotation.__name__}, got {_json_type(value)} {value!r}"
+    )
+
+
+def _json_type(value: Any) -> str:
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "boolean"
+        case int() | float():
+            return "number"
+        case str():
+            return "string"
+        case list() | tuple():
+            return "array"
+        case Mapping():
+            return "object"
+        case _:
+            return type(value).__name__

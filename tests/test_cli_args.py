@@ -1,0 +1,338 @@
+"""The ``claude-trio`` command shell: parsing, params building, credentials and exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from claude_trio import cli
+from claude_trio.protocol.errors import CLIError, InvalidParamsError
+from claude_trio.protocol.params import ArchitectureConfig
+from claude_trio.render import EventSink, JsonLinesRenderer, Renderer
+
+
+@pytest.fixture
+def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in cli.CREDENTIAL_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def with_key(monkeypatch: pytest.MonkeyPatch, no_credentials: None) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+
+
+
+class FakeRunner:
+    """Stands in for ``claude_trio.runner`` (imported lazily by ``main``)."""
+
+    def __init__(self, behaviour: Callable[[], int]) -> None:
+        self.behaviour = behaviour
+        self.calls: list[tuple[argparse.Namespace, EventSink]] = []
+
+    def run_command(self, args: argparse.Namespace, renderer: EventSink) -> int:
+        self.calls.append((args, renderer))
+        return self.behaviour()
+
+
+def install_runner(monkeypatch: pytest.MonkeyPatch, behaviour: Callable[[], int]) -> FakeRunner:
+    fake = FakeRunner(behaviour)
+    module = types.ModuleType("claude_trio.runner")
+    module.run_command = fake.run_command  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "claude_trio.runner", module)
+    return fake
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing and params
+# ---------------------------------------------------------------------------------------------
+
+
+def test_run_parses_every_option(tmp_path: Path) -> None:
+    args = cli.parse_args(
+        [
+            "run", "fix the bug", "--model", "opus-4.6", "--plan", "--resume", "sess-1",
+            "--json", "--max-turns", "5", "--cwd", str(tmp_path), "--system-prompt", "Be terse",
+            "--thinking", "enabled", "--thinking-budget", "2048", "--effort", "high",
+            "--no-thinking-display", "--ollama-base-url", "http://localhost:11434",
+        ]
+    )  # fmt: skip
+    assert args.command == "run"
+    assert args.prompt == "fix the bug"
+    assert args.model == "opus-4.6"
+    assert args.plan is True
+    assert args.resume == "sess-1"
+    assert args.json is True
+    assert args.max_turns == 5
+    assert args.cwd == str(tmp_path)
+    assert args.system_prompt == "Be terse"
+    assert args.thinking == "enabled"
+    assert args.thinking_budget == 2048
+    assert args.effort == "high"
+    assert args.show_thinking is False
+    assert args.ollama_base_url == "http://localhost:11434"
+
+
+def test_run_defaults() -> None:
+    args = cli.parse_args(["run", "hi"])
+    assert (args.model, args.plan, args.resume, args.json, args.max_turns) == (
+        None, False, None, False, None,
+    )  # fmt: skip
+    assert (args.cwd, args.system_prompt, args.thinking, args.effort) == (None, None, None, None)
+    assert args.show_thinking is True
+
+
+def test_demo_parses_json_flag() -> None:
+    assert cli.parse_args(["demo"]).json is False
+    args = cli.parse_args(["demo", "--json"])
+    assert (args.command, args.json) == ("demo", True)
+
+
+def test_params_kwargs_and_execute_params(tmp_path: Path) -> None:
+    args = cli.parse_args(
+        ["run", "hi", "--model", "sonnet-4.5", "--plan", "--max-turns", "3", "--cwd",
+         str(tmp_path), "--resume", "abc", "--thinking", "enabled", "--thinking-budget", "1024",
+         "--effort", "low"]
+    )  # fmt: skip
+    kwargs = cli.execute_params_kwargs(args)
+    assert kwargs == {
+        "prompt": "hi",
+        "model": "sonnet-4.5",
+        "system_prompt": None,
+        "max_turns": 3,
+        "plan_mode": True,
+        "cwd": str(tmp_path),
+        "resume_session_id": "abc",
+        "architecture_config": {
+            "claude_thinking": "enabled",
+            "claude_thinking_budget": 1024,
+            "claude_effort": "low",
+            "claude_use_preset": True,  # no --system-prompt: Claude Code's own prompt
+            "ollama_base_url": None,
+        },
+    }
+    params = cli.build_execute_params(args)
+    assert params.prompt == "hi"
+    assert params.resolved_model == "claude-sonnet-4-5"
+    assert params.plan_mode is True
+    assert params.max_turns == 3
+    assert params.resume_session_id == "abc"
+    assert params.architecture_config == ArchitectureConfig(
+        claude_thinking="enabled",
+        claude_thinking_budget=1024,
+        claude_effort="low",
+        claude_use_preset=True,
+    )
+    assert params.effective_thinking() == {"type": "enabled", "budget_tokens": 1024}
+
+
+def test_system_prompt_replaces_the_preset_and_cwd_is_absolute(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path)
+    params = cli.build_execute_params(
+        cli.parse_args(["run", "hi", "--system-prompt", "You are a cat.", "--cwd", "work"])
+    )
+    assert params.system_prompt == "You are a cat."
+    assert params.architecture_config.preset is None
+    assert params.cwd == str(tmp_path / "work")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "hi", "--model", "gpt-4"], "invalid model='gpt-4'"),
+        (["run", "hi", "--cwd", "/no/such/dir"], "invalid --cwd='/no/such/dir'"),
+        (["run", "hi", "--model", "sonnet-4.5", "--thinking", "enabled"], "claude_thinking_budget"),
+        (["run", "   "], "invalid prompt="),
+    ],
+)
+def test_invalid_params_are_one_line_and_exit_2(
+    argv: list[str],
+    message: str,
+    with_key: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake = install_runner(monkeypatch, lambda: 0)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("claude-trio: invalid ")
+    assert message in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+    assert fake.calls == []  # nothing started
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "the following arguments are required: COMMAND"),
+        (["run"], "the following arguments are required: PROMPT"),
+        (["run", "hi", "--max-turns", "0"], "argument --max-turns: 0 is not positive"),
+        (["run", "hi", "--max-turns", "x"], "'x' is not a whole number"),
+        (["run", "hi", "--thinking", "always"], "argument --thinking: invalid choice: 'always'"),
+        (["run", "hi", "--effort", "max"], "argument --effort: invalid choice: 'max'"),
+        (["fly"], "invalid choice: 'fly'"),
+    ],
+)
+def test_usage_errors_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_version_and_help_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == "claude-trio 0.1.0"
+    assert cli.main(["run", "--help"]) == 0
+    assert "--no-thinking-display" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------
+# Credentials
+# ---------------------------------------------------------------------------------------------
+
+
+def test_run_without_credentials_explains_how_to_get_a_key(
+    no_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = install_runner(monkeypatch, lambda: 0)
+    assert cli.main(["run", "hello"]) == 2
+    captured = capsys.readouterr()
+    assert "console.anthropic.com" in captured.err
+    assert "export ANTHROPIC_API_KEY=" in captured.err
+    assert "claude-trio demo" in captured.err
+    assert captured.out == ""
+    assert fake.calls == []
+
+
+def test_empty_key_does_not_count(
+    no_credentials: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
+    assert cli.main(["run", "hello"]) == 2
+    assert "console.anthropic.com" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("env", "argv_extra"),
+    [
+        ({"ANTHROPIC_API_KEY": "sk-ant-x"}, []),
+        ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}, []),
+        ({"ANTHROPIC_AUTH_TOKEN": "ollama"}, []),
+        ({"CLAUDE_CODE_OAUTH_TOKEN": "tok"}, []),
+        ({}, ["--ollama-base-url", "http://localhost:11434"]),
+    ],
+)
+def test_any_credential_setting_lets_run_start(
+    env: dict[str, str],
+    argv_extra: list[str],
+    no_credentials: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    fake = install_runner(monkeypatch, lambda: 0)
+    assert cli.main(["run", "hello", *argv_extra]) == 0
+    [(args, _renderer)] = fake.calls
+    assert args.prompt == "hello"
+
+
+def test_demo_needs_no_key_and_picks_the_renderer(
+    no_credentials: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = install_runner(monkeypatch, lambda: 0)
+    assert cli.main(["demo"]) == 0
+    assert cli.main(["demo", "--json"]) == 0
+    assert cli.main(["demo", "--no-thinking-display"]) == 0
+    renderers = [renderer for _args, renderer in fake.calls]
+    assert isinstance(renderers[0], Renderer)
+    assert renderers[0].show_thinking is True
+    assert isinstance(renderers[1], JsonLinesRenderer)
+    assert isinstance(renderers[2], Renderer)
+    assert renderers[2].show_thinking is False
+
+
+# ---------------------------------------------------------------------------------------------
+# Exit codes of the session run
+# ---------------------------------------------------------------------------------------------
+
+
+def _raise(exc: BaseException) -> Callable[[], int]:
+    def behaviour() -> int:
+        raise exc
+
+    return behaviour
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "code", "stderr"),
+    [
+        (lambda: 0, 0, ""),
+        (lambda: 1, 1, ""),
+        (_raise(KeyboardInterrupt()), 130, "claude-trio: interrupted\n"),
+        (
+            _raise(BaseExceptionGroup("nursery", [KeyboardInterrupt()])),
+            130,
+            "claude-trio: interrupted\n",
+        ),
+        (
+            _raise(InvalidParamsError("resume_session_id", "x y", "a session id")),
+            2,
+            "claude-trio: invalid resume_session_id='x y': a session id\n",
+        ),
+        (
+            _raise(CLIError("claude not found at /usr/bin/claude")),
+            1,
+            "claude-trio: error: claude not found at /usr/bin/claude\n",
+        ),
+    ],
+)
+def test_exit_codes(
+    behaviour: Callable[[], int],
+    code: int,
+    stderr: str,
+    with_key: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    install_runner(monkeypatch, behaviour)
+    assert cli.main(["run", "hi"]) == code
+    assert capsys.readouterr().err == stderr
+
+
+def test_unexpected_errors_are_not_swallowed(
+    with_key: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = ExceptionGroup("nursery", [ValueError("bug")])
+    install_runner(monkeypatch, _raise(group))
+    with pytest.RaisesGroup(ValueError) as info:
+        cli.main(["run", "hi"])
+    assert info.value is group
+    mixed = BaseExceptionGroup("nursery", [KeyboardInterrupt(), ValueError("bug")])
+    install_runner(monkeypatch, _raise(mixed))
+    with pytest.RaisesGroup(KeyboardInterrupt, ValueError):
+        cli.main(["run", "hi"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading answers from stdin
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_read_stdin_line_reads_lines_then_none_at_eof(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("blue\n"))
+    assert await cli.read_stdin_line("Color? ") == "blue"
+    assert await cli.read_stdin_line("Again? ") is None
+    assert capsys.readouterr().out == "Color? Again? "
