@@ -1,0 +1,70 @@
+"""The environment that runs the real bundled ``claude`` CLI with no key and no network.
+
+Pass :func:`hermetic_env` as ``ClaudeAgentOptions.env``; point it at a
+:class:`~claude_trio.testing.model_double.ModelDouble`. Each variable is there for a reason that was
+checked against CLI 2.1.332 (see ``sdk-facts.md``): without ``CLAUDE_CONFIG_DIR`` the CLI writes
+``~/.claude``; without ``CLAUDE_CODE_TMPDIR`` it leaves files in the system temp dir; without
+``CLAUDE_CODE_MAX_RETRIES=0`` one API error costs ~190 s of retries (401 included); the
+``DISABLE_*`` switches keep it from phoning home, so the only requests go to ``ANTHROPIC_BASE_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import claude_agent_sdk
+
+from claude_trio.protocol.errors import CLIError
+
+__all__ = ["DUMMY_API_KEY", "bundled_cli_path", "hermetic_env"]
+
+DUMMY_API_KEY = "sk-ant-double-0000000000000000"
+
+
+def hermetic_env(
+    base_url: str,
+    tmp_path: Path | str,
+    *,
+    sandbox: bool = False,
+    max_retries: int = 0,
+) -> dict[str, str]:
+    """The env for a CLI that talks only to ``base_url`` and keeps its files under ``tmp_path``.
+
+    ``sandbox=True`` adds ``IS_SANDBOX=1``: the CLI refuses ``bypassPermissions`` as root without
+    it (tests here run as root). ``max_retries`` is ``CLAUDE_CODE_MAX_RETRIES``; raise it only in a
+    test about retries (each retry backs off for real seconds). The config and tmp folders are
+    created, since the CLI expects them to exist.
+    """
+    root = Path(tmp_path)
+    config_dir = root / "config"
+    tmp_dir = root / "tmp"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    env = {
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": DUMMY_API_KEY,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CONFIG_DIR": str(config_dir),
+        "CLAUDE_CODE_TMPDIR": str(tmp_dir),
+        "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
+    }
+    if sandbox:
+        env["IS_SANDBOX"] = "1"
+    return env
+
+
+def bundled_cli_path() -> Path:
+    """The ``claude`` binary shipped inside the installed ``claude-agent-sdk`` wheel."""
+    name = "claude.exe" if platform.system() == "Windows" else "claude"
+    path = Path(claude_agent_sdk.__file__).parent / "_bundled" / name
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise CLIError(
+            f"the bundled claude CLI is missing or not executable at {path}; "
+            "reinstall claude-agent-sdk from a platform wheel (it ships the binary)"
+        )
+    return path
