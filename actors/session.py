@@ -154,15 +154,28 @@ class Session:
         core.emit_many(core.mapper.abort_requested())
         client = core.client
         if client is not None and core.mapper.turn_open:
+            confirmed = False
             with trio.move_on_after(core.config.control_timeout):
                 try:
                     await client.interrupt()
+                    confirmed = True
                 except Exception as exc:  # the CLI is gone or refused: synthesize below
                     core.emit(
                         Error(message=f"interrupt failed: {exc}", code="transport", fatal=False)
                     )
-            with trio.move_on_after(core.config.abort_grace):
-                await core.done.wait()
+            if not confirmed and not core.execution_ended:
+                core.emit(
+                    Error(
+                        message="the CLI did not confirm the interrupt within "
+                        f"{core.config.control_timeout:g} s; ending the turn without it",
+                        code="cli_timeout",
+                        fatal=False,
+                    )
+                )
+            if confirmed:
+                # The CLI answered; its interrupted turn's result (with usage) should follow.
+                with trio.move_on_after(core.config.abort_grace):
+                    await core.done.wait()
         if not core.execution_ended:
             core.finish(core.abort_events("aborted"))
 
