@@ -1,0 +1,851 @@
+"""SDK messages -> unified events: the sans-I/O mapper (one per session).
+
+``Mapper.feed(message)`` takes one message as ``claude_agent_sdk`` yields it and returns the
+events it causes, stamped with the execution's ``turn`` and the session's ``seq``. Everything
+that is not a message - a push accepted, an abort, the end of the input - is an *input* of the
+machine too (``push_accepted``, ``abort_requested``, ``turn_aborted``, ``stream_ended``), like
+``h11``'s ``receive_data(None)``. Nothing here blocks or imports trio.
+
+Rules
+=====
+
+Stamping
+  R1. ``seq`` starts at 1 and grows by one for every event the mapper returns (``stamp`` too):
+      strictly increasing over the session, across executions.
+  R2. ``turn`` is the turn of the current execution: 1 for its first turn. ``start_execution``
+      restarts the count. Events that arrive while no turn is open (a push accepted, a subagent
+      notification, a rate-limit notice between two turns) carry the number of the NEXT turn,
+      the one they lead into, so nothing is ever stamped with a turn after that turn's terminal
+      event. Before the first execution started that number is 0 (events.py: "an error while
+      connecting"); ``feed`` and ``push_accepted`` start the first execution themselves.
+
+Turn fencing
+  R3. A turn opens at the first *turn message* after the previous terminal event. Turn
+      messages: ``init``, ``compact_boundary``, ``api_retry``, results, and main-thread
+      (``parent_tool_use_id is None``) stream events, assistant, user and tool_use_summary
+      messages. Subagent messages, task lifecycle messages, rate-limit notices and other system
+      messages never open a turn: a background subagent works between its parent's turns.
+  R4. A turn is closed by exactly one terminal event: ``Result``, ``Aborted`` or a fatal
+      ``Error``. The next turn is numbered one more.
+  R5. ``abort_requested()`` marks an abort as pending; it emits nothing. Every abort is then
+      answered by exactly one ``Aborted``: the CLI's own result for the aborting turn
+      (``subtype="error_during_execution"`` or ``terminal_reason="aborted_*"``) becomes
+      ``Aborted(usage=..., session_id=...)`` instead of a ``Result``; otherwise
+      ``turn_aborted()`` (or ``stream_ended()``) synthesizes it. A turn that completes normally
+      while the abort is pending still gets its ``Result`` (it is real), and the abort is then
+      answered by an ``Aborted`` of its own turn number from ``turn_aborted()``. Content that
+      arrives after ``abort_requested()`` but before the terminal event is mapped as usual:
+      the CLI really produced it.
+  R6. After ``turn_aborted()`` closed an open turn, the mapper *drains* the dead turn: until
+      the next ``init`` (or the end of the stream), its turn messages emit nothing and its late
+      result is counted in the usage ledger (interrupted turns cost money too) but never
+      becomes a ``Result`` - so it cannot close the next turn. Echoed push uuids (and those the
+      late result lists), the subagent task map and the task lifecycle are still recorded.
+  R7. ``stream_ended(error)``: the end of the CLI's output. A pending abort gives ``Aborted``
+      (an ``error`` is then reported first, non-fatal); else ``error`` (made fatal) ends the
+      turn; else an open turn ends with ``Error(code="cli_exited")``. With no turn open and
+      nothing to report it emits nothing. Background tasks can no longer finish: the in-flight
+      set is cleared.
+
+Assistant messages
+  R8. The SDK yields one ``AssistantMessage`` per content block, all sharing ``message_id``.
+      The blocks are buffered per stream (the main thread, and each subagent by its
+      ``parent_tool_use_id``) and emitted as ONE ``AssistantMessage`` event holding every block
+      in order. A stream's buffer is flushed when that stream starts another message (an
+      assistant block or a ``message_start`` with another id), when that stream's user message
+      (tool results) arrives, and all buffers are flushed before any result, ``init`` and
+      terminal event, so nothing is lost at a terminal event. A message whose blocks straddle a
+      flush is reported as two events with the same ``message_id`` (split, never dropped). A
+      block with no ``message_id`` is a message of its own.
+  R9. ``ToolUse`` is emitted as soon as its block arrives (before the buffered message): tools
+      run before the message is complete. Each ``tool_use`` id is reported at most once. The
+      ``Skill`` tool also emits ``SkillInvoked``.
+  R10. Todo tools (main thread only, like the CLI's own todo observer): ``TodoWrite``,
+      ``TaskCreate`` and ``TaskUpdate`` update the list (``todos.py``) and emit
+      ``TodoListUpdated`` with the whole list instead of ``ToolUse``; ``TaskList`` / ``TaskGet``
+      emit nothing. In the message their block becomes ``TodoListContent``, and their
+      ``tool_result`` is suppressed (event and block). A ``TaskCreate`` result that names the
+      task id (or failed) changes the list, so it emits one more ``TodoListUpdated``.
+
+User messages
+  R11. A user message with ``tool_result`` blocks -> ``AssistantMessage(role="user")`` with its
+      blocks, then one ``ToolResult`` per block (``is_error`` passed through, ``tool_name`` from
+      the remembered ``tool_use``).
+  R12. A user message with only text is the CLI's echo of something we sent (with
+      ``replay-user-messages``): ``push_accepted`` already emitted its ``UserMessage``, so it
+      emits nothing. Its ``uuid`` is queued for ``pop_consumed_uuids()``, which the actor
+      drains after each ``feed`` into ``ExecutionLifecycle.consumed``. The uuids listed by a
+      swallowed late result (R6) are queued there too; a ``Result`` carries its own
+      ``user_message_uuids`` for ``ExecutionLifecycle.result_arrived``.
+
+Subagents
+  R13. Every message with ``parent_tool_use_id`` is ``is_subagent=True``; ``subagent_task_id``
+      comes from the ``tool_use_id -> task_id`` map filled by ``task_started`` (None before it).
+  R14. ``task_started`` -> ``SubagentStarted``; ``task_progress`` and non-terminal
+      ``task_updated`` -> ``SubagentProgress``; ``task_notification`` and terminal
+      ``task_updated`` (completed/failed/stopped/killed) -> ``SubagentCompleted``, once per
+      task. ``tasks_in_flight`` = started and not completed.
+
+System and other messages
+  R15. ``init`` -> ``TurnStarted``; ``compact_boundary`` -> ``Flush``; ``api_retry`` -> ``Retry``;
+      ``tool_use_summary`` (the actor re-wraps the raw frame, which the SDK parser drops, as a
+      ``SystemMessage`` with that subtype and the frame as ``data``; the CLI's frame is
+      ``{summary, preceding_tool_use_ids, uuid, session_id}``) -> a synthetic ``ToolUse`` named
+      ``tool_use_summary`` (input: the preceding ids) plus a synthetic ``ToolResult`` carrying
+      the summary; any other subtype -> ``Passthrough("system:<subtype>")``.
+      ``RateLimitEvent`` -> ``WarningEvent(code="rate_limit")`` unless its status is
+      ``allowed`` (then ``Passthrough``); ``ConversationResetMessage`` -> ``Passthrough``.
+  R16. A result -> ``Result`` with the turn's usage and running totals from the ``UsageLedger``
+      (``accounting.py``), ``todo_list_snapshot`` (None if no todo tool was ever used) and
+      ``final=False``: whether it ends the execution is the actor's call (``lifecycle.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, assert_never
+
+import attrs
+import claude_agent_sdk as sdk
+
+from . import todos
+from .accounting import UsageLedger
+from .errors import LocalProtocolError
+from .events import (
+    Aborted,
+    AssistantMessage,
+    ContentBlock,
+    Error,
+    Event,
+    Flush,
+    NormalizedMessage,
+    Passthrough,
+    Result,
+    Retry,
+    SkillInvoked,
+    SubagentCompleted,
+    SubagentProgress,
+    SubagentStarted,
+    TextContent,
+    TextDelta,
+    ThinkingContent,
+    ThinkingDelta,
+    TodoItem,
+    TodoListContent,
+    TodoListUpdated,
+    ToolResult,
+    ToolResultContent,
+    ToolUse,
+    ToolUseContent,
+    TurnStarted,
+    UnknownContent,
+    UserMessage,
+    WarningEvent,
+    is_terminal,
+)
+
+TOOL_USE_SUMMARY = "tool_use_summary"
+SKILL_TOOL = "Skill"
+_TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "stopped", "killed"})
+
+_E = TypeVar("_E", bound=Event)
+
+
+@attrs.define
+class _Buffer:
+    """The blocks of one API message seen so far (rule R8)."""
+
+    message_id: str | None
+    parent_tool_use_id: str | None
+    model: str | None = None
+    stop_reason: str | None = None
+    error: str | None = None
+    blocks: list[ContentBlock] = attrs.Factory(list)
+    raws: list[sdk.AssistantMessage] = attrs.Factory(list)
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _is_abort_result(result: sdk.ResultMessage) -> bool:
+    return result.subtype == "error_during_execution" or (result.terminal_reason or "").startswith(
+        "aborted"
+    )
+
+
+class Mapper:
+    """The SDK -> unified event state machine of one session. See the module's rules."""
+
+    def __init__(self) -> None:
+        self._seq = 0
+        self._turn = 0
+        self._turn_open = False
+        self._execution_started = False
+        self._aborting = False
+        self._draining = False
+        self._buffers: dict[str | None, _Buffer] = {}
+        self._stream_message_ids: dict[str | None, str] = {}
+        self._task_by_tool_use: dict[str, str] = {}
+        self._tool_use_by_task: dict[str, str] = {}
+        self._in_flight: set[str] = set()
+        self._completed: set[str] = set()
+        self._tool_names: dict[str, str] = {}
+        self._reported: set[str] = set()
+        self._todo_tool_uses: dict[str, str] = {}
+        self._todos = todos.TodoState()
+        self._todo_snapshot: tuple[TodoItem, ...] | None = None
+        self._ledger = UsageLedger()
+        self._consumed: list[str] = []
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def turn(self) -> int:
+        """The open turn's number, or the last closed one's (0 before the first turn)."""
+        return self._turn
+
+    @property
+    def turn_open(self) -> bool:
+        return self._turn_open
+
+    @property
+    def aborting(self) -> bool:
+        """An abort was requested and is not answered by an ``Aborted`` yet."""
+        return self._aborting
+
+    @property
+    def tasks_in_flight(self) -> frozenset[str]:
+        return frozenset(self._in_flight)
+
+    @property
+    def ledger(self) -> UsageLedger:
+        return self._ledger
+
+    @property
+    def todo_snapshot(self) -> tuple[TodoItem, ...] | None:
+        return self._todo_snapshot
+
+    def pop_consumed_uuids(self) -> list[str]:
+        """The uuids of echoed user messages seen since the last call (rule R12)."""
+        consumed, self._consumed = self._consumed, []
+        return consumed
+
+    # -- inputs other than SDK messages ----------------------------------------------------
+
+    def start_execution(self) -> None:
+        """A new execution begins: turns count from 1 again and the execution usage restarts."""
+        if self._turn_open:
+            raise LocalProtocolError(
+                f"start_execution() while turn {self._turn} is open; end it first "
+                "(a result, turn_aborted() or stream_ended())"
+            )
+        self._execution_started = True
+        self._turn = 0
+        self._aborting = False
+        self._ledger.start_execution()
+
+    def stamp(self, event: _E) -> _E:
+        """Stamp an event synthesized outside the mapper (user input, warnings, errors)."""
+        if is_terminal(event):
+            raise LocalProtocolError(
+                f"stamp() got a terminal {event.kind} event; end a turn with "
+                "turn_aborted() or stream_ended(error) so the turn is closed exactly once"
+            )
+        return self._stamp(event)
+
+    def push_accepted(self, *, text: str, uuid: str, timestamp: float) -> list[Event]:
+        """A push was accepted onto the input channel: its ``UserMessage`` event."""
+        self._ensure_execution()
+        return [self._stamp(UserMessage(text=text, uuid=uuid, timestamp=timestamp))]
+
+    def abort_requested(self) -> list[Event]:
+        """Mark an abort as pending (rule R5). Emits nothing; idempotent."""
+        self._aborting = True
+        return []
+
+    def turn_aborted(self, reason: str = "aborted") -> list[Event]:
+        """Synthesize the ``Aborted`` terminal if the abort has none yet (rules R5, R6)."""
+        events: list[Event] = []
+        if self._turn_open:
+            self._flush_all(events)
+            self._terminal(events, Aborted(reason=reason))
+            self._draining = True
+        elif self._aborting:
+            self._terminal(events, Aborted(reason=reason))
+        return events
+
+    def stream_ended(self, error: Error | None = None) -> list[Event]:
+        """The CLI's output ended (rule R7)."""
+        events: list[Event] = []
+        self._flush_all(events)
+        self._in_flight.clear()
+        self._draining = False
+        terminal: Event
+        if self._aborting:
+            if error is not None:
+                events.append(self._stamp(attrs.evolve(error, fatal=False)))
+            terminal = Aborted(reason="aborted")
+        elif error is not None:
+            terminal = attrs.evolve(error, fatal=True)
+        elif self._turn_open:
+            terminal = Error(
+                code="cli_exited",
+                message=f"the CLI's output ended before the result of turn {self._turn}",
+            )
+        else:
+            return events
+        self._terminal(events, terminal)
+        return events
+
+    # -- SDK messages ----------------------------------------------------------------------
+
+    def feed(self, message: sdk.Message) -> list[Event]:
+        """Map one SDK message to the events it causes (possibly none)."""
+        self._ensure_execution()
+        events: list[Event] = []
+        match message:
+            case sdk.StreamEvent():
+                self._on_stream_event(message, events)
+            case sdk.AssistantMessage():
+                self._on_assistant(message, events)
+            case sdk.UserMessage():
+                self._on_user(message, events)
+            case sdk.ResultMessage():
+                self._on_result(message, events)
+            case sdk.TaskStartedMessage():
+                self._on_task_started(message, events)
+            case sdk.TaskProgressMessage():
+                self._emit(
+                    events,
+                    SubagentProgress(
+                        task_id=message.task_id,
+                        tool_use_id=message.tool_use_id
+                        or self._tool_use_by_task.get(message.task_id),
+                        description=message.description,
+                        last_tool_name=message.last_tool_name,
+                        usage=dict(message.usage),
+                        raw=message,
+                    ),
+                    parent=_opt_str(message.data.get("parent_tool_use_id")),
+                )
+            case sdk.TaskNotificationMessage():
+                self._task_finished(
+                    events,
+                    message,
+                    task_id=message.task_id,
+                    status=message.status,
+                    summary=message.summary,
+                    usage=dict(message.usage) if message.usage is not None else None,
+                    tool_use_id=message.tool_use_id,
+                )
+            case sdk.TaskUpdatedMessage():
+                self._on_task_updated(message, events)
+            case sdk.SystemMessage():
+                self._on_system(message, events)
+            case sdk.RateLimitEvent():
+                info = message.rate_limit_info
+                if info.status == "allowed":
+                    self._emit(
+                        events,
+                        Passthrough(frame_type="rate_limit_event", data=info.raw, raw=message),
+                    )
+                else:
+                    self._emit(
+                        events,
+                        WarningEvent(
+                            code="rate_limit",
+                            message=(
+                                f"rate limit status {info.status!r}"
+                                f" (type {info.rate_limit_type}, resets at {info.resets_at})"
+                            ),
+                            raw=message,
+                        ),
+                    )
+            case sdk.ConversationResetMessage():
+                self._emit(
+                    events,
+                    Passthrough(
+                        frame_type="conversation_reset",
+                        data={
+                            "new_conversation_id": message.new_conversation_id,
+                            "session_id": message.session_id,
+                        },
+                        raw=message,
+                    ),
+                )
+            case _:
+                assert_never(message)
+        return events
+
+    # -- stream events and assistant messages ----------------------------------------------
+
+    def _on_stream_event(self, message: sdk.StreamEvent, events: list[Event]) -> None:
+        if self._draining:
+            return
+        parent = message.parent_tool_use_id
+        if parent is None:
+            self._open_turn()
+        event = message.event
+        match event.get("type"):
+            case "message_start":
+                body = event.get("message")
+                message_id = body.get("id") if isinstance(body, Mapping) else None
+                if isinstance(message_id, str):
+                    self._stream_message_ids[parent] = message_id
+                    buffer = self._buffers.get(parent)
+                    if buffer is not None and buffer.message_id != message_id:
+                        self._flush(parent, events)
+            case "content_block_delta":
+                delta = event.get("delta")
+                if not isinstance(delta, Mapping):
+                    return
+                common: dict[str, Any] = {
+                    "message_id": self._stream_message_ids.get(parent),
+                    "index": _opt_int(event.get("index")),
+                    "raw": message,
+                }
+                match delta.get("type"):
+                    case "text_delta":
+                        text = _opt_str(delta.get("text")) or ""
+                        self._emit(events, TextDelta(text=text, **common), parent=parent)
+                    case "thinking_delta":
+                        text = _opt_str(delta.get("thinking")) or ""
+                        self._emit(events, ThinkingDelta(text=text, **common), parent=parent)
+                    case _:
+                        pass  # signature / input_json deltas: the complete blocks carry them
+            case _:
+                pass  # message_delta, content_block_start/stop, message_stop, ping: state only
+
+    def _on_assistant(self, message: sdk.AssistantMessage, events: list[Event]) -> None:
+        if self._draining:
+            return
+        parent = message.parent_tool_use_id
+        if parent is None:
+            self._open_turn()
+        buffer = self._buffers.get(parent)
+        if buffer is not None and (
+            message.message_id is None or buffer.message_id != message.message_id
+        ):
+            self._flush(parent, events)
+            buffer = None
+        if buffer is None:
+            buffer = self._buffers[parent] = _Buffer(
+                message_id=message.message_id, parent_tool_use_id=parent
+            )
+        buffer.raws.append(message)
+        buffer.model = message.model or buffer.model
+        buffer.stop_reason = message.stop_reason or buffer.stop_reason
+        buffer.error = buffer.error or message.error
+        for block in message.content:
+            buffer.blocks.append(self._assistant_block(block, parent, events))
+        if message.message_id is None:
+            self._flush(parent, events)
+
+    def _assistant_block(
+        self, block: sdk.ContentBlock, parent: str | None, events: list[Event]
+    ) -> ContentBlock:
+        match block:
+            case sdk.TextBlock():
+                return TextContent(text=block.text)
+            case sdk.ThinkingBlock():
+                return ThinkingContent(thinking=block.thinking, signature=block.signature)
+            case sdk.ToolUseBlock():
+                return self._tool_use(block, parent, events)
+            case sdk.ToolResultBlock():
+                return ToolResultContent(
+                    tool_use_id=block.tool_use_id, content=block.content, is_error=block.is_error
+                )
+            case sdk.ServerToolUseBlock() | sdk.ServerToolResultBlock():
+                return UnknownContent(block=block)
+            case _:
+                assert_never(block)
+
+    def _tool_use(
+        self, block: sdk.ToolUseBlock, parent: str | None, events: list[Event]
+    ) -> ContentBlock:
+        self._tool_names[block.id] = block.name
+        first = block.id not in self._reported
+        self._reported.add(block.id)
+        if parent is None and block.name in todos.TODO_TOOLS:
+            self._todo_tool_uses[block.id] = block.name
+            if first and block.name in todos.TODO_WRITING_TOOLS:
+                match block.name:
+                    case todos.TODO_WRITE:
+                        self._todos = todos.apply_todo_write(self._todos, block.input)
+                    case todos.TASK_CREATE:
+                        self._todos = todos.apply_task_create(self._todos, block.id, block.input)
+                    case _:
+                        self._todos = todos.apply_task_update(self._todos, block.input)
+                self._todo_updated(events, block.id, block.name)
+            return TodoListContent(tool_use_id=block.id, items=self._todos.items)
+        if first:
+            self._emit(
+                events,
+                ToolUse(tool_use_id=block.id, name=block.name, input=block.input, raw=block),
+                parent=parent,
+            )
+            skill = block.input.get("skill")
+            if block.name == SKILL_TOOL and isinstance(skill, str):
+                self._emit(
+                    events,
+                    SkillInvoked(skill=skill, tool_use_id=block.id, raw=block),
+                    parent=parent,
+                )
+        return ToolUseContent(tool_use_id=block.id, name=block.name, input=block.input)
+
+    def _todo_updated(self, events: list[Event], tool_use_id: str, tool_name: str) -> None:
+        self._todo_snapshot = self._todos.items
+        self._emit(
+            events,
+            TodoListUpdated(
+                items=self._todo_snapshot, tool_use_id=tool_use_id, tool_name=tool_name
+            ),
+        )
+
+    def _flush(self, parent: str | None, events: list[Event]) -> None:
+        buffer = self._buffers.pop(parent, None)
+        if buffer is None:
+            return
+        normalized = NormalizedMessage(
+            role="assistant",
+            content=tuple(buffer.blocks),
+            message_id=buffer.message_id,
+            model=buffer.model,
+            stop_reason=buffer.stop_reason,
+            error=buffer.error,
+        )
+        self._emit(
+            events, AssistantMessage(message=normalized, raw=tuple(buffer.raws)), parent=parent
+        )
+
+    def _flush_all(self, events: list[Event]) -> None:
+        for parent in list(self._buffers):
+            self._flush(parent, events)
+
+    # -- user messages ---------------------------------------------------------------------
+
+    def _on_user(self, message: sdk.UserMessage, events: list[Event]) -> None:
+        content = message.content
+        if isinstance(content, str) or not any(
+            isinstance(block, sdk.ToolResultBlock) for block in content
+        ):
+            if message.uuid is not None:
+                self._consumed.append(message.uuid)
+            if message.parent_tool_use_id is None and not self._draining:
+                self._open_turn()
+            return
+        if self._draining:
+            return
+        parent = message.parent_tool_use_id
+        if parent is None:
+            self._open_turn()
+        self._flush(parent, events)
+        results = [block for block in content if isinstance(block, sdk.ToolResultBlock)]
+        blocks: list[ContentBlock] = []
+        tool_results: list[ToolResult] = []
+        for block in content:
+            match block:
+                case sdk.ToolResultBlock():
+                    todo_tool = self._todo_tool_uses.get(block.tool_use_id)
+                    if todo_tool is not None:
+                        self._todo_result(
+                            events,
+                            block,
+                            todo_tool,
+                            message.tool_use_result if len(results) == 1 else None,
+                        )
+                        continue
+                    blocks.append(
+                        ToolResultContent(
+                            tool_use_id=block.tool_use_id,
+                            content=block.content,
+                            is_error=block.is_error,
+                        )
+                    )
+                    tool_results.append(
+                        ToolResult(
+                            tool_use_id=block.tool_use_id,
+                            content=block.content,
+                            is_error=block.is_error,
+                            tool_name=self._tool_names.get(block.tool_use_id),
+                            raw=block,
+                        )
+                    )
+                case sdk.TextBlock():
+                    blocks.append(TextContent(text=block.text))
+                case sdk.ToolUseBlock():
+                    blocks.append(
+                        ToolUseContent(tool_use_id=block.id, name=block.name, input=block.input)
+                    )
+                case _:
+                    blocks.append(UnknownContent(block=block))
+        if blocks:
+            normalized = NormalizedMessage(role="user", content=tuple(blocks))
+            self._emit(events, AssistantMessage(message=normalized, raw=message), parent=parent)
+        for result in tool_results:
+            self._emit(events, result, parent=parent)
+
+    def _todo_result(
+        self,
+        events: list[Event],
+        block: sdk.ToolResultBlock,
+        tool_name: str,
+        tool_use_result: Mapping[str, Any] | None,
+    ) -> None:
+        """A todo tool's result: suppressed; a ``TaskCreate``'s may change the list (R10)."""
+        if tool_name != todos.TASK_CREATE:
+            return
+        before = self._todos
+        self._todos = todos.apply_task_create_result(
+            before,
+            block.tool_use_id,
+            content=block.content,
+            is_error=block.is_error,
+            tool_use_result=tool_use_result,
+        )
+        if self._todos != before:
+            self._todo_updated(events, block.tool_use_id, tool_name)
+
+    # -- results ---------------------------------------------------------------------------
+
+    def _on_result(self, message: sdk.ResultMessage, events: list[Event]) -> None:
+        self._flush_all(events)
+        usage = self._ledger.record_result(message)
+        uuids = message.user_message_uuids or (
+            [message.user_message_uuid] if message.user_message_uuid else []
+        )
+        if self._draining:
+            # The aborted turn's late result: counted, not reported (R6); the pushes it took in
+            # are consumed all the same, and only this queue can tell the actor so (R12).
+            self._draining = False
+            self._consumed.extend(uuids)
+            return
+        self._open_turn()
+        if self._aborting and _is_abort_result(message):
+            terminal: Event = Aborted(
+                reason=message.terminal_reason or "aborted",
+                usage=usage.turn,
+                session_id=message.session_id,
+                raw=message,
+            )
+        else:
+            terminal = Result(
+                subtype=message.subtype,
+                is_error=message.is_error,
+                session_id=message.session_id,
+                usage=usage.turn,
+                execution_usage=usage.execution,
+                session_usage=usage.session,
+                num_turns=message.num_turns,
+                duration_ms=message.duration_ms,
+                stop_reason=message.stop_reason,
+                terminal_reason=message.terminal_reason,
+                text=message.result,
+                errors=tuple(message.errors or ()),
+                api_error_status=message.api_error_status,
+                user_message_uuids=tuple(uuids),
+                todo_list_snapshot=self._todo_snapshot,
+                raw=message,
+            )
+        self._terminal(events, terminal)
+
+    # -- subagent tasks --------------------------------------------------------------------
+
+    def _on_task_started(self, message: sdk.TaskStartedMessage, events: list[Event]) -> None:
+        if message.tool_use_id is not None:
+            self._task_by_tool_use[message.tool_use_id] = message.task_id
+            self._tool_use_by_task[message.task_id] = message.tool_use_id
+        if message.task_id not in self._completed:
+            self._in_flight.add(message.task_id)
+        self._emit(
+            events,
+            SubagentStarted(
+                task_id=message.task_id,
+                tool_use_id=message.tool_use_id,
+                description=message.description,
+                task_type=message.task_type,
+                raw=message,
+            ),
+            parent=_opt_str(message.data.get("parent_tool_use_id")),
+        )
+
+    def _on_task_updated(self, message: sdk.TaskUpdatedMessage, events: list[Event]) -> None:
+        if message.status in _TERMINAL_TASK_STATUSES:
+            self._task_finished(
+                events,
+                message,
+                task_id=message.task_id,
+                status=message.status,
+                summary=None,
+                usage=None,
+                tool_use_id=None,
+            )
+            return
+        self._emit(
+            events,
+            SubagentProgress(
+                task_id=message.task_id,
+                tool_use_id=self._tool_use_by_task.get(message.task_id),
+                description=_opt_str(message.patch.get("description")),
+                raw=message,
+            ),
+            parent=_opt_str(message.data.get("parent_tool_use_id")),
+        )
+
+    def _task_finished(
+        self,
+        events: list[Event],
+        message: sdk.SystemMessage,
+        *,
+        task_id: str,
+        status: str,
+        summary: str | None,
+        usage: Mapping[str, Any] | None,
+        tool_use_id: str | None,
+    ) -> None:
+        self._in_flight.discard(task_id)
+        if task_id in self._completed:
+            return
+        self._completed.add(task_id)
+        self._emit(
+            events,
+            SubagentCompleted(
+                task_id=task_id,
+                tool_use_id=tool_use_id or self._tool_use_by_task.get(task_id),
+                status=status,
+                summary=summary,
+                usage=usage,
+                raw=message,
+            ),
+            parent=_opt_str(message.data.get("parent_tool_use_id")),
+        )
+
+    # -- system messages -------------------------------------------------------------------
+
+    def _on_system(self, message: sdk.SystemMessage, events: list[Event]) -> None:
+        data = message.data
+        match message.subtype:
+            case "init":
+                self._draining = False
+                self._flush_all(events)
+                self._open_turn()
+                self._emit(
+                    events,
+                    TurnStarted(
+                        session_id=_opt_str(data.get("session_id")),
+                        model=_opt_str(data.get("model")),
+                        raw=message,
+                    ),
+                )
+            case "compact_boundary" if not self._draining:
+                self._open_turn()
+                metadata = data.get("compact_metadata")
+                if not isinstance(metadata, Mapping):
+                    metadata = {}
+                self._emit(
+                    events,
+                    Flush(
+                        trigger=_opt_str(metadata.get("trigger")),
+                        pre_tokens=_opt_int(metadata.get("pre_tokens")),
+                        raw=message,
+                    ),
+                )
+            case "api_retry" if not self._draining:
+                self._open_turn()
+                delay = data.get("retry_delay_ms")
+                self._emit(
+                    events,
+                    Retry(
+                        attempt=_opt_int(data.get("attempt")),
+                        max_retries=_opt_int(data.get("max_retries")),
+                        delay_ms=float(delay) if isinstance(delay, int | float) else None,
+                        error_status=_opt_int(data.get("error_status")),
+                        error=_opt_str(data.get("error")),
+                        raw=message,
+                    ),
+                )
+            case "tool_use_summary" if not self._draining:
+                self._on_tool_use_summary(message, events)
+            case "compact_boundary" | "api_retry" | "tool_use_summary":
+                pass  # draining an aborted turn (R6)
+            case subtype:
+                self._emit(
+                    events, Passthrough(frame_type=f"system:{subtype}", data=data, raw=message)
+                )
+
+    def _on_tool_use_summary(self, message: sdk.SystemMessage, events: list[Event]) -> None:
+        data = message.data
+        parent = _opt_str(data.get("parent_tool_use_id"))
+        if parent is None:
+            self._open_turn()
+        uuid = _opt_str(data.get("uuid")) or f"seq-{self._seq + 1}"
+        tool_use_id = f"{TOOL_USE_SUMMARY}:{uuid}"
+        if tool_use_id in self._reported:
+            return
+        self._reported.add(tool_use_id)
+        preceding = data.get("preceding_tool_use_ids")
+        preceding_ids = (
+            [i for i in preceding if isinstance(i, str)] if isinstance(preceding, list) else []
+        )
+        self._emit(
+            events,
+            ToolUse(
+                tool_use_id=tool_use_id,
+                name=TOOL_USE_SUMMARY,
+                input={"preceding_tool_use_ids": preceding_ids},
+                synthetic=True,
+                raw=message,
+            ),
+            parent=parent,
+        )
+        self._emit(
+            events,
+            ToolResult(
+                tool_use_id=tool_use_id,
+                content=_opt_str(data.get("summary")) or "",
+                tool_name=TOOL_USE_SUMMARY,
+                synthetic=True,
+                raw=message,
+            ),
+            parent=parent,
+        )
+
+    # -- stamping and turns ----------------------------------------------------------------
+
+    def _ensure_execution(self) -> None:
+        if not self._execution_started:
+            self.start_execution()
+
+    def _turn_number(self) -> int:
+        if not self._execution_started:
+            return 0
+        return self._turn if self._turn_open else self._turn + 1
+
+    def _open_turn(self) -> None:
+        if not self._turn_open:
+            self._turn += 1
+            self._turn_open = True
+
+    def _stamp(self, event: _E) -> _E:
+        self._seq += 1
+        return attrs.evolve(event, turn=self._turn_number(), seq=self._seq)
+
+    def _emit(self, events: list[Event], event: Event, *, parent: str | None = None) -> None:
+        if parent is not None:
+            event = attrs.evolve(
+                event, is_subagent=True, subagent_task_id=self._task_by_tool_use.get(parent)
+            )
+        events.append(self._stamp(event))
+
+    def _terminal(self, events: list[Event], event: Event) -> None:
+        """Close the open turn (or consume the next number when none is open) with ``event``."""
+        self._open_turn()
+        events.append(self._stamp(event))
+        self._turn_open = False
+        if isinstance(event, Aborted):
+            self._aborting = False

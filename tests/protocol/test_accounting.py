@@ -1,0 +1,73 @@
+"""UsageLedger: per-turn usage from results, cost as a difference of the CLI's cumulative cost."""
+
+from __future__ import annotations
+
+import pytest
+from sdk_frames import api_usage, result
+
+from claude_trio.protocol.accounting import UsageLedger
+from claude_trio.protocol.usage import Usage
+
+
+def test_turn_tokens_are_the_results_usage_normalized() -> None:
+    ledger = UsageLedger()
+    turn = ledger.record_result(
+        result(usage=api_usage(input_tokens=10, output_tokens=7, cache_read=100, cache_creation=20))
+    )
+    assert turn.turn == Usage(
+        input_tokens=130,
+        output_tokens=7,
+        cache_read_input_tokens=100,
+        cache_creation_input_tokens=20,
+        cost_usd=0.01,
+    )
+
+
+def test_turn_cost_is_the_difference_of_the_cumulative_cost() -> None:
+    ledger = UsageLedger()
+    first = ledger.record_result(result(total_cost_usd=0.25))
+    second = ledger.record_result(result(total_cost_usd=0.75))
+    assert first.turn.cost_usd == pytest.approx(0.25)
+    assert second.turn.cost_usd == pytest.approx(0.5)
+    assert second.session.cost_usd == pytest.approx(0.75)
+
+
+def test_cumulative_cost_going_down_means_a_new_cli_process() -> None:
+    ledger = UsageLedger()
+    ledger.record_result(result(total_cost_usd=0.9))
+    resumed = ledger.record_result(result(total_cost_usd=0.2))
+    assert resumed.turn.cost_usd == pytest.approx(0.2)
+    assert resumed.session.cost_usd == pytest.approx(1.1)
+
+
+def test_missing_cost_counts_zero_and_keeps_the_previous_cumulative() -> None:
+    ledger = UsageLedger()
+    ledger.record_result(result(total_cost_usd=0.3))
+    missing = ledger.record_result(result(total_cost_usd=None))
+    after = ledger.record_result(result(total_cost_usd=0.4))
+    assert missing.turn.cost_usd == 0.0
+    assert after.turn.cost_usd == pytest.approx(0.1)
+
+
+def test_missing_usage_fields_are_zero() -> None:
+    ledger = UsageLedger()
+    turn = ledger.record_result(result(usage={"output_tokens": 3}))
+    assert turn.turn.input_tokens == 0
+    assert turn.turn.output_tokens == 3
+
+
+def test_execution_total_restarts_and_session_total_goes_on() -> None:
+    ledger = UsageLedger()
+    ledger.record_result(
+        result(usage=api_usage(input_tokens=10, output_tokens=1), total_cost_usd=0.1)
+    )
+    ledger.start_execution()
+    assert ledger.execution == Usage()
+    turn = ledger.record_result(
+        result(usage=api_usage(input_tokens=5, output_tokens=2), total_cost_usd=0.3)
+    )
+    assert turn.execution.input_tokens == 5
+    assert turn.execution.cost_usd == pytest.approx(0.2)
+    assert turn.session.input_tokens == 15
+    assert turn.session.output_tokens == 3
+    assert ledger.session == turn.session
