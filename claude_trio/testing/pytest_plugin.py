@@ -4,6 +4,7 @@ Registered through the ``pytest11`` entry point ``claude_trio`` (installing clau
 without the entry point, add ``pytest_plugins = ["claude_trio.testing.pytest_plugin"]`` to a
 ``conftest.py``.
 
+``scripted_session(script, "prompt")`` opens a real session over a fresh fake CLI in one line.
 ``fake_cli_factory(responder, **kwargs)`` builds :class:`~claude_trio.testing.FakeCLI` objects and,
 at teardown, fails the test if a script raised (the fake turned it into a CLI crash, which a
 test might otherwise read as an expected error) or if a fake process was connected but never
@@ -12,12 +13,16 @@ closed (a leaked session).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .fake_cli import FakeCLI
+
+if TYPE_CHECKING:
+    from claude_trio.actors.session import Session
 
 
 class FakeCLIFactory:
@@ -56,3 +61,38 @@ def fake_cli_factory() -> Iterator[FakeCLIFactory]:
 def fake_cli(fake_cli_factory: FakeCLIFactory) -> FakeCLI:
     """A ``FakeCLI`` that answers every turn with ``"ok"``; set ``fake_cli.responder`` to script."""
     return fake_cli_factory()
+
+
+class ScriptedSessions:
+    """``async with scripted_session(script, "prompt", **open_session_kwargs) as session:``.
+
+    A real :func:`~claude_trio.open_session` over a fresh :class:`FakeCLI` scripted by
+    ``script`` (a responder or a list of them, one per turn). ``.fake`` is the last fake made,
+    for asserting what reached the CLI. Run it under ``autojump_clock`` for exact virtual time.
+    """
+
+    def __init__(self, factory: FakeCLIFactory) -> None:
+        self._factory = factory
+        self.fake: FakeCLI | None = None
+
+    @asynccontextmanager
+    async def __call__(
+        self,
+        script: Any = None,
+        prompt: str = "hello",
+        *,
+        fake_options: dict[str, Any] | None = None,
+        **session_options: Any,
+    ) -> AsyncIterator[Session]:
+        from claude_trio import ExecuteParams, open_session
+
+        self.fake = self._factory(script, **(fake_options or {}))
+        params = session_options.pop("params", None) or ExecuteParams(prompt=prompt)
+        async with open_session(params, transport_factory=self.fake, **session_options) as session:
+            yield session
+
+
+@pytest.fixture
+def scripted_session(fake_cli_factory: FakeCLIFactory) -> ScriptedSessions:
+    """A session on a scripted transport in one line (see :class:`ScriptedSessions`)."""
+    return ScriptedSessions(fake_cli_factory)

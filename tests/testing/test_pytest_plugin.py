@@ -45,3 +45,20 @@ async def test_factory_reports_script_errors_and_unclosed_processes(autojump_clo
     ]
     await client.disconnect()
     assert factory.problems() == ["fake CLI script raised: RuntimeError('boom')"]
+
+
+async def test_scripted_session_runs_a_real_session_in_one_line(
+    scripted_session: Any, autojump_clock: Any
+) -> None:
+    from claude_trio import Result, TextDelta
+
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("scripted", chunk=4)
+
+    async with scripted_session(script, "say it") as session:
+        events = [event async for event in session.events]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "scripted"
+    assert isinstance(events[-1], Result)
+    assert events[-1].final
+    assert scripted_session.fake.transport.user_messages[0]["message"]["content"] == "say it"
+    assert scripted_session.fake.transport.closed
