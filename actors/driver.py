@@ -20,7 +20,7 @@ from __future__ import annotations
 import collections
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -37,6 +37,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk._internal.message_parser import parse_message
 
+from claude_trio.protocol.errors import LocalProtocolError
 from claude_trio.protocol.events import Aborted, Error, ErrorCode, Event, Result, WarningEvent
 from claude_trio.protocol.lifecycle import ExecutionLifecycle
 from claude_trio.protocol.mapper import Mapper
@@ -45,6 +46,9 @@ from claude_trio.protocol.usage import Usage
 from .broker import UserInputBroker
 from .event_stream import EventStream
 from .input_channel import OutgoingMessage
+
+if TYPE_CHECKING:
+    from .pool import Lease
 
 # How many ready frames one forward may carry. Bounds the latency a batch adds and the memory of
 # one batch; the SDK itself buffers at most 100.
@@ -91,10 +95,17 @@ class SessionCore:
 
     # -- emitting ------------------------------------------------------------------------------
 
-    def emit(self, event: Event) -> None:
-        """Stamp and queue one synthesized event (never blocks; see EventStream)."""
-        if not self.stream.closed:
-            self.stream.send_nowait([self.mapper.stamp(event)])
+    def emit(self, event: Event) -> Event:
+        """Stamp and queue one synthesized event (never blocks; see EventStream).
+
+        Returns the stamped event, so a caller that hands it on (the broker, to the user-input
+        handler) hands on what the stream shows, not an unstamped copy (turn 0, seq 0).
+        """
+        if self.stream.closed:
+            return event
+        stamped = self.mapper.stamp(event)
+        self.stream.send_nowait([stamped])
+        return stamped
 
     def emit_many(self, events: list[Event]) -> None:
         if events and not self.stream.closed:
@@ -288,33 +299,70 @@ async def run_sdk_driver(
     client = ClaudeSDKClient(core.options, transport=transport)
     try:
         try:
-            with trio.fail_after(core.config.connect_timeout):
-                await client.connect()
-        except trio.TooSlowError:
-            core.finish(
-                core.cli_gone(
-                    TimeoutError(
-                        f"the CLI did not answer initialize within "
-                        f"{core.config.connect_timeout:g} s"
-                    )
-                )
-            )
-            task_status.started(None)
-            return
+            await connect_client(client, core.config.connect_timeout)
         except Exception as exc:
             core.finish(core.cli_gone(exc))
             task_status.started(None)
             return
         core.client = client
         task_status.started(client)
-        query = client._query
-        assert query is not None  # connected
-        with core.read_scope:
-            await _drain(core, query._message_receive)
+        await drain_client(core, client)
     finally:
         core.client = None
-        with trio.move_on_after(core.config.close_grace, shield=True):
-            await client.disconnect()
+        await close_client(client, transport, core.config.close_grace)
+
+
+async def close_client(client: ClaudeSDKClient, transport: Transport, grace: float) -> None:
+    """Disconnect, shielded and bounded. Then close the transport ourselves too (idempotent):
+    a cancellation that lands inside ``connect()`` before the SDK created its query object
+    leaves a spawned process that ``disconnect()`` alone does not know about.
+    """
+    with trio.move_on_after(grace, shield=True):
+        await client.disconnect()
+        await transport.close()
+
+
+async def run_leased_driver(
+    core: SessionCore,
+    lease: Lease,
+    *,
+    task_status: trio.TaskStatus[ClaudeSDKClient | None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The driver for a warm CLI from a pool: already connected, disconnected by its pool slot
+    (the SDK wants connect and disconnect in one task). Drains, then releases the lease.
+
+    Channels, cancellation and error handling as :func:`run_sdk_driver`.
+    """
+    core.client = lease.client
+    try:
+        task_status.started(lease.client)
+        await drain_client(core, lease.client)
+    finally:
+        core.client = None
+        lease.release()
+
+
+async def connect_client(client: ClaudeSDKClient, connect_timeout: float) -> None:
+    """``client.connect()`` (spawn + ``initialize``) under our deadline, not the SDK's 60 s."""
+    try:
+        with trio.fail_after(connect_timeout):
+            await client.connect()
+    except trio.TooSlowError:
+        raise TimeoutError(
+            f"the CLI did not answer initialize within {connect_timeout:g} s"
+        ) from None
+
+
+async def drain_client(core: SessionCore, client: ClaudeSDKClient) -> None:
+    """Run the read loop on a connected client until the execution ends (or the read scope is
+    cancelled). Reads the SDK's own message stream directly, draining with ``receive_nowait``:
+    ``receive_messages()`` would cost an async-generator step per message (see module doc).
+    """
+    query = client._query
+    if query is None:
+        raise LocalProtocolError("drain_client() needs a connected ClaudeSDKClient")
+    with core.read_scope:
+        await _drain(core, query._message_receive)
 
 
 def default_cli_path() -> str | None:

@@ -21,6 +21,7 @@ import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Literal
 
 import attrs
@@ -44,9 +45,16 @@ from .broker import (
     UserInputHandler,
     run_user_input_broker,
 )
-from .driver import DriverConfig, SessionCore, run_sdk_driver, stderr_collector
+from .driver import (
+    DriverConfig,
+    SessionCore,
+    run_leased_driver,
+    run_sdk_driver,
+    stderr_collector,
+)
 from .event_stream import EventStream
 from .input_channel import MAX_PENDING_PUSHES, OutgoingMessage, run_input_channel
+from .pool import CLIPool
 from .tap import TapTransport
 
 TransportFactory = Callable[[ClaudeAgentOptions], Transport]
@@ -199,6 +207,7 @@ async def open_session(
     stderr: Callable[[str], None] | None = None,
     max_buffer_size: int | None = None,
     config: DriverConfig | None = None,
+    pool: CLIPool | None = None,
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -208,6 +217,8 @@ async def open_session(
     ``transport_factory``: build the transport from the final options (tests pass a scripted
     CLI); by default the bundled ``claude`` runs as a subprocess.
     ``env``: extra environment for the CLI (over ``custom_env``).
+    ``pool``: take a warm CLI from this :class:`~.pool.CLIPool` when one is ready (the pool's
+    ``env`` and ``transport_factory`` then apply); otherwise start cold as usual.
     """
     if not isinstance(params, ExecuteParams):
         raise InvalidParamsError("params", params, "an ExecuteParams")
@@ -224,14 +235,21 @@ async def open_session(
             handler=None if on_user_input == "manual" else on_user_input,
             timeout=params.user_input_timeout,
         )
-    options = build_options(
-        params,
-        can_use_tool=broker.can_use_tool if broker is not None else None,
-        extra_env=env,
-    )
-    options = attrs_replace_options(
-        options, cli_path=cli_path, max_buffer_size=max_buffer_size
-    )
+    lease = None
+    if pool is not None:
+        lease = pool.lease_nowait(params, user_input=on_user_input is not None)
+        # Cold or warm, a pooled session's CLI is started the pool's way.
+        transport_factory = transport_factory or pool.transport_factory
+        env = env if env is not None else pool.env
+    if lease is not None:
+        options = lease.options
+    else:
+        options = build_options(
+            params,
+            can_use_tool=broker.can_use_tool if broker is not None else None,
+            extra_env=env,
+        )
+        options = attrs_replace_options(options, cli_path=cli_path, max_buffer_size=max_buffer_size)
     core = SessionCore(
         options=options,
         config=config,
@@ -243,32 +261,38 @@ async def open_session(
         cli_path=cli_path,
     )
     core_box.append(core)
-    core.options = attrs_replace_options(options, stderr=stderr_collector(core, stderr))
-
-    inner = (transport_factory or _subprocess_transport)(core.options)
-    tap = TapTransport(
-        inner,
-        on_elicitation=broker.on_elicitation if broker is not None else None,
-        on_cancel=broker.on_cancel if broker is not None else None,
-    )
-    if broker is not None:
-        broker._send_control_response = tap.send_control_response
+    collector = stderr_collector(core, stderr)
+    driver: Any
+    if lease is not None:
+        lease.attach(broker=broker, stderr=collector)
+        driver = partial(run_leased_driver, core, lease)
+    else:
+        core.options = attrs_replace_options(options, stderr=collector)
+        inner = (transport_factory or _subprocess_transport)(core.options)
+        tap = TapTransport(
+            inner,
+            on_elicitation=broker.on_elicitation if broker is not None else None,
+            on_cancel=broker.on_cancel if broker is not None else None,
+        )
+        if broker is not None:
+            broker._send_control_response = tap.send_control_response
+        driver = partial(run_sdk_driver, core, tap)
 
     session = Session(core, params)
     async with trio.open_nursery() as nursery:
         try:
             refusal = None
-            if transport_factory is None:
+            if transport_factory is None and lease is None:
                 refusal = check_root_bypass(
                     core.options, is_root=_is_root(), env=dict(os.environ)
                 )
             if refusal is not None:
-                core.finish([mapper.stamp(Error(message=refusal, code="config"))])
+                core.finish(mapper.stream_ended(Error(message=refusal, code="config")))
                 input_recv.close()
             else:
                 if broker is not None:
                     await nursery.start(run_user_input_broker, broker)
-                client = await nursery.start(run_sdk_driver, core, tap)
+                client = await nursery.start(driver)
                 if client is None:
                     input_recv.close()
                 else:

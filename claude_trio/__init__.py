@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from claude_trio.actors.broker import AnswerAccepted, AnswerRejected, UserInputHandler
     from claude_trio.actors.driver import DriverConfig
     from claude_trio.actors.event_stream import EventStream
+    from claude_trio.actors.pool import CLIPool, PoolStatistics, open_cli_pool
     from claude_trio.actors.session import Session, SessionUsage, open_session
     from claude_trio.protocol.capabilities import (
         ArchitectureCapabilities,
@@ -80,6 +81,9 @@ _LAZY: dict[str, str] = {
     "Error": "claude_trio.protocol.events",
     "Event": "claude_trio.protocol.events",
     "EventStream": "claude_trio.actors.event_stream",
+    "CLIPool": "claude_trio.actors.pool",
+    "PoolStatistics": "claude_trio.actors.pool",
+    "open_cli_pool": "claude_trio.actors.pool",
     "ExecuteParams": "claude_trio.protocol.params",
     "Flush": "claude_trio.protocol.events",
     "InvalidParamsError": "claude_trio.protocol.errors",
@@ -146,6 +150,7 @@ __all__ = [
     "ArchitectureConfig",
     "AssistantMessage",
     "CLIError",
+    "CLIPool",
     "ClaudeCodeAdapter",
     "ClaudeTrioError",
     "DriverConfig",
@@ -158,6 +163,7 @@ __all__ = [
     "LocalProtocolError",
     "NormalizedMessage",
     "Passthrough",
+    "PoolStatistics",
     "Question",
     "Rejected",
     "RemoteProtocolError",
@@ -190,6 +196,7 @@ __all__ = [
     "get_session_resume_constraints",
     "is_terminal",
     "normalize_usage",
+    "open_cli_pool",
     "open_session",
     "resolve_model",
     "sum_usage",

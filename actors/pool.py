@@ -1,0 +1,309 @@
+"""A warm pool: pre-started, initialized CLI processes handed to new sessions.
+
+Starting a session costs a process spawn plus the CLI's ``initialize`` handshake (~0.25 s and
+~0.3 CPU-s on the real CLI) before the model sees the prompt. A pool does that ahead of time for
+sessions that share one configuration (everything but the prompt)::
+
+    async with open_cli_pool(template_params, size=2) as pool:
+        async with open_session(ExecuteParams(prompt="..."), pool=pool) as session:
+            ...
+
+The TypeScript SDK has ``startup()`` for this; the Python SDK has nothing, so the pool is built
+from the same pieces as a session:
+
+* Each slot is one task that connects a ``ClaudeSDKClient`` and later disconnects it: the SDK
+  wants both in one task, so the slot keeps the client while a session only *leases* it. The
+  leasing session's driver drains the client's stream; at the end it releases the lease, and
+  the slot disconnects and starts a fresh process.
+* What a CLI's callbacks reach (``can_use_tool``, elicitations through the tap, stderr) is fixed
+  when it connects, before anyone leases it. So they point at a :class:`_Route`, which the lease
+  attaches to the session's broker and stderr collector.
+* Leasing is synchronous and never waits: with no warm CLI ready, the session starts cold as
+  usual (``statistics()`` counts hits and misses).
+
+Sessions must end before their pool closes; a lease still running when the pool closes loses
+its CLI (its session gets the ``cli_exited`` error).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    PermissionResult,
+    PermissionResultAllow,
+    ToolPermissionContext,
+)
+
+from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.options import build_options, check_root_bypass
+from claude_trio.protocol.params import ExecuteParams
+
+from .broker import UserInputBroker
+from .driver import DriverConfig, TransportFactory, close_client, connect_client
+from .tap import TapTransport
+
+# Backoff after a slot failed to start a CLI, so a broken setup does not spin.
+_RETRY_FIRST = 0.5
+_RETRY_MAX = 30.0
+
+
+@attrs.define(eq=False)
+class _Route:
+    """Where a warm CLI's callbacks go: nowhere until leased, then to the leasing session."""
+
+    broker: UserInputBroker | None = None
+    stderr: Callable[[str], None] | None = None
+
+    async def can_use_tool(
+        self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        if self.broker is None:
+            return PermissionResultAllow(updated_input=tool_input)
+        return await self.broker.can_use_tool(tool_name, tool_input, context)
+
+    async def on_elicitation(self, frame: dict[str, Any]) -> None:
+        if self.broker is not None:
+            await self.broker.on_elicitation(frame)
+
+    def on_cancel(self, request_id: str) -> bool:
+        return self.broker is not None and self.broker.on_cancel(request_id)
+
+    def on_stderr(self, line: str) -> None:
+        if self.stderr is not None:
+            self.stderr(line)
+
+
+@attrs.define(eq=False)
+class Lease:
+    """A connected CLI lent to one session. ``release()`` gives it back (it is then retired)."""
+
+    client: ClaudeSDKClient
+    tap: TapTransport
+    route: _Route
+    options: ClaudeAgentOptions
+    released: trio.Event = attrs.field(factory=trio.Event)
+    leased: bool = False
+
+    def attach(
+        self, *, broker: UserInputBroker | None, stderr: Callable[[str], None] | None
+    ) -> None:
+        self.route.broker = broker
+        self.route.stderr = stderr
+        if broker is not None:
+            broker._send_control_response = self.tap.send_control_response
+
+    def release(self) -> None:
+        self.route.broker = None
+        self.route.stderr = None
+        self.released.set()
+
+
+@attrs.frozen(kw_only=True)
+class PoolStatistics:
+    ready: int
+    starting: int
+    leased: int
+    hits: int
+    misses: int
+    failures: int
+    last_error: str | None
+
+
+def _shape(params: ExecuteParams) -> ExecuteParams:
+    # What a CLI process is started with: everything but the per-execution fields.
+    return attrs.evolve(params, prompt="-", user_input_timeout=1.0, streaming_input=True)
+
+
+class CLIPool:
+    """Warm CLIs for sessions shaped like ``template`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        template: ExecuteParams,
+        *,
+        size: int,
+        user_input: bool,
+        env: Mapping[str, str] | None,
+        transport_factory: TransportFactory | None,
+        config: DriverConfig,
+    ) -> None:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise InvalidParamsError("size", size, "a whole number of warm CLIs, at least 1")
+        self._template = template
+        self._shape = _shape(template)
+        self._size = size
+        self._user_input = user_input
+        self._env = dict(env or {})
+        self._transport_factory = transport_factory
+        self._config = config
+        # Ready leases: at most `size` exist, so the buffer never blocks a slot.
+        self._ready_send, self._ready_recv = trio.open_memory_channel[Lease](size)
+        self._starting = 0
+        self._leased = 0
+        self._hits = 0
+        self._misses = 0
+        self._failures = 0
+        self._last_error: str | None = None
+
+    @property
+    def transport_factory(self) -> TransportFactory | None:
+        return self._transport_factory
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return self._env
+
+    def statistics(self) -> PoolStatistics:
+        return PoolStatistics(
+            ready=self._ready_recv.statistics().current_buffer_used,
+            starting=self._starting,
+            leased=self._leased,
+            hits=self._hits,
+            misses=self._misses,
+            failures=self._failures,
+            last_error=self._last_error,
+        )
+
+    def lease_nowait(self, params: ExecuteParams, *, user_input: bool) -> Lease | None:
+        """A warm CLI for ``params``, or None when none is ready (start cold then).
+
+        Raises ``InvalidParamsError`` when ``params`` differ from the pool's template in
+        anything but the prompt, or the session's user-input mode differs from the pool's.
+        """
+        if _shape(params) != self._shape:
+            raise InvalidParamsError(
+                "params",
+                params,
+                "the same settings as the pool's template except prompt, user_input_timeout "
+                "and streaming_input (a warm CLI was started with them)",
+            )
+        if user_input != self._user_input:
+            raise InvalidParamsError(
+                "on_user_input",
+                "set" if user_input else None,
+                f"{'an' if self._user_input else 'no'} on_user_input, like the pool "
+                f"(open_cli_pool(user_input={self._user_input}))",
+            )
+        while True:
+            try:
+                lease = self._ready_recv.receive_nowait()
+            except trio.WouldBlock:
+                self._misses += 1
+                return None
+            if lease.tap.is_ready():
+                self._hits += 1
+                self._leased += 1
+                lease.leased = True
+                return lease
+            lease.release()  # died while waiting: retire it, try the next one
+
+    def _options(self, route: _Route) -> ClaudeAgentOptions:
+        options = build_options(
+            self._template,
+            can_use_tool=route.can_use_tool if self._user_input else None,
+            extra_env=self._env,
+        )
+        return attrs_free_replace(options, stderr=route.on_stderr)
+
+    def _new_lease(self) -> Lease | None:
+        route = _Route()
+        options = self._options(route)
+        if self._transport_factory is None:
+            refusal = check_root_bypass(options, is_root=_is_root(), env=dict(os.environ))
+            if refusal is not None:
+                self._last_error = refusal  # sessions start cold and report it themselves
+                return None
+            from .session import _subprocess_transport
+
+            inner = _subprocess_transport(options)
+        else:
+            inner = self._transport_factory(options)
+        tap = TapTransport(inner, on_elicitation=route.on_elicitation, on_cancel=route.on_cancel)
+        client = ClaudeSDKClient(options, transport=tap)
+        return Lease(client=client, tap=tap, route=route, options=options)
+
+    async def _run_slot(self) -> None:
+        """Keep one warm CLI: connect, offer it, wait for its lease to end, disconnect, again.
+
+        Connect and disconnect happen here, in one task, as the SDK requires.
+        """
+        backoff = _RETRY_FIRST
+        while True:
+            lease = self._new_lease()
+            if lease is None:
+                return
+            connected = False
+            self._starting += 1
+            try:
+                try:
+                    await connect_client(lease.client, self._config.connect_timeout)
+                    connected = True
+                except Exception as exc:
+                    self._failures += 1
+                    self._last_error = f"{type(exc).__name__}: {exc}"
+                finally:
+                    self._starting -= 1
+                if connected:
+                    self._ready_send.send_nowait(lease)
+                    await lease.released.wait()
+                    if lease.leased:
+                        self._leased -= 1
+            finally:
+                await close_client(lease.client, lease.tap, self._config.close_grace)
+            if connected:
+                backoff = _RETRY_FIRST
+            else:
+                await trio.sleep(backoff)
+                backoff = min(backoff * 2, _RETRY_MAX)
+
+
+def attrs_free_replace(options: ClaudeAgentOptions, **changes: Any) -> ClaudeAgentOptions:
+    import dataclasses
+
+    return dataclasses.replace(options, **changes)
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+@asynccontextmanager
+async def open_cli_pool(
+    template: ExecuteParams,
+    *,
+    size: int = 2,
+    user_input: bool = False,
+    env: Mapping[str, str] | None = None,
+    transport_factory: TransportFactory | None = None,
+    config: DriverConfig | None = None,
+) -> AsyncIterator[CLIPool]:
+    """Keep ``size`` CLIs started and initialized for sessions shaped like ``template``.
+
+    ``user_input``: whether the sessions pass ``on_user_input`` (it decides, at CLI start,
+    whether AskUserQuestion is offered to the model). ``env`` / ``transport_factory`` as for
+    :func:`~claude_trio.open_session`. Returns at once; CLIs warm up in the background.
+    """
+    pool = CLIPool(
+        template,
+        size=size,
+        user_input=user_input,
+        env=env,
+        transport_factory=transport_factory,
+        config=config or DriverConfig(),
+    )
+    async with trio.open_nursery() as nursery:
+        for _ in range(size):
+            nursery.start_soon(pool._run_slot)
+        try:
+            yield pool
+        finally:
+            nursery.cancel_scope.cancel()
+
