@@ -173,7 +173,7 @@ class UserInputBroker:
     def __init__(
         self,
         *,
-        emit: Callable[[Event], None],
+        emit: Callable[[Event], Event | None],
         handler: UserInputHandler | None,
         timeout: float,
         send_control_response: Callable[..., Awaitable[None]] | None = None,
@@ -260,6 +260,12 @@ class UserInputBroker:
                 else f"no user-input request {request_id!r} is pending"
             )
             return AnswerRejected(request_id=request_id, reason=reason)
+        if pending.answered.is_set():
+            # Accepted once already, not yet delivered: a second answer must not replace the
+            # first one silently (both callers were told "accepted").
+            return AnswerRejected(
+                request_id=request_id, reason=f"request {request_id!r} is already answered"
+            )
         try:
             if pending.event.source == "model-tool":
                 ask_user_answers(answer, pending.event.questions)
@@ -359,7 +365,9 @@ class UserInputBroker:
         request_id = pending.event.request_id
         deadline = trio.current_time() + self._timeout
         event = attrs.evolve(pending.event, deadline=deadline)
-        self._emit(event)
+        stamped = self._emit(event)
+        if isinstance(stamped, UserInputRequest):
+            event = stamped  # the handler gets the event as the stream shows it (turn, seq)
         outcome: Outcome = "expired"
         value: Any = None
         with trio.CancelScope(deadline=deadline) as scope:
