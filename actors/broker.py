@@ -360,6 +360,39 @@ class UserInputBroker:
             case "expired" | "cancelled":
                 await self._send_control_response(cli_id, {"action": "cancel"})
 
+    async def _first_answer(self, pending: _Pending, event: UserInputRequest) -> Any:
+        """The handler's answer or one given through ``answer()``, whichever comes first.
+
+        Both are offered to every request: a UI with a handler may still answer a request from
+        elsewhere (another client of the same session), and neither answer may be lost by being
+        "accepted" and then ignored. A handler that raises fails the request.
+        """
+        handler = self._handler
+        if handler is None:
+            await pending.answered.wait()
+            return pending.answer
+        answers: list[Any] = []
+        failures: list[Exception] = []
+        async with trio.open_nursery() as nursery:
+
+            async def from_handler() -> None:
+                try:
+                    answers.append(await handler(event))
+                except Exception as exc:
+                    failures.append(exc)
+                nursery.cancel_scope.cancel()
+
+            async def from_answer() -> None:
+                await pending.answered.wait()
+                answers.append(pending.answer)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(from_handler)
+            nursery.start_soon(from_answer)
+        if failures:
+            raise failures[0]
+        return answers[0]
+
     async def _serve(self, pending: _Pending) -> None:
         """Wait for one answer (handler or ``answer()``) until the deadline; resolve it."""
         request_id = pending.event.request_id
@@ -373,11 +406,7 @@ class UserInputBroker:
         with trio.CancelScope(deadline=deadline) as scope:
             pending.scope = scope
             try:
-                if self._handler is not None:
-                    raw_answer = await self._handler(event)
-                else:
-                    await pending.answered.wait()
-                    raw_answer = pending.answer
+                raw_answer = await self._first_answer(pending, event)
                 if raw_answer is None:
                     outcome = "expired"
                 elif event.source == "model-tool":

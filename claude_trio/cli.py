@@ -253,3 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         errors.print(f"claude-trio: {problem}", markup=False)
     return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

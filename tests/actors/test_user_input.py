@@ -283,3 +283,27 @@ async def test_an_expired_elicitation_is_cancelled_at_the_deadline(
     assert done.outcome == "expired"
     assert trio.current_time() - start == pytest.approx(9.0)
     assert CONFIG.connect_timeout != 9.0  # the deadline measured is the question's own
+
+
+async def test_an_answer_given_while_a_handler_waits_wins_and_is_not_ignored(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    replies: list[dict[str, Any]] = []
+    fake = FakeCLI(asker(replies))
+
+    async def slow_handler(request: UserInputRequest) -> Any:
+        await trio.sleep_forever()
+
+    receipts: list[Any] = []
+    async with fake_session(fake, on_user_input=slow_handler) as session:
+
+        async def on_event(event: object) -> None:
+            if isinstance(event, UserInputRequest):
+                receipts.append(await session.answer(event.request_id, "red"))
+
+        events = await collect(session, on_event)
+    assert [type(r) for r in receipts] == [AnswerAccepted]
+    assert replies[0]["updatedInput"]["answers"] == {"Which color?": "red"}
+    (done,) = resolved(events)
+    assert done.outcome == "answered"
+    check_stream(events)

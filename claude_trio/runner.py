@@ -1,0 +1,227 @@
+"""The session side of the ``claude-trio`` command: ``run`` and ``demo``.
+
+:func:`run_command` is what ``cli.main`` calls once the arguments are valid. Both commands are
+one session whose every event goes to the renderer; they differ only in the session they open
+(``run``: the user's prompt on the real API; ``demo``: :mod:`claude_trio.demo`). The exit code
+follows the execution's final terminal event: 0 for a result that is not an error, 1 for an
+error result, an abort, a fatal error, or a stream that ended without any terminal event; 130
+after Ctrl-C.
+
+Ctrl-C. While a session runs, SIGINT is taken from trio (``trio.open_signal_receiver``) instead
+of letting trio raise ``KeyboardInterrupt`` at whatever checkpoint the main task is in: the first
+Ctrl-C aborts the execution the seed's way (``session.abort()``: the CLI is interrupted, the
+``aborted`` event is shown with the turn's usage, the CLI is disconnected when the block ends); a
+second one - or a first one while the session is still connecting - cancels everything at once
+(``open_session``'s teardown is shielded and bounded, so the CLI is still reaped). Either way
+:func:`run_command` returns 130. Outside that window (trio starting or stopping) trio raises
+``KeyboardInterrupt`` as usual and ``cli.main`` turns it into 130. A terminal's Ctrl-C also
+reaches the ``claude`` child (same process group); that path was checked too: the turn still
+ends as ``aborted``, 130, and the CLI is reaped.
+
+Closed output (``claude-trio demo | head``): the execution is aborted, stdout is pointed at
+/dev/null so no later flush fails, and the exit code is 1 - no traceback.
+
+User input during ``run``: AskUserQuestion and MCP elicitations are asked interactively when
+stdin is a terminal and the output is not ``--json``. Otherwise nobody can answer, so the session
+does not intercept user input at all (``on_user_input=None``): the model is then not offered
+AskUserQuestion and elicitations are cancelled, rather than the model asking questions that can
+only expire after ``user_input_timeout`` ("manual" would hang until then too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import signal
+import sys
+import warnings
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+import attrs
+import trio
+from claude_agent_sdk.types import CanUseToolShadowedWarning
+from rich.console import Console
+
+from claude_trio.actors.broker import UserInputHandler
+from claude_trio.actors.session import open_session
+from claude_trio.cli import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SESSION_ERROR,
+    build_execute_params,
+    read_stdin_line,
+)
+from claude_trio.demo import open_demo_session
+from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
+from claude_trio.protocol.events import Event, Result, UserInputRequest, is_terminal
+from claude_trio.render import EventSink, Renderer, ask_interactively
+
+
+class RunnableSession(Protocol):
+    """What the runner needs of a :class:`~claude_trio.actors.session.Session`."""
+
+    @property
+    def events(self) -> trio.abc.ReceiveChannel[Event]: ...
+
+    async def abort(self) -> None: ...
+
+
+SessionOpener = Callable[[], AbstractAsyncContextManager[RunnableSession]]
+"""Opens the session to run (``open_session`` with its arguments bound)."""
+
+
+def exit_code(terminal: Event | None) -> int:
+    """The exit code for the execution's final terminal event (``None``: there was none)."""
+    if isinstance(terminal, Result) and not terminal.is_error:
+        return EXIT_OK
+    return EXIT_SESSION_ERROR
+
+
+def user_input_handler(
+    args: argparse.Namespace, sink: EventSink, *, stdin_is_tty: bool
+) -> UserInputHandler | None:
+    """How ``run`` answers questions: interactively on a terminal, else not at all.
+
+    See the module docstring for why "not at all" is ``None`` and not ``"manual"``.
+    """
+    if args.json or not stdin_is_tty:
+        return None
+    # The questions go where the events go, so they appear in order with the rest.
+    console = sink.console if isinstance(sink, Renderer) else Console(stderr=True)
+
+    async def ask(request: UserInputRequest) -> Any:
+        return await ask_interactively(request, console=console, read_line=read_stdin_line)
+
+    return ask
+
+
+@attrs.define(eq=False)
+class _RunState:
+    """What the interrupt watcher and the event loop share."""
+
+    cancel_scope: trio.CancelScope
+    session: RunnableSession | None = None
+    interrupted: bool = False
+    code: int = EXIT_SESSION_ERROR
+    error: ClaudeTrioError | None = None
+
+
+async def _watch_interrupts(
+    interrupts: AsyncIterator[int], state: _RunState, nursery: trio.Nursery
+) -> None:
+    """First Ctrl-C: abort the execution; a second one (or one while connecting): cancel all."""
+    async for _ in interrupts:
+        session = state.session
+        if state.interrupted or session is None:
+            state.interrupted = True
+            state.cancel_scope.cancel()
+            return
+        state.interrupted = True
+        # In its own task: abort() waits for the CLI's confirmation, and a second Ctrl-C must
+        # still be heard meanwhile.
+        nursery.start_soon(session.abort)
+
+
+def _output_closed(sink: EventSink, event: Event) -> bool:
+    """Feed ``event``; True when whoever reads our output went away (``| head``)."""
+    try:
+        sink.feed(event)
+    except BrokenPipeError:  # JsonLinesRenderer
+        return True
+    except SystemExit:
+        # rich's Console turns a broken pipe into SystemExit(1) (Console.on_broken_pipe).
+        return True
+    return False
+
+
+async def _show_events(
+    opener: SessionOpener, sink: EventSink, state: _RunState, on_output_closed: Callable[[], None]
+) -> int:
+    if isinstance(sink, Renderer):
+        sink.wait("starting claude…")
+    terminal: Event | None = None
+    async with opener() as session:
+        state.session = session
+        try:
+            async for event in session.events:
+                if _output_closed(sink, event):
+                    on_output_closed()
+                    # Nobody is watching: stop the agent rather than let it work unseen.
+                    await session.abort()
+                    return EXIT_SESSION_ERROR
+                if is_terminal(event):
+                    terminal = event
+        finally:
+            state.session = None
+    return exit_code(terminal)
+
+
+def _ignore() -> None:
+    pass
+
+
+async def run_session(
+    opener: SessionOpener, sink: EventSink, *, on_output_closed: Callable[[], None] = _ignore
+) -> int:
+    """Open a session, feed every event to ``sink``; the exit code (see the module docstring).
+
+    A :class:`~claude_trio.protocol.errors.ClaudeTrioError` raised while opening or running the
+    session is re-raised as itself (not inside an exception group), for ``cli.main`` to map.
+    When feeding ``sink`` fails with a broken pipe, ``on_output_closed`` is called, the
+    execution is aborted and the exit code is 1.
+    """
+    with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+        async with trio.open_nursery() as nursery:
+            state = _RunState(cancel_scope=nursery.cancel_scope)
+            nursery.start_soon(_watch_interrupts, interrupts, state, nursery)
+            try:
+                state.code = await _show_events(opener, sink, state, on_output_closed)
+            except ClaudeTrioError as exc:
+                state.error = exc
+            finally:
+                nursery.cancel_scope.cancel()  # the watcher (and an abort still confirming)
+    if state.interrupted:
+        return EXIT_INTERRUPTED
+    if state.error is not None:
+        raise state.error
+    return state.code
+
+
+def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
+    """The session ``args.command`` runs; raises ``InvalidParamsError`` for bad parameters."""
+    match args.command:
+        case "run":
+            params = build_execute_params(args)
+            handler = user_input_handler(args, sink, stdin_is_tty=sys.stdin.isatty())
+            return functools.partial(open_session, params, on_user_input=handler)
+        case "demo":
+            return open_demo_session
+        case other:
+            raise InvalidParamsError("command", other, "'run' or 'demo'")
+
+
+def run_command(args: argparse.Namespace, renderer: EventSink) -> int:
+    """Run ``claude-trio run`` / ``claude-trio demo``; return the exit code."""
+    opener = session_opener(args, renderer)
+    with warnings.catch_warnings():
+        # The SDK warns that bypassPermissions shadows can_use_tool; for us it does not:
+        # can_use_tool only carries AskUserQuestion, which reaches it in every permission mode.
+        warnings.simplefilter("ignore", CanUseToolShadowedWarning)
+        return trio.run(
+            functools.partial(run_session, opener, renderer, on_output_closed=_silence_stdout)
+        )
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader is gone, so no later flush fails.
+
+    The recipe of the Python docs ("Note on SIGPIPE"); rich does the same for its console.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
