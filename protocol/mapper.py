@@ -53,7 +53,8 @@ Assistant messages
       ``parent_tool_use_id``) and emitted as ONE ``AssistantMessage`` event holding every block
       in order. A stream's buffer is flushed when that stream starts another message (an
       assistant block or a ``message_start`` with another id), when that stream's user message
-      (tool results) arrives, and all buffers are flushed before any result, ``init`` and
+      (tool results) arrives, a subagent's buffer when its task finishes (before
+      ``SubagentCompleted``), and all buffers are flushed before any result, ``init`` and
       terminal event, so nothing is lost at a terminal event. A message whose blocks straddle a
       flush is reported as two events with the same ``message_id`` (split, never dropped). A
       block with no ``message_id`` is a message of its own.
@@ -712,11 +713,15 @@ class Mapper:
         if task_id in self._completed:
             return
         self._completed.add(task_id)
+        agent_tool_use_id = tool_use_id or self._tool_use_by_task.get(task_id)
+        if agent_tool_use_id is not None:
+            # The subagent's last message is still buffered (R8): it belongs before its end.
+            self._flush(agent_tool_use_id, events)
         self._emit(
             events,
             SubagentCompleted(
                 task_id=task_id,
-                tool_use_id=tool_use_id or self._tool_use_by_task.get(task_id),
+                tool_use_id=agent_tool_use_id,
                 status=status,
                 summary=summary,
                 usage=usage,

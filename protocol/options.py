@@ -26,7 +26,10 @@ Rules (the seed's adapter, checked against claude-agent-sdk 0.2.189 and its bund
    sources it needs). The SDK has no fields for ``skillOverrides``,
    ``skillListingBudgetFraction`` and ``disableSkillShellExecution``; they are Claude Code
    settings, so they travel as the inline JSON of ``settings`` (``--settings``).
-10. ``include_partial_messages=True`` (text/thinking deltas) and
+10. ``forward_subagent_text=True``: without it the CLI forwards only a foreground subagent's
+    tool blocks, so its text and thinking (which a background subagent's messages do carry)
+    would never reach the stream.
+11. ``include_partial_messages=True`` (text/thinking deltas) and
     ``extra_args={"replay-user-messages": None}``: the CLI echoes each user message when it
     consumes it, which the push accounting relies on.
 """
@@ -156,6 +159,7 @@ def build_options(
         skills=skills,
         settings=json.dumps(settings, sort_keys=True) if settings else None,
         include_partial_messages=True,
+        forward_subagent_text=True,
         extra_args={REPLAY_USER_MESSAGES_FLAG: None},
         stderr=stderr,
     )

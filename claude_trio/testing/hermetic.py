@@ -52,6 +52,9 @@ def hermetic_env(
         "CLAUDE_CONFIG_DIR": str(config_dir),
         "CLAUDE_CODE_TMPDIR": str(tmp_dir),
         "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
+        # The CLI sends even 127.0.0.1 through HTTP(S)_PROXY when one is set in the environment.
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
     }
     if sandbox:
         env["IS_SANDBOX"] = "1"
