@@ -424,6 +424,15 @@ class UserInputBroker:
                         fatal=False,
                     )
                 )
+        if pending.answered.is_set() and not pending.done:
+            # An answer that answer() accepted is never dropped. It can land in the same
+            # instant the handler returned or raised, or the deadline fired, while this task
+            # was still unwinding (the nursery in _first_answer); later ones see pending.done.
+            outcome = "answered"
+            if event.source == "model-tool":
+                value = ask_user_answers(pending.answer, event.questions)
+            else:
+                value = elicitation_reply(pending.answer)
         if not pending.done:
             self._resolve(request_id, outcome, value)
         if pending.cli_request_id is not None:

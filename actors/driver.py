@@ -60,10 +60,12 @@ STDERR_TAIL = 20
 class DriverConfig:
     """Our deadlines (seconds), all far below the SDK's 60 s defaults."""
 
-    connect_timeout: float = 30.0
+    connect_timeout: float = 20.0
     control_timeout: float = 5.0
     abort_grace: float = 3.0
-    close_grace: float = 10.0
+    # The SDK's own close() takes up to ~15 s for a CLI that ignores SIGTERM (5 s grace after
+    # stdin EOF, SIGTERM, 5 s, SIGKILL, 5 s): our bound must not cut it short before the SIGKILL.
+    close_grace: float = 20.0
 
 
 TransportFactory = Callable[[ClaudeAgentOptions], Transport]
@@ -92,6 +94,7 @@ class SessionCore:
     )
     turn_usage: list[Usage] = attrs.field(factory=list)
     cli_path: str | None = None
+    prompt_uuid: str | None = None
 
     # -- emitting ------------------------------------------------------------------------------
 
@@ -135,6 +138,8 @@ class SessionCore:
 
     def report_lost_pushes(self, lost: list[str], why: str) -> None:
         for uuid in lost:
+            if uuid == self.prompt_uuid:
+                continue  # the execution's own prompt, not a push: its fate is the terminal event
             self.emit(
                 WarningEvent(
                     message=f"push {uuid} was accepted but never reached the model: {why}",
@@ -228,6 +233,14 @@ class SessionCore:
         elif isinstance(exc, TimeoutError):
             code = "cli_timeout"
             message = str(exc) or "the CLI did not answer in time"
+        elif isinstance(exc, CLIConnectionError) and "Failed to start" in str(exc):
+            code = "cli_not_found"
+            path = self.cli_path or "the bundled CLI"
+            message = (
+                f"could not start the claude CLI at {path}: {exc}. Check that the file is an "
+                f"executable claude binary (chmod +x {path}), or drop cli_path= to use the one "
+                "bundled with claude-agent-sdk"
+            )
         elif isinstance(exc, CLIConnectionError):
             code = "cli_exited"
             message = f"lost the connection to the CLI: {exc}" + self._stderr_suffix()
@@ -253,6 +266,11 @@ async def _drain(
                 frames.append(receive.receive_nowait())
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 break
+        if core.stream.closed:
+            # Another task (abort) ended the execution while ours was being woken with these
+            # frames: read_scope's cancel only lands at our next checkpoint. Mapping them would
+            # stamp events after the terminal one, and the stream is closed (send_batch raises).
+            break
         out: list[Event] = []
         for frame in frames:
             frame_type = frame.get("type")

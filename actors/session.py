@@ -296,7 +296,7 @@ async def open_session(
                 if client is None:
                     input_recv.close()
                 else:
-                    first = str(uuid_module.uuid4())
+                    first = core.prompt_uuid = str(uuid_module.uuid4())
                     core.lifecycle.push(first)
                     input_send.send_nowait(OutgoingMessage(uuid=first, text=params.prompt))
                     await nursery.start(

@@ -99,6 +99,13 @@ System and other messages
   R16. A result -> ``Result`` with the turn's usage and running totals from the ``UsageLedger``
       (``accounting.py``), ``todo_list_snapshot`` (None if no todo tool was ever used) and
       ``final=False``: whether it ends the execution is the actor's call (``lifecycle.py``).
+  R17. A stream whose message started (``message_start`` / deltas) but another message began
+      before any complete block of it arrived broke off (a mid-stream API error; the CLI asks
+      again, possibly without streaming): ``WarningEvent(code="stream_restarted")`` naming the
+      void message id, so a consumer can drop its deltas.
+  R18. A result that failed on the model API (``is_error`` with ``api_error_status`` or
+      ``terminal_reason="api_error"``) is preceded by a non-fatal
+      ``Error(code="api_error", status=N)``, so consumers can filter API failures by kind.
 """
 
 from __future__ import annotations
@@ -191,6 +198,7 @@ class Mapper:
         self._draining = False
         self._buffers: dict[str | None, _Buffer] = {}
         self._stream_message_ids: dict[str | None, str] = {}
+        self._last_assistant_ids: dict[str | None, str] = {}
         self._task_by_tool_use: dict[str, str] = {}
         self._tool_use_by_task: dict[str, str] = {}
         self._in_flight: set[str] = set()
@@ -397,6 +405,7 @@ class Mapper:
                 body = event.get("message")
                 message_id = body.get("id") if isinstance(body, Mapping) else None
                 if isinstance(message_id, str):
+                    self._check_restart(parent, message_id, events)
                     self._stream_message_ids[parent] = message_id
                     buffer = self._buffers.get(parent)
                     if buffer is not None and buffer.message_id != message_id:
@@ -428,6 +437,9 @@ class Mapper:
         parent = message.parent_tool_use_id
         if parent is None:
             self._open_turn()
+        if message.message_id is not None:
+            self._check_restart(parent, message.message_id, events)
+            self._last_assistant_ids[parent] = message.message_id
         buffer = self._buffers.get(parent)
         if buffer is not None and (
             message.message_id is None or buffer.message_id != message.message_id
@@ -446,6 +458,26 @@ class Mapper:
             buffer.blocks.append(self._assistant_block(block, parent, events))
         if message.message_id is None:
             self._flush(parent, events)
+
+    def _check_restart(self, parent: str | None, message_id: str, events: list[Event]) -> None:
+        """R17: a streamed message that never completed before another one began."""
+        streamed = self._stream_message_ids.get(parent)
+        if (
+            streamed is None
+            or streamed == message_id
+            or self._last_assistant_ids.get(parent) == streamed
+        ):
+            return
+        del self._stream_message_ids[parent]
+        self._emit(
+            events,
+            WarningEvent(
+                message=f"the model's stream broke off before message {streamed} completed; "
+                f"the CLI asked again (message {message_id}). Deltas of {streamed} are void.",
+                code="stream_restarted",
+            ),
+            parent=parent,
+        )
 
     def _assistant_block(
         self, block: sdk.ContentBlock, parent: str | None, events: list[Event]
@@ -635,6 +667,20 @@ class Mapper:
                 raw=message,
             )
         else:
+            if message.is_error and (
+                message.api_error_status is not None or message.terminal_reason == "api_error"
+            ):
+                status = message.api_error_status
+                self._emit(
+                    events,
+                    Error(
+                        message=f"the model API failed (HTTP {status}): {message.result or ''}",
+                        code="api_error",
+                        fatal=False,
+                        status=status,
+                        raw=message,
+                    ),
+                )
             terminal = Result(
                 subtype=message.subtype,
                 is_error=message.is_error,

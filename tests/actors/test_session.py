@@ -371,3 +371,13 @@ async def test_streaming_input_off_rejects_pushes(autojump_clock: trio.testing.M
         outcome = await session.push("x")
         await collect(session)
     assert outcome == Rejected(reason="streaming input is off for this execution")
+
+
+async def test_abort_before_the_prompt_is_consumed_reports_no_lost_push(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(replay_user_messages=False)  # no echo: the prompt is never seen consumed
+    async with fake_session(fake) as session:
+        await session.abort()
+        events = await collect(session)
+    assert [e.kind for e in events] == ["aborted"]

@@ -29,6 +29,7 @@ from claude_trio.protocol.events import (
     TextContent,
     TextDelta,
     ToolUse,
+    WarningEvent,
 )
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import (
@@ -63,13 +64,14 @@ async def test_api_error_ends_the_execution_with_an_error_result_carrying_the_st
     status: int,
     error: str,
 ) -> None:
-    """What a user sees today: the CLI's synthetic assistant message with ``error`` set, then a
-    ``result`` with ``is_error=True`` and ``api_error_status``; with retries off, no ``retry``."""
+    """The CLI's synthetic assistant message with ``error`` set, a non-fatal ``error`` event
+    carrying the status (mapper rule R18), then a ``result`` with ``is_error=True`` and
+    ``api_error_status``; with retries off, no ``retry``."""
     model_double.responder = turns(HttpError(status=status, message=f"double says {status}"))
 
     events = await run_session(params(tmp_path, "fail please"), hermetic)
 
-    assert kinds(events) == ["turn_started", "assistant_message", "result"], dump(events)
+    assert kinds(events) == ["turn_started", "assistant_message", "error", "result"], dump(events)
     [message] = of_type(events, AssistantMessage)
     assert message.message.error == error
     assert message.message.model == "<synthetic>"
@@ -88,7 +90,8 @@ async def test_api_error_ends_the_execution_with_an_error_result_carrying_the_st
     assert result.usage.context_size == 0
     assert result.usage.cost_usd == 0
     assert of_type(events, Retry) == []
-    assert of_type(events, Error) == []
+    [api_error] = of_type(events, Error)
+    assert (api_error.code, api_error.status, api_error.fatal) == ("api_error", status, False)
     assert len(model_double.message_requests) == 1  # CLAUDE_CODE_MAX_RETRIES=0
 
 
@@ -123,10 +126,14 @@ async def test_mid_stream_sse_error_is_recovered_by_a_non_streaming_request(
         1 + recovered.output_tokens,
     )
     assert of_type(events, Error) == [], dump(events)
-    # Today nothing says the broken stream was dropped: its deltas were emitted (message
-    # msg_double_0001) and no assistant_message ever completes that id; the recovered message
-    # has its own id. Consumers must key streamed text on message_id.
+    # The broken stream's deltas were emitted (message msg_double_0001) and no assistant_message
+    # ever completes that id; a stream_restarted warning (mapper rule R17) names the void id
+    # before the recovered message, which has its own id.
     assert {d.message_id for d in of_type(events, TextDelta)} == {"msg_double_0001"}
+    [warning] = of_type(events, WarningEvent)
+    assert warning.code == "stream_restarted"
+    assert "msg_double_0001" in warning.message
+    assert kinds(events).index("warning") < kinds(events).index("assistant_message")
     assert [m.message.message_id for m in of_type(events, AssistantMessage)] == ["msg_double_0002"]
 
 

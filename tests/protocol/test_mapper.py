@@ -155,10 +155,55 @@ def test_assistant_error_is_carried_in_the_normalized_message() -> None:
     out = mapper.feed(
         f.result(is_error=True, terminal_reason="api_error", api_error_status=500, errors=["boom"])
     )
-    message, result = out
+    message, error, result = out
     assert message.message.error == "server_error"
     assert isinstance(result, ev.Result)
     assert (result.is_error, result.api_error_status, result.errors) == (True, 500, ("boom",))
+    # R18: the API failure is also an error event of its own, carrying the status, not terminal
+    assert isinstance(error, ev.Error)
+    assert (error.code, error.status, error.fatal) == ("api_error", 500, False)
+
+
+def test_a_successful_result_has_no_api_error_event() -> None:
+    mapper = Mapper()
+    out = feed(mapper, f.init(), f.result())
+    assert kinds(out) == ["turn_started", "result"]
+
+
+def test_a_stream_that_broke_off_and_was_asked_again_is_flagged() -> None:
+    # R17: msg_1 streamed two deltas, then the API stream failed; the CLI asked again and got
+    # msg_2 without streaming. The deltas of msg_1 must be recognizable as void.
+    mapper = Mapper()
+    out = feed(
+        mapper,
+        f.init(),
+        f.message_start("msg_1"),
+        f.content_block_start(0),
+        f.text_delta("this stream brea", 0),
+        f.assistant("msg_2", f.text_block("recovered")),
+        f.result(),
+    )
+    (warning,) = of(out, ev.WarningEvent)
+    assert warning.code == "stream_restarted"
+    assert "msg_1" in warning.message
+    assert kinds(out).index("text_delta") < kinds(out).index("warning")
+    assert kinds(out).index("warning") < kinds(out).index("assistant_message")
+
+
+def test_a_normal_streamed_message_is_not_flagged_as_restarted() -> None:
+    mapper = Mapper()
+    out = feed(
+        mapper,
+        f.init(),
+        f.message_start("msg_1"),
+        f.text_delta("hi", 0),
+        f.assistant("msg_1", f.text_block("hi")),
+        f.message_start("msg_2"),
+        f.text_delta("more", 0),
+        f.assistant("msg_2", f.text_block("more")),
+        f.result(),
+    )
+    assert not of(out, ev.WarningEvent)
 
 
 def test_every_tool_use_id_is_reported_at_most_once() -> None:
