@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import trio
+
 from claude_trio.protocol.capabilities import ArchitectureCapabilities, architecture_capabilities
 from claude_trio.protocol.errors import LocalProtocolError
 from claude_trio.protocol.lifecycle import Accepted
@@ -52,8 +54,10 @@ class ClaudeCodeAdapter:
         return isinstance(self._session.push_nowait(text), Accepted)
 
     async def abort(self) -> None:
-        if self._session is not None:
-            await self._session.abort()
+        if self._session is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await self._session.abort()
 
     def architecture_capabilities(self) -> ArchitectureCapabilities:
         return architecture_capabilities()

@@ -194,6 +194,7 @@ class UserInputBroker:
     async def can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
+        await trio.lowlevel.checkpoint()
         if tool_name != ASK_USER_TOOL:
             # We only intercept questions; permission policy is the options' business.
             return PermissionResultAllow(updated_input=tool_input)
@@ -311,6 +312,7 @@ class UserInputBroker:
     async def _submit(
         self, event: UserInputRequest, raw_input: Mapping[str, Any], *, cli_request_id: str | None
     ) -> tuple[Outcome, Any]:
+        await trio.lowlevel.checkpoint()
         pending = self._make_pending(event, raw_input, cli_request_id=cli_request_id)
         if pending is None:
             return ("cancelled", None)
@@ -351,14 +353,14 @@ class UserInputBroker:
 
     async def _reply_elicitation(self, cli_id: str, outcome: Outcome, value: Any) -> None:
         if self._send_control_response is None or outcome == "withdrawn":
+            await trio.lowlevel.checkpoint()
             return
-        match outcome:
-            case "answered":
-                await self._send_control_response(cli_id, value)
-            case "failed":
-                await self._send_control_response(cli_id, None, error=str(value))
-            case "expired" | "cancelled":
-                await self._send_control_response(cli_id, {"action": "cancel"})
+        if outcome == "answered":
+            await self._send_control_response(cli_id, value)
+        elif outcome == "failed":
+            await self._send_control_response(cli_id, None, error=str(value))
+        else:  # expired, cancelled: an explicit no-answer, never a made-up decline
+            await self._send_control_response(cli_id, {"action": "cancel"})
 
     async def _first_answer(self, pending: _Pending, event: UserInputRequest) -> Any:
         """The handler's answer or one given through ``answer()``, whichever comes first.
@@ -376,6 +378,7 @@ class UserInputBroker:
         async with trio.open_nursery() as nursery:
 
             async def from_handler() -> None:
+                await trio.lowlevel.checkpoint()
                 try:
                     answers.append(await handler(event))
                 except Exception as exc:
@@ -405,6 +408,7 @@ class UserInputBroker:
         value: Any = None
         with trio.CancelScope(deadline=deadline) as scope:
             pending.scope = scope
+            await trio.lowlevel.checkpoint()  # an expired deadline fires before the handler runs
             try:
                 raw_answer = await self._first_answer(pending, event)
                 if raw_answer is None:
