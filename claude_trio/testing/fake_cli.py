@@ -789,6 +789,8 @@ class FakeTurn:
             await self._echo(message)
         with trio.CancelScope() as scope:
             self._scope = scope
+            if self.interrupted:
+                scope.cancel()  # interrupted while init / echoes were still being written
             await trio.lowlevel.checkpoint()
             try:
                 await responder(self)
