@@ -158,6 +158,9 @@ _TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "stopped", "killed"}
 
 _E = TypeVar("_E", bound=Event)
 
+# Frozen events are written once, right after the mapper builds them (see Mapper._stamp).
+_set_field = object.__setattr__
+
 
 @attrs.define
 class _Buffer:
@@ -259,13 +262,14 @@ class Mapper:
         self._ledger.start_execution()
 
     def stamp(self, event: _E) -> _E:
-        """Stamp an event synthesized outside the mapper (user input, warnings, errors)."""
+        """Stamp a copy of an event synthesized outside the mapper (user input, warnings,
+        errors); the caller's event is left as it was."""
         if is_terminal(event):
             raise LocalProtocolError(
                 f"stamp() got a terminal {event.kind} event; end a turn with "
                 "turn_aborted() or stream_ended(error) so the turn is closed exactly once"
             )
-        return self._stamp(event)
+        return self._stamp(attrs.evolve(event))
 
     def push_accepted(self, *, text: str, uuid: str, timestamp: float) -> list[Event]:
         """A push was accepted onto the input channel: its ``UserMessage`` event."""
@@ -400,7 +404,34 @@ class Mapper:
         if parent is None:
             self._open_turn()
         event = message.event
-        match event.get("type"):
+        event_type = event.get("type")
+        if event_type == "content_block_delta":
+            # The hot path: nearly every frame of a turn is a text or thinking delta.
+            delta = event.get("delta")
+            if not isinstance(delta, Mapping):
+                return
+            delta_type = delta.get("type")
+            if delta_type == "text_delta":
+                cls: type[TextDelta | ThinkingDelta] = TextDelta
+                text = delta.get("text")
+            elif delta_type == "thinking_delta":
+                cls = ThinkingDelta
+                text = delta.get("thinking")
+            else:
+                return  # signature / input_json deltas: the complete blocks carry them
+            index = event.get("index")
+            self._emit(
+                events,
+                cls(
+                    text=text if isinstance(text, str) else "",
+                    message_id=self._stream_message_ids.get(parent),
+                    index=index if type(index) is int else None,
+                    raw=message,
+                ),
+                parent=parent,
+            )
+            return
+        match event_type:
             case "message_start":
                 body = event.get("message")
                 message_id = body.get("id") if isinstance(body, Mapping) else None
@@ -410,24 +441,6 @@ class Mapper:
                     buffer = self._buffers.get(parent)
                     if buffer is not None and buffer.message_id != message_id:
                         self._flush(parent, events)
-            case "content_block_delta":
-                delta = event.get("delta")
-                if not isinstance(delta, Mapping):
-                    return
-                common: dict[str, Any] = {
-                    "message_id": self._stream_message_ids.get(parent),
-                    "index": _opt_int(event.get("index")),
-                    "raw": message,
-                }
-                match delta.get("type"):
-                    case "text_delta":
-                        text = _opt_str(delta.get("text")) or ""
-                        self._emit(events, TextDelta(text=text, **common), parent=parent)
-                    case "thinking_delta":
-                        text = _opt_str(delta.get("thinking")) or ""
-                        self._emit(events, ThinkingDelta(text=text, **common), parent=parent)
-                    case _:
-                        pass  # signature / input_json deltas: the complete blocks carry them
             case _:
                 pass  # message_delta, content_block_start/stop, message_stop, ping: state only
 
@@ -883,14 +896,20 @@ class Mapper:
             self._turn_open = True
 
     def _stamp(self, event: _E) -> _E:
+        """Set ``turn`` and ``seq`` on an event this mapper has just built, in place.
+
+        Nobody else holds the event yet, so writing its two fields is safe, and it is the hot
+        path (once per delta): ``attrs.evolve`` would build every event twice.
+        """
         self._seq += 1
-        return attrs.evolve(event, turn=self._turn_number(), seq=self._seq)
+        _set_field(event, "turn", self._turn_number())
+        _set_field(event, "seq", self._seq)
+        return event
 
     def _emit(self, events: list[Event], event: Event, *, parent: str | None = None) -> None:
         if parent is not None:
-            event = attrs.evolve(
-                event, is_subagent=True, subagent_task_id=self._task_by_tool_use.get(parent)
-            )
+            _set_field(event, "is_subagent", True)
+            _set_field(event, "subagent_task_id", self._task_by_tool_use.get(parent))
         events.append(self._stamp(event))
 
     def _terminal(self, events: list[Event], event: Event) -> None:
