@@ -1,14 +1,17 @@
 """The SDK driver: the only owner of the ``ClaudeSDKClient``.
 
-It connects and disconnects in one task (the SDK requires it), drains the SDK's message stream in
-a dedicated loop (an undrained stream stalls the SDK's control replies), maps each message through
-the pure :class:`~claude_trio.protocol.mapper.Mapper`, decides the end of the execution with the
-pure :class:`~claude_trio.protocol.lifecycle.ExecutionLifecycle`, and forwards events in batches to
-the session's :class:`~.event_stream.EventStream`.
+It connects and disconnects in one task (the SDK requires it) and watches the SDK's message
+stream for its end. Every decision is a pure function: what a frame means is
+:class:`~claude_trio.protocol.mapper.Mapper`, when the execution ends is
+:class:`~claude_trio.protocol.lifecycle.ExecutionLifecycle`.
 
-Hot path: SDK reader -> (anyio stream, the SDK's own) -> this loop -> EventStream -> consumer.
-This loop drains every frame that is ready with ``receive_nowait`` before it forwards, so a burst
-of deltas costs one wake-up of the consumer, not one per delta.
+Hot path: CLI stdout -> the SDK's reader task -> the tap (:mod:`.tap`) calls
+:meth:`SessionCore.deliver` for each message frame, right there -> ``EventStream`` -> consumer.
+The SDK would otherwise queue every frame in its own stream for one more task (this one) to pick
+up: a task switch per frame, which measured as much CPU as the mapping itself. Control frames
+still go to the SDK's router; only its reader's end (or failure) reaches this task's loop. A
+consumer that falls behind makes ``deliver`` ask for ``wait_writable``, which holds the SDK's
+reader, so backpressure reaches the CLI's stdout and no buffer grows.
 
 Deadlines are ours, not the SDK's 60 s: connecting (spawn + ``initialize``) has
 ``connect_timeout``; an interrupt has ``control_timeout``; teardown is shielded and bounded by
@@ -22,7 +25,6 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import attrs
 import trio
 from anyio.streams.memory import MemoryObjectReceiveStream
@@ -50,9 +52,6 @@ from .input_channel import OutgoingMessage
 if TYPE_CHECKING:
     from .pool import Lease
 
-# How many ready frames one forward may carry. Bounds the latency a batch adds and the memory of
-# one batch; the SDK itself buffers at most 100.
-MAX_BATCH = 64
 STDERR_TAIL = 20
 
 
@@ -136,6 +135,16 @@ class SessionCore:
         self.mapper.abort_requested()
         return self.mapper.turn_aborted(reason)
 
+    def report_write_failure(self, message: OutgoingMessage, exc: BaseException) -> None:
+        """The input channel could not write a user message (the CLI is gone or wedged)."""
+        self.emit(
+            Error(
+                message=f"could not write a user message to the CLI: {exc}",
+                code="transport",
+                fatal=False,
+            )
+        )
+
     def report_lost_pushes(self, lost: list[str], why: str) -> None:
         for uuid in lost:
             if uuid == self.prompt_uuid:
@@ -148,6 +157,24 @@ class SessionCore:
             )
 
     # -- mapping (the hot path) -------------------------------------------------------------
+
+    def deliver(self, frame: dict[str, Any]) -> bool:
+        """Map one CLI frame and queue its events (the tap calls this from the SDK's reader
+        task). Returns True when the consumer is behind: the caller then waits
+        (``wait_writable``), which is the backpressure that reaches the CLI's stdout.
+        """
+        if self.execution_ended:
+            return False  # nothing after the terminal event belongs to this execution
+        out: list[Event] = []
+        if self.process(frame, out):
+            self.finish(out)
+            return False
+        if out:
+            self.stream.send_nowait(out)
+        return self.stream.over_capacity
+
+    async def wait_writable(self) -> None:
+        await self.stream.wait_writable()
 
     def process(self, frame: dict[str, Any], out: list[Event]) -> bool:
         """Map one SDK frame into ``out``. Returns True when the execution ended with it."""
@@ -250,42 +277,27 @@ class SessionCore:
         return Error(message=message, code=code, status=status)
 
 
-async def _drain(
-    core: SessionCore, receive: MemoryObjectReceiveStream[dict[str, Any]]
-) -> None:
-    """The read loop: forward every SDK frame, in batches, until the execution ends."""
-    stream = core.stream
-    while not core.execution_ended:
-        try:
-            frames = [await receive.receive()]
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            core.finish(core.cli_gone(None))
+async def _drain(core: SessionCore, receive: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
+    """Wait for the end of the SDK's message stream.
+
+    With the tap delivering message frames itself (the hot path), only the SDK reader's end
+    (``"end"``) or failure (``"error"``, with the exception it caught) arrives here; any other
+    frame (a transport without a sink) is delivered the same way the tap would.
+    """
+    async for frame in receive:
+        if core.execution_ended:
             return
-        while len(frames) < MAX_BATCH:
-            try:
-                frames.append(receive.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                break
-        if core.stream.closed:
-            # Another task (abort) ended the execution while ours was being woken with these
-            # frames: read_scope's cancel only lands at our next checkpoint. Mapping them would
-            # stamp events after the terminal one, and the stream is closed (send_batch raises).
-            break
-        out: list[Event] = []
-        for frame in frames:
-            frame_type = frame.get("type")
-            if frame_type == "end" or frame_type == "error":
-                # The SDK's reader finished: EOF ("end"), or the exception it caught ("error").
-                exc = frame.get("exception") if frame_type == "error" else None
-                if frame_type == "error" and not isinstance(exc, BaseException):
-                    exc = CLIConnectionError(str(frame.get("error", "unknown error")))
-                out.extend(core.cli_gone(exc))
-                core.finish(out)
-                return
-            if core.process(frame, out):
-                core.finish(out)
-                return
-        await stream.send_batch(out)
+        frame_type = frame.get("type")
+        if frame_type == "end" or frame_type == "error":
+            exc = frame.get("exception") if frame_type == "error" else None
+            if frame_type == "error" and not isinstance(exc, BaseException):
+                exc = CLIConnectionError(str(frame.get("error", "unknown error")))
+            core.finish(core.cli_gone(exc))
+            return
+        if core.deliver(frame):
+            await core.stream.wait_writable()
+    if not core.execution_ended:
+        core.finish(core.cli_gone(None))
 
 
 def stderr_collector(core: SessionCore, user_callback: Callable[[str], None] | None) -> Any:
@@ -321,13 +333,14 @@ async def run_sdk_driver(
         except Exception as exc:
             core.finish(core.cli_gone(exc))
             task_status.started(None)
+            await trio.lowlevel.checkpoint()
             return
         core.client = client
         task_status.started(client)
         await drain_client(core, client)
     finally:
         core.client = None
-        await close_client(client, transport, core.config.close_grace)
+        await close_client(client, transport, core.config.close_grace)  # noqa: ASYNC102 - shielded, bounded inside
 
 
 async def close_client(client: ClaudeSDKClient, transport: Transport, grace: float) -> None:

@@ -8,8 +8,9 @@ Why not a plain ``trio.open_memory_channel``? Two kinds of producers feed the co
   consumer: a consumer that calls ``await session.push(...)`` from inside its own
   ``async for event in session.events`` loop would deadlock against a zero-buffer channel.
 
-So the driver waits (``send_batch``) while the queue holds ``capacity`` events or more, and the
-user-action producers append without waiting (``send_nowait``). The latter are bounded by what
+So the hot-path producer appends and then waits (``wait_writable``) while the queue holds
+``capacity`` events or more, and the user-action producers append without waiting
+(``send_nowait``). The latter are bounded by what
 causes them - each is one accepted push, one question, one abort - and those are capped elsewhere
 (``MAX_PENDING_PUSHES``, one request per CLI control request), so the queue stays bounded.
 
@@ -59,18 +60,23 @@ class EventStream(trio.abc.ReceiveChannel[Event]):
             if len(self._queue) >= self._capacity:
                 self._writable = trio.Event()
 
-    async def send_batch(self, events: list[Event]) -> None:
-        """Append a batch, then wait while the queue is at capacity (backpressure)."""
-        self.send_nowait(events)
-        while len(self._queue) >= self._capacity and not self._consumer_closed:
+    @property
+    def over_capacity(self) -> bool:
+        """True while a hot-path producer should wait (``wait_writable``) before adding more."""
+        return len(self._queue) >= self._capacity and not self._consumer_closed
+
+    async def wait_writable(self) -> None:
+        """Wait until the consumer has taken the queue below capacity (or gave up, or the
+        stream was closed). Always a checkpoint."""
+        await trio.lowlevel.checkpoint()
+        while self.over_capacity and not self._producer_closed:
             await self._writable.wait()
-        if not events:
-            await trio.lowlevel.checkpoint()
 
     def close(self) -> None:
         """No more events: the consumer's loop ends once the queue is drained."""
         self._producer_closed = True
         self._readable.set()
+        self._writable.set()
 
     @property
     def closed(self) -> bool:

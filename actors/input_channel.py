@@ -13,7 +13,7 @@ caller's cancellation can never cut a line in half.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -42,12 +42,27 @@ def user_message_frame(uuid: str, text: str) -> dict[str, Any]:
     return OutgoingMessage(uuid=uuid, text=text).frame()
 
 
-async def _one(frame: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-    yield frame
+class MessageStream:
+    """The async iterable ``ClaudeSDKClient.query`` takes, over a fixed list of user messages.
+
+    Not an async generator: those finalize outside any nursery when abandoned (trio #265).
+    """
+
+    def __init__(self, *frames: dict[str, Any]) -> None:
+        self._frames = list(frames)
+
+    def __aiter__(self) -> MessageStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        await trio.lowlevel.checkpoint()
+        if not self._frames:
+            raise StopAsyncIteration
+        return self._frames.pop(0)
 
 
 async def run_input_channel(
-    write: Callable[[AsyncIterator[dict[str, Any]]], Awaitable[None]],
+    write: Callable[[MessageStream], Awaitable[None]],
     inbox: trio.MemoryReceiveChannel[OutgoingMessage],
     *,
     on_write_failed: Callable[[OutgoingMessage, BaseException], None],
@@ -67,7 +82,7 @@ async def run_input_channel(
         async for message in inbox:
             try:
                 with trio.CancelScope(shield=True), trio.move_on_after(_WRITE_GRACE) as scope:
-                    await write(_one(message.frame()))
+                    await write(MessageStream(message.frame()))
                 if scope.cancelled_caught:
                     on_write_failed(message, TimeoutError("the CLI did not read its stdin"))
             except Exception as exc:

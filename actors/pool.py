@@ -27,6 +27,7 @@ its CLI (its session gets the ``cli_exited`` error).
 
 from __future__ import annotations
 
+import collections
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -47,8 +48,10 @@ from claude_trio.protocol.options import build_options, check_root_bypass
 from claude_trio.protocol.params import ExecuteParams
 
 from .broker import UserInputBroker
-from .driver import DriverConfig, TransportFactory, close_client, connect_client
+from .driver import DriverConfig, SessionCore, TransportFactory, close_client, connect_client
 from .tap import TapTransport
+
+_EARLY_FRAMES = 64
 
 # Backoff after a slot failed to start a CLI, so a broken setup does not spin.
 _RETRY_FIRST = 0.5
@@ -61,17 +64,37 @@ class _Route:
 
     broker: UserInputBroker | None = None
     stderr: Callable[[str], None] | None = None
+    core: SessionCore | None = None
+    # Frames a CLI wrote before anyone leased it (it should write none); handed on at attach.
+    early: collections.deque[dict[str, Any]] = attrs.field(
+        factory=lambda: collections.deque(maxlen=_EARLY_FRAMES)
+    )
+
+    def deliver(self, frame: dict[str, Any]) -> bool:
+        if self.core is None:
+            self.early.append(frame)
+            return False
+        return self.core.deliver(frame)
+
+    async def wait_writable(self) -> None:
+        if self.core is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await self.core.wait_writable()
 
     async def can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
         if self.broker is None:
+            await trio.lowlevel.checkpoint()
             return PermissionResultAllow(updated_input=tool_input)
         return await self.broker.can_use_tool(tool_name, tool_input, context)
 
     async def on_elicitation(self, frame: dict[str, Any]) -> None:
-        if self.broker is not None:
-            await self.broker.on_elicitation(frame)
+        if self.broker is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await self.broker.on_elicitation(frame)
 
     def on_cancel(self, request_id: str) -> bool:
         return self.broker is not None and self.broker.on_cancel(request_id)
@@ -93,16 +116,24 @@ class Lease:
     leased: bool = False
 
     def attach(
-        self, *, broker: UserInputBroker | None, stderr: Callable[[str], None] | None
+        self,
+        *,
+        core: SessionCore,
+        broker: UserInputBroker | None,
+        stderr: Callable[[str], None] | None,
     ) -> None:
         self.route.broker = broker
         self.route.stderr = stderr
+        self.route.core = core
         if broker is not None:
             broker._send_control_response = self.tap.send_control_response
+        while self.route.early:
+            core.deliver(self.route.early.popleft())
 
     def release(self) -> None:
         self.route.broker = None
         self.route.stderr = None
+        self.route.core = None
         self.released.set()
 
 
@@ -226,7 +257,9 @@ class CLIPool:
             inner = _subprocess_transport(options)
         else:
             inner = self._transport_factory(options)
-        tap = TapTransport(inner, on_elicitation=route.on_elicitation, on_cancel=route.on_cancel)
+        tap = TapTransport(
+            inner, on_elicitation=route.on_elicitation, on_cancel=route.on_cancel, sink=route
+        )
         client = ClaudeSDKClient(options, transport=tap)
         return Lease(client=client, tap=tap, route=route, options=options)
 
@@ -239,6 +272,7 @@ class CLIPool:
         while True:
             lease = self._new_lease()
             if lease is None:
+                await trio.lowlevel.checkpoint()
                 return
             connected = False
             self._starting += 1
@@ -257,7 +291,7 @@ class CLIPool:
                     if lease.leased:
                         self._leased -= 1
             finally:
-                await close_client(lease.client, lease.tap, self._config.close_grace)
+                await close_client(lease.client, lease.tap, self._config.close_grace)  # noqa: ASYNC102
             if connected:
                 backoff = _RETRY_FIRST
             else:

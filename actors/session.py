@@ -53,7 +53,7 @@ from .driver import (
     stderr_collector,
 )
 from .event_stream import EventStream
-from .input_channel import MAX_PENDING_PUSHES, OutgoingMessage, run_input_channel
+from .input_channel import MAX_PENDING_PUSHES, MessageStream, OutgoingMessage, run_input_channel
 from .pool import CLIPool
 from .tap import TapTransport
 
@@ -69,18 +69,11 @@ class SessionUsage:
     session: Usage
 
 
-async def _no_prompt() -> AsyncIterator[dict[str, Any]]:
-    # The subprocess transport wants a prompt stream; ours never yields (we write with query()),
-    # and ClaudeSDKClient never consumes it for a custom transport anyway.
-    nothing: tuple[dict[str, Any], ...] = ()
-    for item in nothing:
-        yield item
-
-
 def _subprocess_transport(options: ClaudeAgentOptions) -> Transport:
     # The SDK only routes permission prompts over stdio when the options went through
     # _configure_can_use_tool; for a transport we build, that is our job (sdk-facts.md).
-    return SubprocessCLITransport(prompt=_no_prompt(), options=_configure_can_use_tool(options))
+    # Its prompt stream is never read (we write every message with query()): an empty one.
+    return SubprocessCLITransport(prompt=MessageStream(), options=_configure_can_use_tool(options))
 
 
 class Session:
@@ -164,6 +157,7 @@ class Session:
         if client is not None and core.mapper.turn_open:
             confirmed = False
             with trio.move_on_after(core.config.control_timeout):
+                await trio.lowlevel.checkpoint()
                 try:
                     await client.interrupt()
                     confirmed = True
@@ -186,6 +180,7 @@ class Session:
                     await core.done.wait()
         if not core.execution_ended:
             core.finish(core.abort_events("aborted"))
+        await trio.lowlevel.checkpoint()
 
     def usage(self) -> SessionUsage:
         ledger = self._core.mapper.ledger
@@ -264,7 +259,7 @@ async def open_session(
     collector = stderr_collector(core, stderr)
     driver: Any
     if lease is not None:
-        lease.attach(broker=broker, stderr=collector)
+        lease.attach(core=core, broker=broker, stderr=collector)
         driver = partial(run_leased_driver, core, lease)
     else:
         core.options = attrs_replace_options(options, stderr=collector)
@@ -273,6 +268,7 @@ async def open_session(
             inner,
             on_elicitation=broker.on_elicitation if broker is not None else None,
             on_cancel=broker.on_cancel if broker is not None else None,
+            sink=core,
         )
         if broker is not None:
             broker._send_control_response = tap.send_control_response
@@ -300,7 +296,12 @@ async def open_session(
                     core.lifecycle.push(first)
                     input_send.send_nowait(OutgoingMessage(uuid=first, text=params.prompt))
                     await nursery.start(
-                        _run_input, client.query, input_recv, core
+                        partial(
+                            run_input_channel,
+                            client.query,
+                            input_recv,
+                            on_write_failed=core.report_write_failure,
+                        )
                     )
             yield session
         finally:
@@ -310,25 +311,6 @@ async def open_session(
                 )
             if broker is not None:
                 broker.close("cancelled")
-
-
-async def _run_input(
-    write: Any,
-    inbox: trio.MemoryReceiveChannel[OutgoingMessage],
-    core: SessionCore,
-    *,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    def on_write_failed(message: OutgoingMessage, exc: BaseException) -> None:
-        core.emit(
-            Error(
-                message=f"could not write a user message to the CLI: {exc}",
-                code="transport",
-                fatal=False,
-            )
-        )
-
-    await run_input_channel(write, inbox, on_write_failed=on_write_failed, task_status=task_status)
 
 
 def attrs_replace_options(options: ClaudeAgentOptions, **changes: Any) -> ClaudeAgentOptions:

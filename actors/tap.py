@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from claude_agent_sdk import Transport
 
@@ -46,6 +46,21 @@ _KNOWN_TYPES = frozenset(
 
 ElicitationSink = Callable[[dict[str, Any]], Awaitable[None]]
 CancelSink = Callable[[str], bool]
+
+# Frames the SDK's own router needs (the control protocol); every other frame is a message.
+_SDK_ROUTED = frozenset(
+    {"control_request", "control_response", "control_cancel_request", "transcript_mirror"}
+)
+
+
+class FrameSink(Protocol):
+    """Where message frames go when the tap delivers them itself (the session's hot path)."""
+
+    def deliver(self, frame: dict[str, Any]) -> bool:
+        """Map and queue one frame; True when the consumer is behind (call wait_writable)."""
+        ...
+
+    async def wait_writable(self) -> None: ...
 
 
 def rewrite_unknown_frame(frame: dict[str, Any]) -> dict[str, Any]:
@@ -71,10 +86,12 @@ class TapTransport(Transport):
         *,
         on_elicitation: ElicitationSink | None = None,
         on_cancel: CancelSink | None = None,
+        sink: FrameSink | None = None,
     ) -> None:
         self.inner = inner
         self._on_elicitation = on_elicitation
         self._on_cancel = on_cancel
+        self._sink = sink
 
     async def connect(self) -> None:
         await self.inner.connect()
@@ -85,9 +102,16 @@ class TapTransport(Transport):
     def read_messages(self) -> AsyncIterator[dict[str, Any]]:
         return self._read()
 
-    async def _read(self) -> AsyncIterator[dict[str, Any]]:
+    async def _read(self) -> AsyncIterator[dict[str, Any]]:  # noqa: ASYNC900 - Transport API
+        sink = self._sink
         async for frame in self.inner.read_messages():
             frame_type = frame.get("type")
+            if sink is not None and frame_type not in _SDK_ROUTED:
+                # The hot path: mapped right here, in the SDK's reader task, instead of being
+                # queued in the SDK's stream for one more task to pick up (see driver.py).
+                if sink.deliver(rewrite_unknown_frame(frame)):
+                    await sink.wait_writable()
+                continue
             if frame_type == "control_request" and self._on_elicitation is not None:
                 request = frame.get("request")
                 if isinstance(request, dict) and request.get("subtype") == "elicitation":
