@@ -37,6 +37,9 @@ class EventStream(trio.abc.ReceiveChannel[Event]):
     def __init__(self, *, capacity: int = 256) -> None:
         self._queue: deque[Event] = deque()
         self._capacity = capacity
+        # A producer that hit the capacity waits until the consumer took the queue down to this
+        # (hysteresis): both then run in long stretches instead of handing over every event.
+        self._low_water = capacity // 4
         self._producer_closed = False
         self._consumer_closed = False
         self._readable = trio.Event()
@@ -57,8 +60,6 @@ class EventStream(trio.abc.ReceiveChannel[Event]):
             added = True
         if added:
             self._readable.set()
-            if len(self._queue) >= self._capacity:
-                self._writable = trio.Event()
 
     @property
     def over_capacity(self) -> bool:
@@ -66,10 +67,15 @@ class EventStream(trio.abc.ReceiveChannel[Event]):
         return len(self._queue) >= self._capacity and not self._consumer_closed
 
     async def wait_writable(self) -> None:
-        """Wait until the consumer has taken the queue below capacity (or gave up, or the
-        stream was closed). Always a checkpoint."""
+        """Wait until the consumer has taken the queue down to the low-water mark (or gave up,
+        or the stream was closed). Always a checkpoint."""
         await trio.lowlevel.checkpoint()
-        while self.over_capacity and not self._producer_closed:
+        while (
+            len(self._queue) > self._low_water
+            and not self._consumer_closed
+            and not self._producer_closed
+        ):
+            self._writable = trio.Event()
             await self._writable.wait()
 
     def close(self) -> None:
@@ -92,7 +98,7 @@ class EventStream(trio.abc.ReceiveChannel[Event]):
             raise trio.ClosedResourceError("the event stream was closed by its consumer")
         if self._queue:
             event = self._queue.popleft()
-            if len(self._queue) < self._capacity and not self._writable.is_set():
+            if len(self._queue) <= self._low_water:
                 self._writable.set()
             return event
         if self._producer_closed:
