@@ -1,0 +1,90 @@
+"""``scripts/bench``: the benchmarks of claude-trio, printed as ratios measured side by side.
+
+Sections (all by default; pick with ``--only``):
+
+* ``hot``: CPU per SDK message, bare ``ClaudeSDKClient`` loop vs ``open_session``, on a replay
+  of a recorded real stream (no CLI in the measured path).
+* ``memory``: memory per parked session, bare SDK vs ``open_session``, 1,000 at once.
+* ``cli``: the real CLI against the Messages API double: time to first event (raw SDK vs ours)
+  and abort -> terminal event -> CLI reaped.
+
+The machine is noisy, so each comparison interleaves both sides in one run and prints their
+ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
+not end with a result, a CLI left running) raises.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import sys
+import time
+from importlib.metadata import version
+
+import trio
+from bench_replay import record_stream
+
+SECTIONS = ("hot", "memory", "cli")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (about a minute)")
+    parser.add_argument(
+        "--only", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}"
+    )
+    parser.add_argument("--profile", action="store_true", help="print the hot-path profile")
+    parser.add_argument("--rounds", type=int, help="hot-path rounds (A B pairs)")
+    parser.add_argument("--sessions", type=int, help="sessions parked in the memory benchmark")
+    parser.add_argument("--cli-rounds", type=int, help="time-to-first-event rounds")
+    parser.add_argument("--aborts", type=int, help="aborts in the abort benchmark")
+    args = parser.parse_args(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown:
+        parser.error(f"--only: unknown section(s) {unknown}; choose from {SECTIONS}")
+    quick = args.quick
+    rounds = args.rounds or (5 if quick else 20)
+    sessions = args.sessions or (200 if quick else 1000)
+    cli_rounds = args.cli_rounds or (3 if quick else 10)
+    aborts = args.aborts or (10 if quick else 50)
+
+    started = time.perf_counter()
+    print(
+        f"claude-trio benchmarks, {datetime.date.today()}, {platform.python_implementation()} "
+        f"{platform.python_version()} on {platform.system()} {platform.machine()}, "
+        f"claude-agent-sdk {version('claude-agent-sdk')}, trio {version('trio')}, "
+        f"anyio {version('anyio')}{' (quick)' if quick else ''}"
+    )
+    recording = None
+    if "hot" in only or "memory" in only:
+        recording = trio.run(record_stream)
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(recording.kinds().items()))
+        print(
+            f"recorded stream: CLI {recording.cli_version}, {len(recording.turn)} frames "
+            f"({kinds})"
+        )
+    if "hot" in only:
+        import bench_hot
+
+        assert recording is not None
+        print("\n[1] hot path: CPU per SDK message (replay transport, no CLI)")
+        bench_hot.run(recording, rounds=rounds, profile=args.profile)
+    if "memory" in only:
+        import bench_memory
+
+        assert recording is not None
+        print("\n[2] memory per session (replay transport, no CLI)")
+        bench_memory.run(recording, sessions=sessions, stalled_sessions=10 if quick else 50)
+    if "cli" in only:
+        import bench_cli
+
+        print("\n[3] real CLI against the Messages API double (127.0.0.1), wall clock")
+        bench_cli.run(rounds=cli_rounds, aborts=aborts)
+    print(f"\ndone in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
