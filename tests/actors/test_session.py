@@ -14,6 +14,7 @@ from claude_trio import (
     Aborted,
     Accepted,
     Error,
+    Event,
     ExecuteParams,
     Rejected,
     Result,
@@ -381,3 +382,61 @@ async def test_abort_before_the_prompt_is_consumed_reports_no_lost_push(
         await session.abort()
         events = await collect(session)
     assert [e.kind for e in events] == ["aborted"]
+
+
+@pytest.mark.parametrize("cancel_at", [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5])
+async def test_cancelling_at_any_point_of_a_session_leaves_one_terminal_and_no_cli(
+    autojump_clock: trio.testing.MockClock, cancel_at: float
+) -> None:
+    # A turn with activity at every half second: the caller's deadline lands in connect (0.0),
+    # mid-stream, mid-tool, at the result (3.0) and after it, while closing.
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("ab", chunk=1, delay=0.5)
+        tool = await cli.tool_use("Bash", {"command": "x"})
+        await cli.sleep(1.0)
+        await cli.tool_result(tool, "ok")
+        await cli.text("c", delay=0.5)
+
+    fake = FakeCLI(script)
+    seen: list[Event] = []
+    with trio.move_on_after(cancel_at):
+        async with fake_session(fake) as session:
+            async for event in session.events:
+                seen.append(event)
+    assert_no_leak(fake)
+    if fake.transports and fake.transport.connected:
+        assert session.ended
+        rest = []
+        while True:
+            try:
+                rest.append(session.events.receive_nowait())
+            except (trio.EndOfChannel, trio.WouldBlock):
+                break
+        check_stream([*seen, *rest])
+
+
+async def test_one_sessions_broken_cli_does_not_disturb_another(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def broken(cli: FakeTurn) -> None:
+        await cli.sleep(1)
+        await cli.raw('{"type": "assistant", "pad": "' + "x" * 5000 + '"}')
+
+    async def healthy(cli: FakeTurn) -> None:
+        await cli.text("fine", chunk=1, delay=0.5)
+
+    bad, good = FakeCLI(broken), FakeCLI(healthy)
+    results: dict[str, list[Event]] = {}
+
+    async def run(name: str, fake: FakeCLI) -> None:
+        async with fake_session(fake, max_buffer_size=4096) as session:
+            results[name] = await collect(session)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run, "bad", bad)
+        nursery.start_soon(run, "good", good)
+    assert isinstance(results["bad"][-1], Error)
+    assert isinstance(results["good"][-1], Result)
+    check_stream(results["good"])
+    assert_no_leak(bad)
+    assert_no_leak(good)
