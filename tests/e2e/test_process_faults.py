@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from claude_trio import DriverConfig, Error, ExecuteParams, open_session
+from claude_trio.testing.model_double import ModelDouble, Reply, Rule, Script
 
 pytestmark = pytest.mark.e2e
 
@@ -89,3 +90,36 @@ async def test_a_cli_path_that_is_not_executable_says_which_path_and_what_to_do(
     assert error.code == "cli_not_found"
     assert str(cli) in error.message
     assert f"chmod +x {cli}" in error.message
+
+
+async def test_file_descriptors_return_to_their_baseline_after_sessions(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    model_double.responder = Script(
+        [Rule(reply=Reply.text("a slow one " * 30, event_delay=0.02, chunk_size=4), times=None)]
+    )
+
+    async def one(abort: bool) -> None:
+        async with open_session(ExecuteParams(prompt="hi", cwd=str(tmp_path)), env=hermetic) as s:
+            async for event in s.events:
+                if abort and event.kind == "text_delta":
+                    await s.abort()
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def settled_fds() -> int:
+        # The double closes a connection once it reads the dead CLI's EOF: give it a moment.
+        for _ in range(50):
+            await trio.sleep(0.05)
+            if open_fds() <= baseline:
+                break
+        return open_fds()
+
+    with trio.fail_after(120):
+        await one(abort=False)  # warm up: lazy imports, the SDK's own first-use state
+        await trio.sleep(0.5)
+        baseline = open_fds()
+        await one(abort=False)
+        await one(abort=True)
+        assert await settled_fds() == baseline
