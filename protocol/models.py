@@ -117,9 +117,11 @@ def effective_thinking(
 ) -> ThinkingConfig | None:
     """The thinking config the SDK gets for a resolved model and the ``claude_thinking*`` keys.
 
-    * ``mode=None`` -> ``None`` (thinking omitted, never ``disabled``), except that a ``display``
-      asked for on an adaptive-only model is honoured as ``{"type": "adaptive", "display": ..}``
-      (adaptive is those models' default anyway, and the SDK carries display inside the config).
+    * ``mode=None`` -> ``None`` (thinking omitted, never ``disabled``), except on adaptive-only
+      models: there it is ``{"type": "adaptive", "display": "summarized"}`` (or the display asked
+      for). Adaptive is those models' own default anyway; the display undoes their silent
+      ``omitted`` default (the seed: "passes display: 'summarized' automatically for any model
+      in ADAPTIVE_THINKING_ONLY"), and the SDK carries display only inside the config.
     * ``adaptive`` -> ``{"type": "adaptive"}``.
     * ``enabled`` -> ``{"type": "enabled", "budget_tokens": N}``, or ``adaptive`` for adaptive-only
       models (the budget is then dropped).
@@ -129,7 +131,7 @@ def effective_thinking(
     adaptive-only, and for ``enabled`` without a budget on a model that needs one.
     """
     adaptive_only = is_adaptive_only(model_id)
-    if mode is None and display is None:
+    if mode is None and display is None and not adaptive_only:
         return None
     if display is None and adaptive_only:
         display = "summarized"

@@ -147,12 +147,18 @@ def test_explicit_display_wins_over_the_summarized_default() -> None:
     assert config == {"type": "enabled", "budget_tokens": 1024, "display": "summarized"}
 
 
-@pytest.mark.parametrize(
-    "model_id", [None, "claude-fable-5", "claude-opus-4-7", "claude-sonnet-4-6"]
-)
+@pytest.mark.parametrize("model_id", [None, "claude-sonnet-4-6"])
 def test_unset_thinking_is_omitted_never_disabled(model_id: str | None) -> None:
     assert effective_thinking(model_id, mode=None, budget_tokens=None, display=None) is None
     assert effective_thinking(model_id, mode=None, budget_tokens=2048, display=None) is None
+
+
+@pytest.mark.parametrize("model_id", ["claude-fable-5", "claude-opus-4-7", "claude-opus-4-6"])
+def test_unset_thinking_on_adaptive_only_models_is_adaptive_summarized(model_id: str) -> None:
+    # The seed: display 'summarized' automatically for every ADAPTIVE_THINKING_ONLY model,
+    # undoing Opus 4.7's and Fable 5's silent 'omitted' default; never 'disabled'.
+    expected = {"type": "adaptive", "display": "summarized"}
+    assert effective_thinking(model_id, mode=None, budget_tokens=None, display=None) == expected
 
 
 def test_display_without_mode_on_adaptive_only_model_is_adaptive_with_that_display() -> None:

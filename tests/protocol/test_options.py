@@ -100,7 +100,7 @@ def test_adaptive_thinking_is_adaptive() -> None:
     assert options.thinking == {"type": "adaptive"}
 
 
-@pytest.mark.parametrize("model", [None, "fable-5", "opus-4.7", "sonnet-4.6"])
+@pytest.mark.parametrize("model", [None, "sonnet-4.6"])
 def test_unset_thinking_is_omitted_never_disabled(model: str | None) -> None:
     options = build_options(params(model=model))
     assert options.thinking is None
@@ -108,6 +108,15 @@ def test_unset_thinking_is_omitted_never_disabled(model: str | None) -> None:
     argv = cli_argv(options)
     assert "--thinking" not in argv
     assert "disabled" not in argv
+
+
+@pytest.mark.parametrize("model", ["fable-5", "opus-4.7"])
+def test_unset_thinking_on_adaptive_only_models_asks_for_summarized_display(model: str) -> None:
+    options = build_options(params(model=model))
+    assert options.thinking == {"type": "adaptive", "display": "summarized"}
+    argv = cli_argv(options)
+    assert "disabled" not in argv
+    assert "summarized" in argv
 
 
 def test_fable_5_never_gets_disabled_thinking_for_any_config() -> None:
