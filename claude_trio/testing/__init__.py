@@ -1,8 +1,13 @@
-"""The claude-trio testing kit: a scripted fake CLI transport and pytest fixtures.
+"""The claude-trio testing kit.
 
-``FakeCLI`` speaks the ``claude`` CLI's stream-JSON and control protocol behind the SDK's
-``Transport`` interface, so the real ``ClaudeSDKClient`` parses every frame; see
-:mod:`claude_trio.testing.fake_cli`.
+* ``FakeCLI`` speaks the ``claude`` CLI's stream-JSON and control protocol behind the SDK's
+  ``Transport`` interface, so the real ``ClaudeSDKClient`` parses every frame; timed on the trio
+  clock, with fault modes (:mod:`claude_trio.testing.fake_cli`).
+* ``ModelDouble`` is a scripted Anthropic Messages API served on 127.0.0.1, and ``hermetic_env``
+  points the real bundled CLI at it with no key and no network
+  (:mod:`claude_trio.testing.model_double`, :mod:`claude_trio.testing.hermetic`).
+* pytest fixtures (registered automatically): ``fake_cli``, ``fake_cli_factory``,
+  ``scripted_session``, ``model_double``, ``hermetic``.
 """
 
 from .fake_cli import (
@@ -20,19 +25,61 @@ from .fake_cli import (
     prompt_stream,
     user_message,
 )
+from .hermetic import DUMMY_API_KEY, bundled_cli_path, hermetic_env
+from .model_double import (
+    HttpError,
+    ModelDouble,
+    ModelDoubleRunaway,
+    ModelRequest,
+    Reply,
+    ReplyText,
+    ReplyThinking,
+    ReplyToolUse,
+    ReplyUsage,
+    Rule,
+    Script,
+    StreamError,
+    is_main_agent,
+    is_subagent,
+    open_model_double,
+    prompt_too_long,
+    turns,
+)
+from .model_double import Responder as ModelResponder
 
 __all__ = [
     "CLAUDE_CODE_VERSION",
     "DEFAULT_MODEL",
+    "DUMMY_API_KEY",
     "FakeCLI",
     "FakeTransport",
     "FakeTurn",
+    "HttpError",
+    "ModelDouble",
+    "ModelDoubleRunaway",
+    "ModelRequest",
+    "ModelResponder",
     "PendingRequest",
+    "Reply",
+    "ReplyText",
+    "ReplyThinking",
+    "ReplyToolUse",
+    "ReplyUsage",
     "RequestCancelledError",
     "Responder",
+    "Rule",
     "SDKControlError",
+    "Script",
     "ScriptError",
+    "StreamError",
     "UserInput",
+    "bundled_cli_path",
+    "hermetic_env",
+    "is_main_agent",
+    "is_subagent",
+    "open_model_double",
     "prompt_stream",
+    "prompt_too_long",
+    "turns",
     "user_message",
 ]

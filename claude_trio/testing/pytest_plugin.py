@@ -5,6 +5,8 @@ without the entry point, add ``pytest_plugins = ["claude_trio.testing.pytest_plu
 ``conftest.py``.
 
 ``scripted_session(script, "prompt")`` opens a real session over a fresh fake CLI in one line.
+``model_double`` serves a scripted Messages API on 127.0.0.1 in the test's nursery (pytest-trio),
+and ``hermetic`` is the env that points the real bundled CLI at it.
 ``fake_cli_factory(responder, **kwargs)`` builds :class:`~claude_trio.testing.FakeCLI` objects and,
 at teardown, fails the test if a script raised (the fake turned it into a CLI crash, which a
 test might otherwise read as an expected error) or if a fake process was connected but never
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .fake_cli import FakeCLI
+from .hermetic import hermetic_env
+from .model_double import ModelDouble, Script
 
 if TYPE_CHECKING:
     from claude_trio.actors.session import Session
@@ -96,3 +100,21 @@ class ScriptedSessions:
 def scripted_session(fake_cli_factory: FakeCLIFactory) -> ScriptedSessions:
     """A session on a scripted transport in one line (see :class:`ScriptedSessions`)."""
     return ScriptedSessions(fake_cli_factory)
+
+
+@pytest.fixture
+async def model_double(nursery: Any) -> AsyncIterator[ModelDouble]:
+    """A :class:`ModelDouble` served in the test's nursery, with an empty script: set
+    ``model_double.responder`` (e.g. ``turns(...)``) before starting the CLI. At teardown a CLI
+    that kept asking beyond the script fails the test, with the requests it sent."""
+    double = ModelDouble(Script([]))
+    await nursery.start(double.serve)
+    yield double
+    double.check()
+
+
+@pytest.fixture
+def hermetic(model_double: ModelDouble, tmp_path: Any) -> dict[str, str]:
+    """The env for a real CLI that talks only to ``model_double`` and keeps its files under
+    ``tmp_path``; ``IS_SANDBOX=1`` so ``bypassPermissions`` also works as root."""
+    return hermetic_env(model_double.base_url, tmp_path, sandbox=True)
