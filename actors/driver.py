@@ -38,16 +38,19 @@ from claude_agent_sdk import (
     Transport,
 )
 from claude_agent_sdk._internal.message_parser import parse_message
+from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+from claude_agent_sdk.types import _configure_can_use_tool
 
 from claude_trio.protocol.errors import LocalProtocolError
 from claude_trio.protocol.events import Aborted, Error, ErrorCode, Event, Result, WarningEvent
 from claude_trio.protocol.lifecycle import ExecutionLifecycle
 from claude_trio.protocol.mapper import Mapper
+from claude_trio.protocol.options import check_root_bypass
 from claude_trio.protocol.usage import Usage
 
 from .broker import UserInputBroker
 from .event_stream import EventStream
-from .input_channel import OutgoingMessage
+from .input_channel import MessageStream, OutgoingMessage
 
 if TYPE_CHECKING:
     from .pool import Lease
@@ -394,6 +397,22 @@ async def drain_client(core: SessionCore, client: ClaudeSDKClient) -> None:
         raise LocalProtocolError("drain_client() needs a connected ClaudeSDKClient")
     with core.read_scope:
         await _drain(core, query._message_receive)
+
+
+def subprocess_transport(options: ClaudeAgentOptions) -> Transport:
+    """The bundled (or ``options.cli_path``) CLI as a subprocess, the SDK's own transport.
+
+    The SDK only routes permission prompts over stdio when the options went through
+    ``_configure_can_use_tool``; for a transport we build, that is our job (sdk-facts.md). Its
+    prompt stream is never read (every message is written with ``query()``): an empty one.
+    """
+    return SubprocessCLITransport(prompt=MessageStream(), options=_configure_can_use_tool(options))
+
+
+def root_refusal(options: ClaudeAgentOptions) -> str | None:
+    """Why the real CLI would refuse to start with ``options`` in this process, if it would."""
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    return check_root_bypass(options, is_root=is_root, env=dict(os.environ))
 
 
 def default_cli_path() -> str | None:

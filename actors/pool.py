@@ -28,7 +28,6 @@ its CLI (its session gets the ``cli_exited`` error).
 from __future__ import annotations
 
 import collections
-import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -44,11 +43,19 @@ from claude_agent_sdk import (
 )
 
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.options import build_options, check_root_bypass
+from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
 
 from .broker import UserInputBroker
-from .driver import DriverConfig, SessionCore, TransportFactory, close_client, connect_client
+from .driver import (
+    DriverConfig,
+    SessionCore,
+    TransportFactory,
+    close_client,
+    connect_client,
+    root_refusal,
+    subprocess_transport,
+)
 from .tap import TapTransport
 
 _EARLY_FRAMES = 64
@@ -242,19 +249,17 @@ class CLIPool:
             can_use_tool=route.can_use_tool if self._user_input else None,
             extra_env=self._env,
         )
-        return attrs_free_replace(options, stderr=route.on_stderr)
+        return with_changes(options, stderr=route.on_stderr)
 
     def _new_lease(self) -> Lease | None:
         route = _Route()
         options = self._options(route)
         if self._transport_factory is None:
-            refusal = check_root_bypass(options, is_root=_is_root(), env=dict(os.environ))
+            refusal = root_refusal(options)
             if refusal is not None:
                 self._last_error = refusal  # sessions start cold and report it themselves
                 return None
-            from .session import _subprocess_transport
-
-            inner = _subprocess_transport(options)
+            inner = subprocess_transport(options)
         else:
             inner = self._transport_factory(options)
         tap = TapTransport(
@@ -297,16 +302,6 @@ class CLIPool:
             else:
                 await trio.sleep(backoff)
                 backoff = min(backoff * 2, _RETRY_MAX)
-
-
-def attrs_free_replace(options: ClaudeAgentOptions, **changes: Any) -> ClaudeAgentOptions:
-    import dataclasses
-
-    return dataclasses.replace(options, **changes)
-
-
-def _is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 @asynccontextmanager

@@ -16,7 +16,6 @@ the caller's scope, the CLI is disconnected (shielded, bounded) and every task h
 
 from __future__ import annotations
 
-import os
 import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -27,14 +26,12 @@ from typing import Any, Literal
 import attrs
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, Transport
-from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
-from claude_agent_sdk.types import _configure_can_use_tool
 
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import Error
 from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Rejected
 from claude_trio.protocol.mapper import Mapper
-from claude_trio.protocol.options import build_options, check_root_bypass
+from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.usage import Usage
 
@@ -48,12 +45,14 @@ from .broker import (
 from .driver import (
     DriverConfig,
     SessionCore,
+    root_refusal,
     run_leased_driver,
     run_sdk_driver,
     stderr_collector,
+    subprocess_transport,
 )
 from .event_stream import EventStream
-from .input_channel import MAX_PENDING_PUSHES, MessageStream, OutgoingMessage, run_input_channel
+from .input_channel import MAX_PENDING_PUSHES, OutgoingMessage, run_input_channel
 from .pool import CLIPool
 from .tap import TapTransport
 
@@ -67,13 +66,6 @@ class SessionUsage:
     turns: tuple[Usage, ...]
     execution: Usage
     session: Usage
-
-
-def _subprocess_transport(options: ClaudeAgentOptions) -> Transport:
-    # The SDK only routes permission prompts over stdio when the options went through
-    # _configure_can_use_tool; for a transport we build, that is our job (sdk-facts.md).
-    # Its prompt stream is never read (we write every message with query()): an empty one.
-    return SubprocessCLITransport(prompt=MessageStream(), options=_configure_can_use_tool(options))
 
 
 class Session:
@@ -244,7 +236,7 @@ async def open_session(
             can_use_tool=broker.can_use_tool if broker is not None else None,
             extra_env=env,
         )
-        options = attrs_replace_options(options, cli_path=cli_path, max_buffer_size=max_buffer_size)
+        options = with_changes(options, cli_path=cli_path, max_buffer_size=max_buffer_size)
     core = SessionCore(
         options=options,
         config=config,
@@ -262,8 +254,8 @@ async def open_session(
         lease.attach(core=core, broker=broker, stderr=collector)
         driver = partial(run_leased_driver, core, lease)
     else:
-        core.options = attrs_replace_options(options, stderr=collector)
-        inner = (transport_factory or _subprocess_transport)(core.options)
+        core.options = with_changes(options, stderr=collector)
+        inner = (transport_factory or subprocess_transport)(core.options)
         tap = TapTransport(
             inner,
             on_elicitation=broker.on_elicitation if broker is not None else None,
@@ -279,9 +271,7 @@ async def open_session(
         try:
             refusal = None
             if transport_factory is None and lease is None:
-                refusal = check_root_bypass(
-                    core.options, is_root=_is_root(), env=dict(os.environ)
-                )
+                refusal = root_refusal(core.options)
             if refusal is not None:
                 core.finish(mapper.stream_ended(Error(message=refusal, code="config")))
                 input_recv.close()
@@ -311,15 +301,3 @@ async def open_session(
                 )
             if broker is not None:
                 broker.close("cancelled")
-
-
-def attrs_replace_options(options: ClaudeAgentOptions, **changes: Any) -> ClaudeAgentOptions:
-    """``dataclasses.replace`` for the SDK's options, skipping ``None`` changes."""
-    import dataclasses
-
-    real = {k: v for k, v in changes.items() if v is not None}
-    return dataclasses.replace(options, **real) if real else options
-
-
-def _is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0

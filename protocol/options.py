@@ -36,6 +36,7 @@ Rules (the seed's adapter, checked against claude-agent-sdk 0.2.189 and its bund
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias, assert_never, cast
@@ -163,6 +164,13 @@ def build_options(
         extra_args={REPLAY_USER_MESSAGES_FLAG: None},
         stderr=stderr,
     )
+
+
+def with_changes(options: ClaudeAgentOptions, **changes: Any) -> ClaudeAgentOptions:
+    """A copy of ``options`` with the given fields changed; ``None`` values leave a field as it is
+    (so optional arguments can be passed straight through)."""
+    real = {name: value for name, value in changes.items() if value is not None}
+    return dataclasses.replace(options, **real) if real else options
 
 
 def check_root_bypass(

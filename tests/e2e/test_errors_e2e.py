@@ -4,6 +4,7 @@ and no ``claude`` child left (``run_session`` checks that)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,6 @@ from helpers import (
     sonnet_cost,
 )
 
-import claude_trio.actors.session as session_module
 from claude_trio.protocol.events import (
     AssistantMessage,
     Error,
@@ -199,7 +199,7 @@ async def test_root_bypass_without_is_sandbox_1_is_one_config_error_and_no_cli(
         monkeypatch.delenv("IS_SANDBOX", raising=False)
     else:
         monkeypatch.setenv("IS_SANDBOX", machine_is_sandbox)
-    monkeypatch.setattr(session_module, "_is_root", lambda: True)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)  # as root, wherever the tests run
     started: list[Any] = []
 
     async def connect(self: SubprocessCLITransport) -> None:
