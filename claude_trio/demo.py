@@ -83,15 +83,16 @@ to `readings.csv`. Run it with `python station.py`.
 """
 
 STATION = """\
-import csv, time
+import csv
+from time import sleep, time
 
 def read_sensors():
     return {"temperature_c": 21.5, "humidity_pct": 40}
 
 while True:
     with open("readings.csv", "a", newline="") as out:
-        csv.writer(out).writerow([time.time(), *read_sensors().values()])
-    time.sleep(60)
+        csv.writer(out).writerow([time(), *read_sensors().values()])
+    sleep(60)
 """
 
 FINAL_ANSWERS: Mapping[str | None, str] = {
