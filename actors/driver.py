@@ -76,7 +76,8 @@ TransportFactory = Callable[[ClaudeAgentOptions], Transport]
 @attrs.define(eq=False)
 class SessionCore:
     """The state the session's actors share (one trio thread: mutations are atomic between
-    checkpoints). Only the driver task touches ``client``; everyone else goes through it.
+    checkpoints). Only the driver task connects and disconnects ``client`` (the SDK wants both
+    in one task); ``Session.abort`` calls its ``interrupt()``, which the SDK allows from any task.
     """
 
     options: ClaudeAgentOptions
