@@ -14,6 +14,16 @@ if TYPE_CHECKING:
     from claude_trio.actors.broker import AnswerAccepted, AnswerRejected, UserInputHandler
     from claude_trio.actors.driver import DriverConfig
     from claude_trio.actors.event_stream import EventStream
+    from claude_trio.actors.fleet import (
+        Fleet,
+        FleetSession,
+        FleetStatistics,
+        ResyncRequired,
+        SlowSubscriberError,
+        Subscription,
+        open_fleet,
+    )
+    from claude_trio.actors.gateway import serve_gateway
     from claude_trio.actors.pool import CLIPool, PoolStatistics, open_cli_pool
     from claude_trio.actors.session import Session, SessionUsage, open_session
     from claude_trio.protocol.capabilities import (
@@ -64,6 +74,7 @@ if TYPE_CHECKING:
         get_session_resume_constraints,
     )
     from claude_trio.protocol.usage import Usage, add_usage, normalize_usage, sum_usage
+    from claude_trio.protocol.wire import WireError
 
 _LAZY: dict[str, str] = {
     "ADAPTIVE_THINKING_ONLY": "claude_trio.protocol.models",
@@ -81,6 +92,14 @@ _LAZY: dict[str, str] = {
     "Error": "claude_trio.protocol.events",
     "Event": "claude_trio.protocol.events",
     "EventStream": "claude_trio.actors.event_stream",
+    "Fleet": "claude_trio.actors.fleet",
+    "FleetSession": "claude_trio.actors.fleet",
+    "FleetStatistics": "claude_trio.actors.fleet",
+    "ResyncRequired": "claude_trio.actors.fleet",
+    "SlowSubscriberError": "claude_trio.actors.fleet",
+    "Subscription": "claude_trio.actors.fleet",
+    "WireError": "claude_trio.protocol.wire",
+    "open_fleet": "claude_trio.actors.fleet",
     "CLIPool": "claude_trio.actors.pool",
     "PoolStatistics": "claude_trio.actors.pool",
     "open_cli_pool": "claude_trio.actors.pool",
@@ -124,6 +143,7 @@ _LAZY: dict[str, str] = {
     "normalize_usage": "claude_trio.protocol.usage",
     "open_session": "claude_trio.actors.session",
     "resolve_model": "claude_trio.protocol.models",
+    "serve_gateway": "claude_trio.actors.gateway",
     "sum_usage": "claude_trio.protocol.usage",
 }
 
@@ -158,6 +178,9 @@ __all__ = [
     "Event",
     "EventStream",
     "ExecuteParams",
+    "Fleet",
+    "FleetSession",
+    "FleetStatistics",
     "Flush",
     "InvalidParamsError",
     "LocalProtocolError",
@@ -169,13 +192,16 @@ __all__ = [
     "RemoteProtocolError",
     "Result",
     "ResumeViolation",
+    "ResyncRequired",
     "Retry",
     "Session",
     "SessionUsage",
     "SkillInvoked",
+    "SlowSubscriberError",
     "SubagentCompleted",
     "SubagentProgress",
     "SubagentStarted",
+    "Subscription",
     "TextDelta",
     "ThinkingDelta",
     "TodoItem",
@@ -190,6 +216,7 @@ __all__ = [
     "UserInputResolved",
     "UserMessage",
     "WarningEvent",
+    "WireError",
     "add_usage",
     "architecture_capabilities",
     "find_resume_violations",
@@ -197,7 +224,9 @@ __all__ = [
     "is_terminal",
     "normalize_usage",
     "open_cli_pool",
+    "open_fleet",
     "open_session",
     "resolve_model",
+    "serve_gateway",
     "sum_usage",
 ]

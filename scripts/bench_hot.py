@@ -1,8 +1,10 @@
 """Benchmark 1, the hot path: CPU per SDK message, bare SDK loop vs ``open_session``.
 
 Both sides read the same recording through the same :class:`ReplayTransport`, so the only
-difference is what runs after the SDK's reader: (a) ``ClaudeSDKClient.receive_messages()``
-(parse only) or (b) the adapter (tap, driver, mapper, lifecycle, event stream, consumer).
+difference is what happens to a frame once the SDK's reader task has it: (a) the SDK queues it
+in its own stream and ``ClaudeSDKClient.receive_messages()`` parses it in the consumer's task;
+(b) the adapter's tap parses and maps it right there in the reader task (mapper, lifecycle) and
+appends the events to the ``EventStream`` the consumer iterates.
 The clock (``time.process_time``, the whole process's CPU) starts once the session is set up and
 stops at the turn's last message, so setup and teardown are not in the ratio; they are reported
 on their own line (``setup+teardown``).
@@ -19,7 +21,6 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import anyio
 import attrs
 import trio
 from bench_replay import Recording, ReplayTransport, replay_factory
@@ -28,7 +29,7 @@ from claude_agent_sdk._internal.message_parser import parse_message
 
 from claude_trio import ExecuteParams, open_session
 from claude_trio.actors.event_stream import EventStream
-from claude_trio.actors.tap import rewrite_unknown_frame
+from claude_trio.actors.tap import TapTransport, rewrite_unknown_frame
 from claude_trio.protocol.mapper import Mapper
 from claude_trio.protocol.options import build_options
 
@@ -147,47 +148,40 @@ async def _bare_with_mapper(recording: Recording) -> float:
     return t1 - t0
 
 
-async def _hop_without_mapper(recording: Recording) -> float:
-    """A drain task between the SDK's stream and an EventStream, with no mapper: what the extra
-    hop costs (the adapter had it before the tap delivered frames itself; kept as a yardstick)."""
+@attrs.define(eq=False)
+class _ParseOnlySink:
+    """A tap sink that parses each frame into an ``EventStream`` without mapping it."""
+
+    stream: EventStream
+
+    def deliver(self, frame: dict[str, Any]) -> bool:
+        if self.stream.closed:
+            return False  # frames after the result (``command_lifecycle``), as the session does
+        message = parse_message(frame)
+        if message is not None:
+            self.stream.send_nowait([message])
+            if isinstance(message, ResultMessage):
+                self.stream.close()
+        return self.stream.over_capacity
+
+    async def wait_writable(self) -> None:
+        await self.stream.wait_writable()
+
+
+async def _tap_without_mapper(recording: Recording) -> float:
+    """The adapter's structure with no mapper: the tap hands each parsed frame to an
+    ``EventStream`` from inside the SDK's reader task, and the consumer iterates it. What the
+    structure costs (or saves) against the bare loop, apart from the mapping."""
     release = trio.Event()
-    client = ClaudeSDKClient(
-        build_options(PARAMS), transport=ReplayTransport(recording, release=release)
-    )
+    sink = _ParseOnlySink(EventStream())
+    tap = TapTransport(ReplayTransport(recording, release=release), sink=sink)
+    client = ClaudeSDKClient(build_options(PARAMS), transport=tap)
     await client.connect()
     await client.query(PARAMS.prompt)
-    assert client._query is not None
-    receive = client._query._message_receive
-    stream = EventStream()
-
-    async def drain() -> None:
-        while True:
-            frames = [await receive.receive()]
-            while len(frames) < 64:
-                try:
-                    frames.append(receive.receive_nowait())
-                except anyio.WouldBlock:
-                    break
-            out: list[Any] = []
-            done = False
-            for frame in frames:
-                message = parse_message(frame)
-                if message is not None:
-                    out.append(message)
-                    done = done or isinstance(message, ResultMessage)
-            stream.send_nowait(out)
-            if stream.over_capacity:
-                await stream.wait_writable()
-            if done:
-                stream.close()
-                return
-
     t0 = time.process_time()
     release.set()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(drain)
-        async for _ in stream:
-            pass
+    async for _ in sink.stream:
+        pass
     t1 = time.process_time()
     await client.disconnect()
     return t1 - t0
@@ -211,7 +205,7 @@ def breakdown(recording: Recording, rounds: int, messages: int) -> str:
     samples: dict[str, list[float]] = {
         "bare SDK loop": [],
         "bare loop + Mapper.feed inline": [],
-        "bare + extra task hop (no mapper)": [],
+        "tap -> EventStream, no mapper": [],
         "open_session": [],
         "Mapper.feed alone (sync loop)": [],
     }
@@ -224,7 +218,7 @@ def breakdown(recording: Recording, rounds: int, messages: int) -> str:
     for _ in range(rounds):
         samples["bare SDK loop"].append(trio.run(side, bare_sdk))
         samples["bare loop + Mapper.feed inline"].append(trio.run(side, _bare_with_mapper))
-        samples["bare + extra task hop (no mapper)"].append(trio.run(side, _hop_without_mapper))
+        samples["tap -> EventStream, no mapper"].append(trio.run(side, _tap_without_mapper))
         samples["open_session"].append(trio.run(side, adapter))
         gc.collect()
         samples["Mapper.feed alone (sync loop)"].append(_mapper_alone(recording))
@@ -232,7 +226,7 @@ def breakdown(recording: Recording, rounds: int, messages: int) -> str:
     base = statistics.median(samples["bare SDK loop"]) / messages * 1e6
     for name, values in samples.items():
         us = statistics.median(values) / messages * 1e6
-        extra = "" if name.startswith(("bare SDK", "Mapper")) else f"  (+{us - base:.1f})"
+        extra = "" if name.startswith(("bare SDK", "Mapper")) else f"  ({us - base:+.1f})"
         lines.append(f"  {name:<36} {us:6.1f}{extra}")
     return "\n".join(lines)
 

@@ -9,7 +9,9 @@ on the same transport; the difference is the adapter's own cost.
 
 A second pair (informational, fewer sessions) parks the consumer after its first event while
 the replay keeps producing (fresh dicts, as the real transport parses them): every buffer on
-the way is then full (the SDK's 100-frame stream, our EventStream's capacity).
+the way is then full. For the bare SDK that is its 100-frame message stream; for
+``open_session`` it is the ``EventStream`` at its capacity (256 mapped events), since the tap
+takes message frames out before they reach the SDK's stream.
 """
 
 from __future__ import annotations

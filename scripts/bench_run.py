@@ -5,8 +5,8 @@ Sections (all by default; pick with ``--only``):
 * ``hot``: CPU per SDK message, bare ``ClaudeSDKClient`` loop vs ``open_session``, on a replay
   of a recorded real stream (no CLI in the measured path).
 * ``memory``: memory per parked session, bare SDK vs ``open_session``, 1,000 at once.
-* ``cli``: the real CLI against the Messages API double: time to first event (raw SDK vs ours)
-  and abort -> terminal event -> CLI reaped.
+* ``cli``: the real CLI against the Messages API double: time to first event, cold (raw SDK vs
+  ours) and warm vs cold (``open_cli_pool``), and abort -> terminal event -> CLI reaped.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -28,6 +28,15 @@ from bench_replay import record_stream
 SECTIONS = ("hot", "memory", "cli")
 
 
+def _load() -> str:
+    """The 1/5/15-minute load averages: how busy the (shared) machine was around the run."""
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (about a minute)")
@@ -37,7 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="print the hot-path profile")
     parser.add_argument("--rounds", type=int, help="hot-path rounds (A B pairs)")
     parser.add_argument("--sessions", type=int, help="sessions parked in the memory benchmark")
-    parser.add_argument("--cli-rounds", type=int, help="time-to-first-event rounds")
+    parser.add_argument(
+        "--cli-rounds", type=int, help="time-to-first-event rounds (raw vs ours, warm vs cold)"
+    )
     parser.add_argument("--aborts", type=int, help="aborts in the abort benchmark")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -57,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         f"claude-agent-sdk {version('claude-agent-sdk')}, trio {version('trio')}, "
         f"anyio {version('anyio')}{' (quick)' if quick else ''}"
     )
+    print(f"load average before: {_load()}")
     recording = None
     if "hot" in only or "memory" in only:
         recording = trio.run(record_stream)
@@ -82,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\n[3] real CLI against the Messages API double (127.0.0.1), wall clock")
         bench_cli.run(rounds=cli_rounds, aborts=aborts)
-    print(f"\ndone in {time.perf_counter() - started:.0f} s")
+    print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
 
 

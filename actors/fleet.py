@@ -1,0 +1,556 @@
+"""The fleet: many sessions under one nursery, a cap on live CLIs, and fan-out to subscribers.
+
+::
+
+    async with open_fleet(max_live=4, transport_factory=...) as fleet:
+        fs = await fleet.start(ExecuteParams(prompt="..."))      # never waits for a slot
+        sub = fs.subscribe(None, max_queue=1000)                 # Subscription | ResyncRequired
+        with sub:
+            async for event in sub:
+                ...
+        fs.push_nowait("more"); await fs.answer(request_id, answer); await fs.abort()
+
+Why it is built this way:
+
+* **The cap.** Each session runs in its own task in the fleet's nursery and holds one of
+  ``max_live`` slots for as long as its CLI exists (``open_session`` from connect to
+  disconnect). ``start()`` asks for the slot synchronously and only spawns the task, so it never
+  waits. Slots are granted in ``start()`` order: a freed slot is handed straight to the oldest
+  waiting session. (Not ``trio.CapacityLimiter``: it is FIFO in the order its waiters *ran*,
+  and trio deliberately shuffles the order in which newly spawned tasks first run.)
+* **Fan-out never slows a session.** The session task drains ``session.events`` at once into a
+  bounded replay buffer (``deque(maxlen=replay_buffer)``) and offers each event to every
+  subscriber without waiting. A subscriber's queue is bounded (``max_queue``); when it is full,
+  adjacent deltas of one message are merged (``protocol/coalesce.py``); when that frees nothing,
+  the subscriber is dropped (``SlowSubscriberError``). The session and the other subscribers are
+  unaffected, and the dropped client can re-subscribe with its last seq for an exact replay.
+  Memory per session is bounded by ``replay_buffer`` plus ``max_queue`` per subscriber.
+* **Reattach.** ``subscribe(last_seq)`` replays exactly the buffered events after ``last_seq``
+  (or says ``ResyncRequired`` when some of them were evicted), preceded by the user-input
+  requests still pending that the replay would not include, so a reconnecting client sees its
+  open questions again.
+* **Isolation.** A session that fails (its ``open_session`` raises) ends with one ``error``
+  event; the other sessions go on. Leaving ``open_fleet`` ends every session still waiting or
+  running, as leaving ``open_session`` does, and nothing started here outlives the block.
+
+Sessions always run with ``on_user_input="manual"``: remote clients answer through
+:meth:`FleetSession.answer`.
+"""
+
+from __future__ import annotations
+
+import collections
+import uuid as uuid_module
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, Literal
+
+import attrs
+import trio
+
+from claude_trio.protocol.coalesce import compact, merge_deltas
+from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError, LocalProtocolError
+from claude_trio.protocol.events import (
+    Aborted,
+    Error,
+    Event,
+    Result,
+    TurnStarted,
+    UserInputRequest,
+    UserInputResolved,
+    is_terminal,
+)
+from claude_trio.protocol.lifecycle import Accepted, Rejected
+from claude_trio.protocol.params import ExecuteParams
+
+from .broker import AnswerAccepted, AnswerRejected
+from .session import Session, open_session
+
+SESSION_OPTIONS: frozenset[str] = frozenset(
+    {"transport_factory", "env", "cli_path", "stderr", "max_buffer_size", "config", "pool"}
+)
+"""The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual)."""
+
+SessionState = Literal["waiting", "live", "ended"]
+
+
+class SlowSubscriberError(ClaudeTrioError):
+    """The subscription was dropped because its consumer fell too far behind.
+
+    Raised by every ``receive()`` after the drop. ``reason`` starts with ``"slow consumer"``.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+@attrs.frozen(kw_only=True)
+class ResyncRequired:
+    """``last_seq`` is older than the replay buffer: events after it were evicted.
+
+    ``oldest_seq`` is the oldest seq the buffer still holds; subscribe again with ``None`` (or
+    ``oldest_seq - 1``) to get what is left.
+    """
+
+    session_id: str
+    oldest_seq: int
+
+
+@attrs.frozen(kw_only=True)
+class FleetStatistics:
+    """``live``: sessions holding a slot (their CLI exists); ``waiting``: for a slot;
+    ``finished``: sessions whose task is done (ended ones still remembered or not)."""
+
+    live: int
+    waiting: int
+    finished: int
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
+        raise InvalidParamsError(name, value, f"an int >= {minimum}")
+
+
+def _check_session_options(options: Mapping[str, Any]) -> None:
+    for key, value in options.items():
+        if key == "on_user_input":
+            raise InvalidParamsError(
+                "on_user_input",
+                value,
+                "not an option of a fleet: its sessions are answered with FleetSession.answer()",
+            )
+        if key not in SESSION_OPTIONS:
+            raise InvalidParamsError(
+                "session option", key, "one of " + ", ".join(sorted(SESSION_OPTIONS))
+            )
+
+
+class Subscription(trio.abc.ReceiveChannel[Event]):
+    """One subscriber's view of a session: re-shown questions, then the replay, then live events.
+
+    Channels: the subscriber owns it; ``close()`` (or ``with sub:``) detaches it from the session.
+    The session side only offers events (never waits) and ends it after the final event.
+    Cancellation: ``receive()`` is a plain checkpoint; cancelling it loses nothing.
+    Error handling: after a drop every ``receive()`` raises :class:`SlowSubscriberError`; after
+    the session's final event (and everything queued before it) ``trio.EndOfChannel``.
+    """
+
+    def __init__(self, owner: FleetSession, head: list[Event], *, max_queue: int) -> None:
+        self._owner = owner
+        # Re-shown questions and the replay: bounded by the replay buffer (plus the pending
+        # questions, one per open CLI control request), never coalesced nor counted as lag.
+        self._head: collections.deque[Event] = collections.deque(head)
+        # Live events not yet received: at most ``max_queue`` (the slow-subscriber policy).
+        self._live: collections.deque[Event] = collections.deque()
+        self._max_queue = max_queue
+        self._ended = False
+        self._closed = False
+        self._readable = trio.Event()
+        #: Why the subscription was dropped (``None`` while it is not).
+        self.dropped_reason: str | None = None
+        #: How many deltas were merged into an earlier one to make room.
+        self.coalesced = 0
+
+    @property
+    def session_id(self) -> str:
+        return self._owner.id
+
+    # -- the session's side ------------------------------------------------------------------
+
+    def _offer(self, event: Event) -> None:
+        if self._closed or self.dropped_reason is not None:
+            return
+        if len(self._live) >= self._max_queue:
+            merged = merge_deltas(self._live[-1], event)
+            if merged is not None:
+                self._live[-1] = merged
+                self.coalesced += 1
+                return
+            compacted = compact(self._live)
+            if len(compacted) < len(self._live):
+                self.coalesced += len(self._live) - len(compacted)
+                self._live = collections.deque(compacted)
+            if len(self._live) >= self._max_queue:
+                self._drop(
+                    f"slow consumer: {self._max_queue} events queued and no deltas left to merge"
+                )
+                return
+        self._live.append(event)
+        self._readable.set()
+
+    def _drop(self, reason: str) -> None:
+        self.dropped_reason = reason
+        self._head.clear()
+        self._live.clear()
+        self._owner._detach(self)
+        self._readable.set()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._readable.set()
+
+    # -- the subscriber's side ---------------------------------------------------------------
+
+    def receive_nowait(self) -> Event:
+        if self._closed:
+            raise trio.ClosedResourceError("this subscription was closed")
+        if self.dropped_reason is not None:
+            raise SlowSubscriberError(self.dropped_reason)
+        if self._head:
+            return self._head.popleft()
+        if self._live:
+            return self._live.popleft()
+        if self._ended:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
+    async def receive(self) -> Event:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                event = self.receive_nowait()
+            except trio.WouldBlock:
+                self._readable = trio.Event()
+                await self._readable.wait()
+                continue
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return event
+
+    def close(self) -> None:
+        """Detach from the session and discard what is queued. Idempotent."""
+        self._closed = True
+        self._head.clear()
+        self._live.clear()
+        self._owner._detach(self)
+        self._readable.set()
+
+    async def aclose(self) -> None:
+        self.close()
+        await trio.lowlevel.checkpoint()
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class FleetSession:
+    """One session of a fleet, from ``start()`` on (before it has a slot) until it is forgotten.
+
+    Channels: owns its replay buffer and offers events to its subscriptions (which their
+    subscribers own). Cancellation: the fleet cancels the session's task when the fleet closes,
+    or when a session still waiting for a slot is aborted; either way it ends with one
+    ``aborted`` event. Error handling: an exception out of ``open_session`` ends it with one
+    fatal ``error`` event (code ``internal``); nothing propagates to the fleet.
+    """
+
+    def __init__(
+        self,
+        fleet: Fleet,
+        params: ExecuteParams,
+        options: Mapping[str, Any],
+        *,
+        replay_buffer: int,
+    ) -> None:
+        self.id = str(uuid_module.uuid4())
+        self.params = params
+        #: The CLI's own session id once it reported one (for ``resume_session_id``).
+        self.claude_session_id: str | None = None
+        self._fleet = fleet
+        self._options = dict(options)
+        self._buffer: collections.deque[Event] = collections.deque(maxlen=replay_buffer)
+        self._evicted_through = 0  # the highest seq no longer in the buffer
+        self._last_seq = 0
+        self._last_turn = 0
+        self._final_seen = False
+        self._subscribers: dict[Subscription, None] = {}  # insertion-ordered set
+        self._pending: dict[str, UserInputRequest] = {}
+        self._session: Session | None = None
+        self._state: SessionState = "waiting"
+        self._ended = trio.Event()
+        self._scope = trio.CancelScope()
+        self._slot = trio.Event()  # set when the fleet grants this session a slot
+        self._cancel_reason = "the fleet was closed"
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def ended(self) -> bool:
+        """True once the session's final event is in the buffer."""
+        return self._ended.is_set()
+
+    @property
+    def last_seq(self) -> int:
+        """The highest seq published so far (0 before the first event)."""
+        return self._last_seq
+
+    @property
+    def pending_requests(self) -> tuple[UserInputRequest, ...]:
+        """User-input requests asked and not yet resolved, oldest first."""
+        return tuple(self._pending.values())
+
+    async def wait_ended(self) -> None:
+        await self._ended.wait()
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def push_nowait(self, text: str) -> Accepted | Rejected:
+        """Offer a user message; decided at once (see ``Session.push_nowait``)."""
+        if self.ended:
+            return Rejected(reason="the execution has ended")
+        if self._session is None:
+            return Rejected(reason="the session has not started yet: it is waiting for a slot")
+        return self._session.push_nowait(text)
+
+    async def push(self, text: str) -> Accepted | Rejected:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        outcome = self.push_nowait(text)
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return outcome
+
+    async def answer(self, request_id: str, answer: Any) -> AnswerAccepted | AnswerRejected:
+        """Answer a pending ``user_input_request``; a bad or late answer is ``AnswerRejected``."""
+        if self._session is None or self.ended:
+            await trio.lowlevel.checkpoint()
+            return AnswerRejected(
+                request_id=request_id, reason=f"no user-input request {request_id!r} is pending"
+            )
+        return await self._session.answer(request_id, answer)
+
+    async def abort(self) -> None:
+        """Abort: exactly one ``aborted`` event, then the session ends. Idempotent.
+
+        Returns once the session's final event is in the buffer. A session still waiting for a
+        slot never starts its CLI.
+        """
+        if self.ended:
+            await trio.lowlevel.checkpoint()
+            return
+        if self._session is None:
+            self._cancel_reason = "aborted before it started"
+            self._scope.cancel()
+        else:
+            await self._session.abort()
+        await self._ended.wait()
+
+    def subscribe(self, last_seq: int | None, *, max_queue: int) -> Subscription | ResyncRequired:
+        """A new subscription: the events after ``last_seq``, then live ones.
+
+        ``last_seq=None``: everything the replay buffer still holds (a new client; never a
+        resync). Otherwise exactly the events with ``seq > last_seq``, or
+        :class:`ResyncRequired` when some of them were evicted. Either way, the pending
+        user-input requests the replay does not include come first, with their own seq.
+        """
+        _check_int("max_queue", max_queue, 1)
+        if last_seq is not None:
+            if not (isinstance(last_seq, int) and not isinstance(last_seq, bool)):
+                raise InvalidParamsError("last_seq", last_seq, "an int >= 0 or None")
+            if not 0 <= last_seq <= self._last_seq:
+                raise InvalidParamsError(
+                    "last_seq", last_seq, f"between 0 and the session's last seq {self._last_seq}"
+                )
+            if last_seq < self._evicted_through:
+                return ResyncRequired(session_id=self.id, oldest_seq=self._buffer[0].seq)
+        covered_through = self._evicted_through if last_seq is None else last_seq
+        head: list[Event] = [r for r in self._pending.values() if r.seq <= covered_through]
+        head.extend(e for e in self._buffer if e.seq > covered_through)
+        subscription = Subscription(self, head, max_queue=max_queue)
+        if self.ended:
+            subscription._end()
+        else:
+            self._subscribers[subscription] = None
+        return subscription
+
+    # -- the session task ----------------------------------------------------------------------
+
+    def _detach(self, subscription: Subscription) -> None:
+        self._subscribers.pop(subscription, None)
+
+    def _publish(self, event: Event) -> None:
+        if self._buffer.maxlen is not None and len(self._buffer) == self._buffer.maxlen:
+            self._evicted_through = self._buffer[0].seq
+        self._buffer.append(event)
+        self._last_seq = event.seq
+        self._last_turn = event.turn
+        self._final_seen = is_terminal(event) and getattr(event, "final", True)
+        match event:
+            case UserInputRequest():
+                self._pending[event.request_id] = event
+            case UserInputResolved():
+                self._pending.pop(event.request_id, None)
+            case TurnStarted() | Result() | Aborted() if event.session_id:
+                self.claude_session_id = event.session_id
+            case _:
+                pass
+        for subscription in list(self._subscribers):
+            subscription._offer(event)
+
+    def _end(self) -> None:
+        if self._ended.is_set():
+            return
+        self._state = "ended"
+        self._pending.clear()
+        for subscription in list(self._subscribers):
+            subscription._end()
+        self._subscribers.clear()
+        self._ended.set()
+
+    # ASYNC910: every path goes through ``await self._slot.wait()`` (a checkpoint, even when
+    # the scope is already cancelled); the linter cannot see that past ``except Exception``.
+    async def _run(self) -> None:  # noqa: ASYNC910
+        fleet = self._fleet
+        try:
+            with self._scope:
+                try:
+                    await self._slot.wait()
+                    self._state = "live"
+                    await self._run_session()
+                finally:
+                    if self._slot.is_set():
+                        fleet._release_slot()
+                    else:
+                        fleet._withdraw(self)
+        except Exception as exc:  # one session's failure must not take the fleet down
+            self._publish_final(
+                Error(message=f"the session failed: {exc!r}", code="internal", fatal=True)
+            )
+        finally:
+            self._publish_final(Aborted(reason=self._cancel_reason))
+            self._end()
+            fleet._finished_session(self)
+
+    async def _run_session(self) -> None:
+        async with open_session(self.params, on_user_input="manual", **self._options) as session:
+            self._session = session
+            async for event in session.events:
+                self._publish(event)
+            # The final event is published: end now, not after the CLI is closed (the slot is
+            # held until then, but subscribers and abort() need not wait for it).
+            self._end()
+
+    def _publish_final(self, event: Error | Aborted) -> None:
+        """Close the stream with a synthesized terminal event unless it already has one."""
+        if not self._final_seen:
+            self._publish(attrs.evolve(event, turn=self._last_turn, seq=self._last_seq + 1))
+
+
+class Fleet:
+    """The handle inside ``open_fleet``. See the module docstring."""
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        max_live: int,
+        replay_buffer: int,
+        keep_finished: int,
+        session_options: Mapping[str, Any],
+    ) -> None:
+        self._nursery = nursery
+        self._max_live = max_live
+        self._slots_used = 0
+        self._queue: collections.deque[FleetSession] = collections.deque()  # waiting, oldest first
+        self._replay_buffer = replay_buffer
+        self._keep_finished = keep_finished
+        self._options = dict(session_options)
+        self._sessions: dict[str, FleetSession] = {}
+        self._finished_ids: collections.deque[str] = collections.deque()
+        self._finished = 0
+        self._closed = False
+
+    async def start(self, params: ExecuteParams, **session_options: Any) -> FleetSession:
+        """Start a session; it runs as soon as a slot is free. Never waits for the slot.
+
+        ``session_options`` override the fleet's ``open_session`` keywords for this session.
+        """
+        await trio.lowlevel.checkpoint()
+        if not isinstance(params, ExecuteParams):
+            raise InvalidParamsError("params", params, "an ExecuteParams")
+        _check_session_options(session_options)
+        if self._closed:
+            raise LocalProtocolError("the fleet is closed: start sessions inside open_fleet")
+        session = FleetSession(
+            self, params, self._options | session_options, replay_buffer=self._replay_buffer
+        )
+        self._sessions[session.id] = session
+        self._request_slot(session)
+        self._nursery.start_soon(session._run, name=f"fleet session {session.id}")
+        return session
+
+    def get(self, session_id: str) -> FleetSession:
+        """The session with this id; ``KeyError`` if there is none (or it was forgotten)."""
+        return self._sessions[session_id]
+
+    def statistics(self) -> FleetStatistics:
+        return FleetStatistics(
+            live=self._slots_used, waiting=len(self._queue), finished=self._finished
+        )
+
+    def _request_slot(self, session: FleetSession) -> None:
+        if self._slots_used < self._max_live:
+            self._slots_used += 1
+            session._slot.set()
+        else:
+            self._queue.append(session)
+
+    def _release_slot(self) -> None:
+        if self._queue:
+            self._queue.popleft()._slot.set()  # handed over: the count of used slots stays
+        else:
+            self._slots_used -= 1
+
+    def _withdraw(self, session: FleetSession) -> None:
+        """A waiting session gave up (aborted, or the fleet closed) before it got a slot."""
+        self._queue.remove(session)
+
+    def _finished_session(self, session: FleetSession) -> None:
+        self._finished += 1
+        self._finished_ids.append(session.id)
+        while len(self._finished_ids) > self._keep_finished:
+            self._sessions.pop(self._finished_ids.popleft(), None)
+
+
+@asynccontextmanager
+async def open_fleet(
+    *,
+    max_live: int = 4,
+    replay_buffer: int = 2000,
+    keep_finished: int = 256,
+    **session_options: Any,
+) -> AsyncIterator[Fleet]:
+    """A fleet of sessions with at most ``max_live`` CLIs at once.
+
+    ``replay_buffer``: events kept per session for replay. ``keep_finished``: ended sessions
+    still reachable with ``get()`` (the oldest is forgotten first). ``session_options``:
+    ``open_session`` keywords for every session (see :data:`SESSION_OPTIONS`).
+    Leaving the block ends every session still waiting or running.
+    """
+    _check_int("max_live", max_live, 1)
+    _check_int("replay_buffer", replay_buffer, 1)
+    _check_int("keep_finished", keep_finished, 0)
+    _check_session_options(session_options)
+    async with trio.open_nursery() as nursery:
+        fleet = Fleet(
+            nursery,
+            max_live=max_live,
+            replay_buffer=replay_buffer,
+            keep_finished=keep_finished,
+            session_options=session_options,
+        )
+        try:
+            yield fleet
+        finally:
+            fleet._closed = True
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,445 @@
+"""The fleet over the scripted fake CLI: the cap, replay, resync, slow subscribers, questions.
+
+Everything runs under ``autojump_clock``, so times are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from session_kit import CONFIG, assert_no_leak, check_stream
+
+from claude_trio import (
+    Aborted,
+    Accepted,
+    AnswerAccepted,
+    AnswerRejected,
+    Error,
+    Event,
+    ExecuteParams,
+    InvalidParamsError,
+    LocalProtocolError,
+    Rejected,
+    Result,
+    TextDelta,
+    UserInputRequest,
+    UserInputResolved,
+)
+from claude_trio.actors.fleet import (
+    FleetSession,
+    ResyncRequired,
+    SlowSubscriberError,
+    Subscription,
+    open_fleet,
+)
+from claude_trio.testing import FakeCLI, FakeTurn
+
+PARAMS = ExecuteParams(prompt="hello")
+
+
+def subscribe(fs: FleetSession, last_seq: int | None = None, max_queue: int = 1000) -> Subscription:
+    sub = fs.subscribe(last_seq, max_queue=max_queue)
+    assert isinstance(sub, Subscription), sub
+    return sub
+
+
+async def drain(sub: Subscription) -> list[Event]:
+    with sub:
+        return [event async for event in sub]
+
+
+def drain_nowait(sub: Subscription) -> list[Event]:
+    out: list[Event] = []
+    while True:
+        try:
+            out.append(sub.receive_nowait())
+        except trio.WouldBlock:
+            return out
+
+
+def tools_then_text(tools: int) -> Callable[[FakeTurn], Any]:
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("abcdefghij", chunk=1)
+        await cli.sleep(5)
+        for i in range(tools):
+            tool = await cli.tool_use("Bash", {"command": f"step {i}"})
+            await cli.tool_result(tool, "ok")
+        await cli.text("done")
+
+    return script
+
+
+async def test_the_cap_never_lets_more_than_max_live_clis_run_and_all_sessions_finish(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    peak = 0
+
+    async def script(cli: FakeTurn) -> None:
+        nonlocal peak
+        alive = [t for t in fake.transports if t.connected and not t.closed]
+        peak = max(peak, len(alive))
+        await cli.sleep(1.0)
+        await cli.text("ok")
+
+    fake = FakeCLI(script)
+    start = trio.current_time()
+    async with open_fleet(max_live=2, transport_factory=fake, config=CONFIG) as fleet:
+        sessions = [
+            await fleet.start(ExecuteParams(prompt=f"job {i}")) for i in range(5)
+        ]
+        await trio.testing.wait_all_tasks_blocked()
+        stats = fleet.statistics()
+        assert (stats.live, stats.waiting, stats.finished) == (2, 3, 0)
+        assert [fs.state for fs in sessions] == ["live", "live", "waiting", "waiting", "waiting"]
+        # a session waiting for its slot refuses pushes with a reason, and has no CLI yet
+        assert sessions[4].push_nowait("early") == Rejected(
+            reason="the session has not started yet: it is waiting for a slot"
+        )
+        assert len(fake.transports) == 2
+        streams = [await drain(subscribe(fs)) for fs in sessions]
+        for fs in sessions:
+            await fs.wait_ended()
+        await trio.testing.wait_all_tasks_blocked()
+        assert fleet.statistics() == type(stats)(live=0, waiting=0, finished=5)
+    # 5 one-second sessions, 2 at a time, in start order: 3 rounds
+    assert trio.current_time() - start == pytest.approx(3.0)
+    assert peak == 2
+    assert len(fake.transports) == 5
+    for events, fs in zip(streams, sessions, strict=True):
+        check_stream(events)
+        assert isinstance(events[-1], Result)
+        assert events[-1].final
+        assert fs.ended
+        assert fs.claude_session_id == events[-1].session_id
+    # Slots go in start order: round by round (within a round, trio picks who runs first)
+    prompts = [t.user_messages[0]["message"]["content"] for t in fake.transports]
+    rounds = [set(prompts[0:2]), set(prompts[2:4]), set(prompts[4:])]
+    assert rounds == [{"job 0", "job 1"}, {"job 2", "job 3"}, {"job 4"}]
+    assert_no_leak(fake)
+
+
+async def test_slots_are_granted_in_start_order(autojump_clock: trio.testing.MockClock) -> None:
+    # trio shuffles the order in which new tasks first run; the fleet's order must not depend on it
+    fake = FakeCLI()
+    async with open_fleet(max_live=1, transport_factory=fake, config=CONFIG) as fleet:
+        sessions = [await fleet.start(ExecuteParams(prompt=f"job {i}")) for i in range(6)]
+        for fs in sessions:
+            await fs.wait_ended()
+    prompts = [t.user_messages[0]["message"]["content"] for t in fake.transports]
+    assert prompts == [f"job {i}" for i in range(6)]
+    assert_no_leak(fake)
+
+
+async def test_resubscribing_after_last_seq_replays_exactly_the_rest(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(tools_then_text(2))
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(PARAMS)
+        everything = subscribe(fs)
+        first = subscribe(fs)
+        await trio.sleep(1)  # the deltas are out, the script sleeps
+        seen = drain_nowait(first)
+        first.close()
+        assert len(seen) == 11  # turn_started + 10 deltas
+        last_seq = seen[-1].seq
+        await trio.sleep(1)
+        rest = subscribe(fs, last_seq)  # reconnect while the session runs
+        all_events = await drain(everything)
+        resumed = await drain(rest)
+        assert seen + resumed == all_events
+        check_stream(all_events)
+        # after the end: replay from any seq, then the end of the channel
+        assert await drain(subscribe(fs, 5)) == all_events[5:]
+        assert await drain(subscribe(fs, fs.last_seq)) == []
+        assert await drain(subscribe(fs)) == all_events
+    assert [e.seq for e in all_events] == list(range(1, len(all_events) + 1))
+
+
+async def test_a_last_seq_older_than_the_buffer_requires_a_resync(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(tools_then_text(1))
+    async with open_fleet(transport_factory=fake, config=CONFIG, replay_buffer=4) as fleet:
+        fs = await fleet.start(PARAMS)
+        full = await drain(subscribe(fs))
+        last = fs.last_seq
+        assert last == full[-1].seq
+        assert fs.subscribe(last - 5, max_queue=10) == ResyncRequired(
+            session_id=fs.id, oldest_seq=last - 3
+        )
+        assert fs.subscribe(0, max_queue=10) == ResyncRequired(
+            session_id=fs.id, oldest_seq=last - 3
+        )
+        # exactly at the edge of the buffer: nothing missing, so no resync
+        assert await drain(subscribe(fs, last - 4)) == full[-4:]
+        # None: what the buffer holds (a new client)
+        assert await drain(subscribe(fs, None)) == full[-4:]
+        with pytest.raises(InvalidParamsError, match="last_seq"):
+            fs.subscribe(last + 1, max_queue=10)
+        with pytest.raises(InvalidParamsError, match="last_seq"):
+            fs.subscribe(-1, max_queue=10)
+        with pytest.raises(InvalidParamsError, match="max_queue"):
+            fs.subscribe(None, max_queue=0)
+
+
+async def test_a_slow_subscriber_is_coalesced_then_dropped_while_another_gets_everything(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(tools_then_text(3))
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(PARAMS)
+        fast = subscribe(fs)
+        peeked = subscribe(fs, max_queue=4)
+        slow = subscribe(fs, max_queue=4)
+        async with trio.open_nursery() as nursery:
+            fast_events: list[Event] = []
+
+            async def read_fast() -> None:
+                with fast:
+                    async for event in fast:
+                        fast_events.append(event)
+
+            nursery.start_soon(read_fast)
+            await trio.sleep(1)  # all deltas are out; the script sleeps before its tools
+            # Full at 4 (turn_started + 3 deltas), then every further delta merged into the last.
+            assert slow.dropped_reason is None
+            assert slow.coalesced == 7
+            head = drain_nowait(peeked)
+            assert [e.kind for e in head] == ["turn_started", *["text_delta"] * 3]
+            merged = head[-1]
+            assert isinstance(merged, TextDelta)
+            assert merged.text == "cdefghij"
+            deltas = [e for e in fast_events if isinstance(e, TextDelta)]
+            assert [d.text for d in deltas] == list("abcdefghij")
+            assert merged.seq == deltas[-1].seq  # the merged delta carries the last seq
+            peeked.close()
+        # the tools' events cannot merge: the slow one was dropped, queue discarded
+        assert slow.dropped_reason is not None
+        assert slow.dropped_reason.startswith("slow consumer")
+        with pytest.raises(SlowSubscriberError, match="slow consumer") as caught:
+            await slow.receive()
+        assert caught.value.reason == slow.dropped_reason
+        with pytest.raises(SlowSubscriberError):
+            slow.receive_nowait()
+        # the session and the fast subscriber were unaffected
+        check_stream(fast_events)
+        assert isinstance(fast_events[-1], Result)
+        assert fast_events[-1].final
+        assert fast_events == await drain(subscribe(fs))
+        # a dropped client comes back with what it saw last and gets an exact replay
+        assert await drain(subscribe(fs, merged.seq)) == [
+            e for e in fast_events if e.seq > merged.seq
+        ]
+    assert_no_leak(fake)
+
+
+QUESTION = {
+    "question": "Which color?",
+    "header": "Color",
+    "options": [{"label": "red", "description": ""}, {"label": "blue", "description": ""}],
+    "multiSelect": False,
+}
+
+
+async def test_pending_questions_are_listed_and_shown_again_on_reattach(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    replies: list[dict[str, Any]] = []
+
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("let me ask")
+        replies.append(await cli.ask_permission("AskUserQuestion", {"questions": [QUESTION]}))
+        await cli.text("thanks")
+
+    fake = FakeCLI(script)
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(PARAMS)
+        watcher = subscribe(fs)
+        await trio.testing.wait_all_tasks_blocked()
+        (request,) = fs.pending_requests
+        assert isinstance(request, UserInputRequest)
+        assert request.questions[0].options == ("red", "blue")
+        before = drain_nowait(watcher)
+        assert before[-1] == request
+        # a client that saw everything reattaches: the open question comes again, first
+        again = subscribe(fs, fs.last_seq)
+        assert drain_nowait(again) == [request]
+        # a client whose replay includes the question gets it once, in place
+        replayed = subscribe(fs, request.seq - 1)
+        assert drain_nowait(replayed) == [request]
+        assert drain_nowait(subscribe(fs)) == before
+        wrong = await fs.answer(request.request_id, {"Which size?": "L"})
+        assert isinstance(wrong, AnswerRejected)
+        assert "not one of the questions asked" in wrong.reason
+        assert fs.pending_requests == (request,)  # a bad answer loses nothing
+        rejected = await fs.answer("nope", "red")
+        assert isinstance(rejected, AnswerRejected)
+        assert await fs.answer(request.request_id, "blue") == AnswerAccepted(
+            request_id=request.request_id
+        )
+        events = before + await drain(watcher)
+        again.close()
+        replayed.close()
+        assert fs.pending_requests == ()
+    check_stream(events)
+    (done,) = [e for e in events if isinstance(e, UserInputResolved)]
+    assert done.outcome == "answered"
+    assert replies[0]["updatedInput"]["answers"] == {"Which color?": "blue"}
+    assert_no_leak(fake)
+
+
+async def sleeper(cli: FakeTurn) -> None:
+    await cli.text("working")
+    await cli.sleep(1000)
+    await cli.text("never")
+
+
+async def test_abort_ends_a_waiting_session_without_a_cli_and_a_live_one_with_its_cli(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(sleeper)
+    async with open_fleet(max_live=1, transport_factory=fake, config=CONFIG) as fleet:
+        live = await fleet.start(PARAMS)
+        waiting = await fleet.start(PARAMS)
+        await trio.testing.wait_all_tasks_blocked()
+        assert (live.state, waiting.state) == ("live", "waiting")
+        start = trio.current_time()
+        await waiting.abort()
+        assert trio.current_time() == start
+        assert waiting.ended
+        (event,) = await drain(subscribe(waiting))
+        assert event == Aborted(reason="aborted before it started", turn=0, seq=1)
+        assert await waiting.push("hello?") == Rejected(reason="the execution has ended")
+        assert len(fake.transports) == 1  # it never got a CLI
+        await waiting.abort()  # idempotent
+
+        watcher = subscribe(live)
+        await live.abort()
+        assert live.ended
+        events = await drain(watcher)
+        check_stream(events)
+        aborted = [e for e in events if isinstance(e, Aborted)]
+        assert len(aborted) == 1
+        assert events[-1] is aborted[0]
+        assert fake.transport.interrupts == 1
+        await trio.testing.wait_all_tasks_blocked()
+        assert fleet.statistics().finished == 2
+    assert_no_leak(fake)
+
+
+async def test_leaving_the_fleet_ends_every_session_and_leaks_no_cli(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(sleeper)
+    async with open_fleet(max_live=2, transport_factory=fake, config=CONFIG) as fleet:
+        sessions = [await fleet.start(PARAMS) for _ in range(3)]
+        subs = [subscribe(fs) for fs in sessions]
+        await trio.sleep(5)
+    for fs, sub in zip(sessions, subs, strict=True):
+        assert fs.ended
+        events = await drain(sub)
+        check_stream(events)
+        assert events[-1] == Aborted(
+            reason="the fleet was closed", turn=events[-1].turn, seq=events[-1].seq
+        )
+    assert [len(await drain(subscribe(fs))) for fs in sessions] == [3, 3, 1]
+    assert len(fake.transports) == 2
+    assert_no_leak(fake)
+    with pytest.raises(LocalProtocolError, match="the fleet is closed"):
+        await fleet.start(PARAMS)
+
+
+async def test_a_session_that_fails_to_start_ends_with_an_error_and_the_others_go_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def broken(options: Any) -> Any:
+        raise RuntimeError("no CLI today")
+
+    fake = FakeCLI()
+    async with open_fleet(max_live=1, transport_factory=fake, config=CONFIG) as fleet:
+        bad = await fleet.start(PARAMS, transport_factory=broken)
+        good = await fleet.start(PARAMS)
+        (error,) = await drain(subscribe(bad))
+        assert isinstance(error, Error)
+        assert error.code == "internal"
+        assert error.fatal
+        assert "no CLI today" in error.message
+        events = await drain(subscribe(good))
+        check_stream(events)
+        assert isinstance(events[-1], Result)
+    assert_no_leak(fake)
+
+
+async def test_finished_sessions_are_forgotten_past_keep_finished(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI()
+    async with open_fleet(transport_factory=fake, config=CONFIG, keep_finished=1) as fleet:
+        first = await fleet.start(PARAMS)
+        await first.wait_ended()
+        await trio.testing.wait_all_tasks_blocked()
+        assert fleet.get(first.id) is first
+        second = await fleet.start(PARAMS)
+        await second.wait_ended()
+        await trio.testing.wait_all_tasks_blocked()
+        assert fleet.get(second.id) is second
+        with pytest.raises(KeyError):
+            fleet.get(first.id)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"max_live": 0}, "max_live"),
+        ({"replay_buffer": True}, "replay_buffer"),
+        ({"keep_finished": -1}, "keep_finished"),
+        ({"on_user_input": "manual"}, "on_user_input"),
+        ({"no_such_option": 1}, "session option"),
+    ],
+)
+async def test_bad_fleet_options_are_refused_by_name(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidParamsError) as caught:
+        async with open_fleet(**kwargs):
+            pass  # pragma: no cover
+    assert caught.value.field == field
+
+
+async def test_bad_start_arguments_are_refused(autojump_clock: trio.testing.MockClock) -> None:
+    async with open_fleet(transport_factory=FakeCLI(), config=CONFIG) as fleet:
+        with pytest.raises(InvalidParamsError, match="on_user_input"):
+            await fleet.start(PARAMS, on_user_input=None)
+        with pytest.raises(InvalidParamsError, match="params"):
+            await fleet.start({"prompt": "hi"})  # type: ignore[arg-type]
+        assert fleet.statistics().waiting == 0
+
+
+async def test_a_push_reaches_the_running_session_and_its_subscribers(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def first(cli: FakeTurn) -> None:
+        await cli.text("a long answer", chunk=2, delay=0.1)
+
+    async def second(cli: FakeTurn) -> None:
+        await cli.text("about the push")
+
+    fake = FakeCLI([first, second])
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(PARAMS)
+        sub = subscribe(fs)
+        with sub:
+            events: list[Event] = []
+            async for event in sub:
+                events.append(event)
+                if isinstance(event, TextDelta) and event.turn == 1 and event.seq == 2:
+                    outcome = await fs.push("one more thing")
+                    assert isinstance(outcome, Accepted)
+    check_stream(events)
+    results = [e for e in events if isinstance(e, Result)]
+    assert [(r.turn, r.final) for r in results] == [(1, False), (2, True)]
+    assert results[1].user_message_uuids == (outcome.uuid,)
+    assert fake.transport.user_messages[1]["message"]["content"] == "one more thing"

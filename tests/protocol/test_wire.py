@@ -1,0 +1,245 @@
+"""The gateway wire codec: every op and frame round-trips; every malformed input -> its code."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from claude_trio.protocol.events import Question, Result, TextDelta, UserInputRequest
+from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.wire import (
+    AbortOp,
+    AnswerOp,
+    AttachOp,
+    DetachOp,
+    ErrorFrame,
+    EventFrame,
+    Frame,
+    Op,
+    OpenedFrame,
+    OpenOp,
+    PushOp,
+    ReplyFrame,
+    ResyncRequiredFrame,
+    WireError,
+    decode_frame,
+    decode_op,
+    encode_frame,
+    encode_op,
+    params_from_json,
+    params_to_json,
+)
+
+FULL_PARAMS = ExecuteParams(
+    prompt="do it",
+    model="sonnet",
+    system_prompt="be brief",
+    max_turns=3,
+    plan_mode=True,
+    cwd="/srv/work",
+    resume_session_id="abc-123",
+    streaming_input=False,
+    architecture_config=ArchitectureConfig.from_mapping(
+        {"claude_effort": "high", "claude_skills": ["pdf"], "custom_env": {"A": "1"}}
+    ),
+    user_input_timeout=12.5,
+)
+
+OPS: list[Op] = [
+    OpenOp(id="1", params=ExecuteParams(prompt="hi")),
+    OpenOp(id="2", params=FULL_PARAMS),
+    PushOp(id="3", session="s", text="more"),
+    AnswerOp(id="4", session="s", request="r1", answer={"Which?": ["a", "b"]}),
+    AnswerOp(id="5", session="s", request="r1", answer=None),
+    AbortOp(id="6", session="s"),
+    AttachOp(id="7", session="s", last_seq=41),
+    AttachOp(id="8", session="s", last_seq=None),
+    DetachOp(id="9", session="s"),
+]
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda op: f"{op.op}-{op.id}")
+def test_every_op_round_trips(op: Op) -> None:
+    text = encode_op(op)
+    assert json.loads(text)["op"] == op.op
+    assert decode_op(text, allow_cwd=True, allow_env=True) == op
+
+
+def test_params_round_trip_and_defaults_are_left_out() -> None:
+    assert params_to_json(ExecuteParams(prompt="hi")) == {"prompt": "hi"}
+    wire = params_to_json(FULL_PARAMS)
+    assert wire["architecture_config"] == {
+        "claude_effort": "high",
+        "claude_skills": ["pdf"],
+        "custom_env": {"A": "1"},
+    }
+    assert params_from_json(wire, allow_cwd=True, allow_env=True) == FULL_PARAMS
+
+
+USAGE = Usage(input_tokens=3, output_tokens=4)
+FRAMES: list[Frame] = [
+    OpenedFrame(id="1", session="s"),
+    EventFrame(session="s", event=TextDelta(text="hé", message_id="m", index=0, turn=1, seq=2)),
+    EventFrame(
+        session="s",
+        event=UserInputRequest(
+            request_id="r",
+            source="model-tool",
+            questions=(Question(question="Q?", options=("a", "b")),),
+            seq=3,
+        ),
+    ),
+    EventFrame(
+        session="s",
+        event=Result(
+            subtype="success",
+            is_error=False,
+            session_id="cli",
+            usage=USAGE,
+            execution_usage=USAGE,
+            session_usage=USAGE,
+            final=True,
+            seq=9,
+            turn=1,
+        ),
+    ),
+    ReplyFrame(id="2", ok=True),
+    ReplyFrame(id="3", ok=False, reason="the execution has ended"),
+    ResyncRequiredFrame(id="4", session="s", oldest_seq=17),
+    ErrorFrame(id=None, code="malformed_json", message="not valid JSON"),
+    ErrorFrame(id="5", code="unknown_session", message="no session 'x'"),
+]
+
+
+@pytest.mark.parametrize("frame", FRAMES, ids=lambda f: f.type)
+def test_every_frame_round_trips(frame: Frame) -> None:
+    text = encode_frame(frame)
+    assert json.loads(text)["type"] == frame.type
+    assert decode_frame(text) == frame
+
+
+def test_event_frames_use_the_event_codec_and_compact_utf8_json() -> None:
+    text = encode_frame(FRAMES[1])
+    assert text == (
+        '{"type":"event","session":"s","event":{"kind":"text_delta","turn":1,"seq":2,'
+        '"is_subagent":false,"subagent_task_id":null,"text":"hé","message_id":"m","index":0}}'
+    )
+
+
+def test_frames_from_a_newer_server_with_extra_keys_still_decode() -> None:
+    text = '{"type":"reply","id":"1","ok":true,"reason":null,"added_later":1}'
+    assert decode_frame(text) == ReplyFrame(id="1", ok=True)
+
+
+def decode_error(text: str, **kwargs: Any) -> WireError:
+    with pytest.raises(WireError) as caught:
+        decode_op(text, **kwargs)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "op_id", "names"),
+    [
+        ("{not json", "malformed_json", None, "not valid JSON"),
+        ('{"op": "abort", "id": "1", "session": NaN}', "malformed_json", None, "NaN"),
+        ("[" * 100_000, "malformed_json", None, "JSON"),
+        ("[1, 2]", "invalid_message", None, "array"),
+        ('"open"', "invalid_message", None, "string"),
+        ('{"id": "1"}', "missing_field", "1", "'op'"),
+        ('{"op": "launch", "id": "1"}', "unknown_op", "1", "'launch'"),
+        ('{"op": 3, "id": "1"}', "unknown_op", "1", "op=3"),
+        ('{"op": "abort", "session": "s"}', "missing_field", None, "'id'"),
+        ('{"op": "abort", "id": "", "session": "s"}', "invalid_field", "", "id=''"),
+        ('{"op": "abort", "id": 7, "session": "s"}', "invalid_field", None, "id=7"),
+        ('{"op": "abort", "id": "1"}', "missing_field", "1", "'session'"),
+        ('{"op": "abort", "id": "1", "session": 5}', "invalid_field", "1", "session=5"),
+        ('{"op": "push", "id": "1", "session": "s", "text": "  "}', "invalid_field", "1", "text"),
+        ('{"op": "push", "id": "1", "session": "s"}', "missing_field", "1", "'text'"),
+        ('{"op": "answer", "id": "1", "session": "s", "request": "r"}', "missing_field", "1",
+         "'answer'"),
+        ('{"op": "attach", "id": "1", "session": "s", "last_seq": -1}', "invalid_field", "1",
+         "last_seq=-1"),
+        ('{"op": "attach", "id": "1", "session": "s", "last_seq": true}', "invalid_field", "1",
+         "last_seq=True"),
+        ('{"op": "attach", "id": "1", "session": "s", "last_sq": 3}', "unknown_field", "1",
+         "'last_sq'"),
+        ('{"op": "open", "id": "1"}', "missing_field", "1", "'params'"),
+        ('{"op": "open", "id": "1", "params": "go"}', "invalid_field", "1", "params"),
+        ('{"op": "open", "id": "1", "params": {}}', "missing_field", "1", "params.prompt"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", "colour": 1}}', "unknown_field",
+         "1", "params.colour"),
+        ('{"op": "open", "id": "1", "params": {"prompt": ""}}', "invalid_params", "1",
+         "params.prompt"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", "model": "gpt-9"}}',
+         "invalid_params", "1", "params.model"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", "max_turns": 0}}',
+         "invalid_params", "1", "params.max_turns"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", "architecture_config": []}}',
+         "invalid_field", "1", "params.architecture_config"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", '
+         '"architecture_config": {"claude_effort": "huge"}}}', "invalid_params", "1",
+         "params.architecture_config.claude_effort"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", "cwd": "/etc"}}',
+         "forbidden_field", "1", "params.cwd"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", "mcp_servers": {}}}',
+         "forbidden_field", "1", "params.mcp_servers"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", '
+         '"architecture_config": {"custom_env": {"NODE_OPTIONS": "-r evil"}}}}',
+         "forbidden_field", "1", "custom_env"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", '
+         '"architecture_config": {"ollama_baseUrl": "http://x"}}}', "forbidden_field", "1",
+         "ollama_baseUrl"),
+    ],
+)  # fmt: skip
+def test_malformed_ops_raise_their_code_with_the_id_and_the_field(
+    text: str, code: str, op_id: str | None, names: str
+) -> None:
+    error = decode_error(text)
+    assert error.code == code
+    assert error.id == op_id
+    assert names in error.message
+    frame = error.to_frame()
+    assert frame == ErrorFrame(id=op_id, code=code, message=error.message)
+    assert decode_frame(encode_frame(frame)) == frame
+
+
+def test_allowed_cwd_and_env_pass_when_the_gateway_allows_them() -> None:
+    text = (
+        '{"op": "open", "id": "1", "params": {"prompt": "x", "cwd": "/srv", '
+        '"architecture_config": {"custom_env": {"A": "b"}}}}'
+    )
+    assert decode_error(text, allow_env=True).code == "forbidden_field"  # cwd still refused
+    assert decode_error(text, allow_cwd=True).code == "forbidden_field"  # env still refused
+    op = decode_op(text, allow_cwd=True, allow_env=True)
+    assert isinstance(op, OpenOp)
+    assert op.params.cwd == "/srv"
+    assert dict(op.params.architecture_config.custom_env) == {"A": "b"}
+    # mcp_servers never travels, whatever is allowed
+    mcp = '{"op": "open", "id": "1", "params": {"prompt": "x", "mcp_servers": {}}}'
+    assert decode_error(mcp, allow_cwd=True, allow_env=True).code == "forbidden_field"
+
+
+def test_a_non_text_message_is_invalid() -> None:
+    error = decode_error(b'{"op": "abort"}')  # type: ignore[arg-type]
+    assert error.code == "invalid_message"
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ('{"type": "opened", "id": "1"}', "missing_field"),
+        ('{"type": "reply", "id": "1", "ok": 1}', "invalid_field"),
+        ('{"type": "resync_required", "id": "1", "session": "s", "oldest_seq": true}',
+         "invalid_field"),
+        ('{"type": "event", "session": "s", "event": {"kind": "nope"}}', "invalid_field"),
+        ('{"type": "event", "session": "s"}', "missing_field"),
+        ('{"type": "party"}', "invalid_message"),
+    ],
+)  # fmt: skip
+def test_malformed_frames_are_refused(text: str, code: str) -> None:
+    with pytest.raises(WireError) as caught:
+        decode_frame(text)
+    assert caught.value.code == code
