@@ -31,7 +31,30 @@ import trio
 from claude_trio.protocol.events import Event
 
 
-class EventStream(trio.abc.ReceiveChannel[Event]):
+class QueueReceiveChannel(trio.abc.ReceiveChannel[Event]):
+    """A receive channel over a queue of its own: subclasses implement ``receive_nowait`` and
+    set ``self._readable`` whenever an event (or the end) becomes available."""
+
+    _readable: trio.Event
+
+    def receive_nowait(self) -> Event:
+        raise NotImplementedError
+
+    async def receive(self) -> Event:
+        # The shape of trio's MemoryReceiveChannel.receive: a checkpoint either way.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                event = self.receive_nowait()
+            except trio.WouldBlock:
+                self._readable = trio.Event()
+                await self._readable.wait()
+                continue
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return event
+
+
+class EventStream(QueueReceiveChannel):
     """Single-consumer receive side. ``async for event in stream`` ends after ``close()``."""
 
     def __init__(self, *, capacity: int = 256) -> None:
@@ -105,17 +128,6 @@ class EventStream(trio.abc.ReceiveChannel[Event]):
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
-    async def receive(self) -> Event:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        while True:
-            try:
-                event = self.receive_nowait()
-            except trio.WouldBlock:
-                self._readable = trio.Event()
-                await self._readable.wait()
-                continue
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return event
 
     async def aclose(self) -> None:
         """Stop consuming: queued and future events are discarded, producers never block again."""

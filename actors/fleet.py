@@ -65,6 +65,7 @@ from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
 
 from .broker import AnswerAccepted, AnswerRejected
+from .event_stream import QueueReceiveChannel
 from .session import Session, open_session
 
 SESSION_OPTIONS: frozenset[str] = frozenset(
@@ -127,7 +128,7 @@ def _check_session_options(options: Mapping[str, Any]) -> None:
             )
 
 
-class Subscription(trio.abc.ReceiveChannel[Event]):
+class Subscription(QueueReceiveChannel):
     """One subscriber's view of a session: re-shown questions, then the replay, then live events.
 
     Channels: the subscriber owns it; ``close()`` (or ``with sub:``) detaches it from the session.
@@ -206,17 +207,6 @@ class Subscription(trio.abc.ReceiveChannel[Event]):
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
-    async def receive(self) -> Event:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        while True:
-            try:
-                event = self.receive_nowait()
-            except trio.WouldBlock:
-                self._readable = trio.Event()
-                await self._readable.wait()
-                continue
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return event
 
     def close(self) -> None:
         """Detach from the session and discard what is queued. Idempotent."""

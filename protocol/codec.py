@@ -103,7 +103,7 @@ def _to_json_safe(value: Any, seen: frozenset[int]) -> Any:
 def event_from_json(obj: Any) -> Event:
     """The event ``obj`` (a decoded JSON object) encodes; raises :class:`RemoteProtocolError`."""
     if not isinstance(obj, Mapping):
-        raise RemoteProtocolError(f"an event must be a JSON object, got {_json_type(obj)}")
+        raise RemoteProtocolError(f"an event must be a JSON object, got {json_type(obj)}")
     kind = obj.get("kind")
     cls = EVENT_KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
@@ -127,7 +127,7 @@ def _field_types(cls: type) -> tuple[tuple[str, Any, bool], ...]:
 
 def _decode_attrs(obj: Any, cls: type, where: str) -> Any:
     if not isinstance(obj, Mapping):
-        raise RemoteProtocolError(f"{where}: expected a JSON object, got {_json_type(obj)}")
+        raise RemoteProtocolError(f"{where}: expected a JSON object, got {json_type(obj)}")
     kwargs: dict[str, Any] = {}
     for name, annotation, required in _field_types(cls):
         path = f"{where}.{name}"
@@ -152,12 +152,12 @@ def _decode(value: Any, annotation: Any, where: str) -> Any:
         return value
     if origin is tuple:
         if not isinstance(value, list):
-            raise RemoteProtocolError(f"{where}: expected a list, got {_json_type(value)}")
+            raise RemoteProtocolError(f"{where}: expected a list, got {json_type(value)}")
         return tuple(_decode(item, args[0], f"{where}[{i}]") for i, item in enumerate(value))
     if origin is Mapping:
         if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
             raise RemoteProtocolError(
-                f"{where}: expected a JSON object, got {_json_type(value)}"
+                f"{where}: expected a JSON object, got {json_type(value)}"
             )
         return {key: _decode(item, args[1], f"{where}.{key}") for key, item in value.items()}
     if attrs.has(annotation):
@@ -190,11 +190,12 @@ def _decode_scalar(value: Any, annotation: Any, where: str) -> Any:
     if annotation in (str, bool) and isinstance(value, annotation):
         return value
     raise RemoteProtocolError(
-        f"{where}: expected {annotation.__name__}, got {_json_type(value)} {value!r}"
+        f"{where}: expected {annotation.__name__}, got {json_type(value)} {value!r}"
     )
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages that say what came."""
     match value:
         case None:
             return "null"

@@ -45,7 +45,7 @@ from typing import Any, ClassVar, Literal, NoReturn, TypeAlias, assert_never
 
 import attrs
 
-from .codec import event_from_json, event_to_json
+from .codec import event_from_json, event_to_json, json_type
 from .errors import InvalidParamsError, RemoteProtocolError
 from .events import Event
 from .params import ArchitectureConfig, ExecuteParams
@@ -255,7 +255,7 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
     """The op in one client message; raises :class:`WireError` (rules 1-3)."""
     obj = _loads(text)
     if not isinstance(obj, dict):
-        raise WireError("invalid_message", f"expected a JSON object, got {_json_type(obj)}")
+        raise WireError("invalid_message", f"expected a JSON object, got {json_type(obj)}")
     raw_id = obj.get("id")
     op_id = raw_id if isinstance(raw_id, str) else None
     name = obj.get("op")
@@ -307,7 +307,7 @@ def params_from_json(
 def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> ExecuteParams:
     if not isinstance(obj, dict):
         raise WireError(
-            "invalid_field", f"params: expected a JSON object, got {_json_type(obj)}", op_id
+            "invalid_field", f"params: expected a JSON object, got {json_type(obj)}", op_id
         )
     for key in obj:
         if key == "mcp_servers" or (key == "cwd" and not allow_cwd):
@@ -340,7 +340,7 @@ def _architecture_config(obj: Any, allow_env: bool, op_id: str | None) -> Archit
     where = "params.architecture_config"
     if not isinstance(obj, dict):
         raise WireError(
-            "invalid_field", f"{where}: expected a JSON object, got {_json_type(obj)}", op_id
+            "invalid_field", f"{where}: expected a JSON object, got {json_type(obj)}", op_id
         )
     if not allow_env:
         for key in obj:
@@ -439,7 +439,7 @@ def decode_frame(text: str) -> Frame:
     """
     obj = _loads(text)
     if not isinstance(obj, dict):
-        raise WireError("invalid_message", f"expected a JSON object, got {_json_type(obj)}")
+        raise WireError("invalid_message", f"expected a JSON object, got {json_type(obj)}")
     kind = obj.get("type")
     if kind == "event":
         session = obj.get("session")
@@ -480,20 +480,3 @@ def _dumps(obj: Any) -> str:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _json_type(value: Any) -> str:
-    match value:
-        case None:
-            return "null"
-        case bool():
-            return "boolean"
-        case int() | float():
-            return "number"
-        case str():
-            return "string"
-        case list():
-            return "array"
-        case dict():
-            return "object"
-    return type(value).__name__
