@@ -414,11 +414,3 @@ def root_refusal(options: ClaudeAgentOptions) -> str | None:
     """Why the real CLI would refuse to start with ``options`` in this process, if it would."""
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     return check_root_bypass(options, is_root=is_root, env=dict(os.environ))
-
-
-def default_cli_path() -> str | None:
-    """The bundled CLI's path, as the SDK would find it (None when it is missing)."""
-    import claude_agent_sdk
-
-    path = os.path.join(os.path.dirname(claude_agent_sdk.__file__), "_bundled", "claude")
-    return path if os.path.exists(path) else None
