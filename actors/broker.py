@@ -10,19 +10,10 @@ Each request is handed over a bounded channel to :func:`run_user_input_broker`, 
 session's nursery. It emits ``user_input_request``, then waits - inside a per-request cancel scope
 with the deadline - for the answer from the ``on_user_input`` handler or from
 ``Session.answer()``. Every request ends in exactly one ``user_input_resolved`` event and exactly
-one reply to the CLI:
-
-==============  ======================================  ===================================
-outcome         AskUserQuestion reply                    elicitation reply
-==============  ======================================  ===================================
-answered        allow, ``updated_input["answers"]``      ``{"action": "accept"|..., ...}``
-expired         allow with no answers ("did not answer")  ``{"action": "cancel"}``
-cancelled       deny with ``interrupt`` (session ends)    ``{"action": "cancel"}``
-failed          error reply (the handler raised)          error reply
-withdrawn       none: the CLI cancelled the request       none
-==============  ======================================  ===================================
-
-Never a made-up ``decline``: only the user declines.
+one reply to the CLI; which reply each outcome gets is decided in
+:mod:`claude_trio.protocol.user_input`. Elicitation replies go to the CLI through the session's
+input channel (the one writer of the CLI's stdin); AskUserQuestion is answered by returning from
+``can_use_tool``, which the SDK turns into its reply.
 """
 
 from __future__ import annotations
@@ -30,33 +21,37 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 import trio
 from claude_agent_sdk import (
     PermissionResult,
     PermissionResultAllow,
-    PermissionResultDeny,
     ToolPermissionContext,
 )
 
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import (
-    Error,
-    Event,
-    Question,
-    UserInputRequest,
-    UserInputResolved,
+from claude_trio.protocol.events import Error, Event, UserInputRequest, UserInputResolved
+from claude_trio.protocol.user_input import (
+    ASK_USER_TOOL,
+    ControlReply,
+    Outcome,
+    ask_user_reply,
+    elicitation_control_reply,
+    elicitation_request,
+    normalize_answer,
+    questions_from_input,
 )
 
 UserInputHandler = Callable[[UserInputRequest], Awaitable[Any]]
-Outcome = Literal["answered", "expired", "cancelled", "withdrawn", "failed"]
 
-ASK_USER_TOOL = "AskUserQuestion"
 # Requests waiting to be picked up by the broker task. They are rare and each holds an SDK task;
 # a full inbox means the broker is stuck, and then backpressure on the SDK is right.
 _INBOX_SIZE = 16
+MAX_PENDING_REQUESTS = 64
+"""Requests open at once; the CLI asks one question at a time, so more is a runaway (the extra
+ones are answered ``cancelled`` at once). Also bounds the replies the input channel may hold."""
 
 
 @attrs.frozen(kw_only=True)
@@ -85,87 +80,14 @@ class _Pending:
     done: bool = False
 
 
-def _questions_from_input(tool_input: Mapping[str, Any]) -> tuple[Question, ...]:
-    questions = tool_input.get("questions")
-    if not isinstance(questions, list):
-        return ()
-    out = []
-    for q in questions:
-        if not isinstance(q, Mapping):
-            continue
-        labels = tuple(
-            str(o.get("label", "")) if isinstance(o, Mapping) else str(o)
-            for o in q.get("options") or ()
-        )
-        out.append(
-            Question(
-                question=str(q.get("question", "")),
-                header=q.get("header") if isinstance(q.get("header"), str) else None,
-                options=labels,
-                multi_select=bool(q.get("multiSelect", False)),
-            )
-        )
-    return tuple(out)
-
-
-def ask_user_answers(answer: Any, questions: tuple[Question, ...]) -> dict[str, str]:
-    """Normalize a user's answer to AskUserQuestion into ``{question_text: label}``.
-
-    Accepts a mapping ``{question: label | [labels]}`` or, when there is exactly one question, a
-    bare string. Anything else is the caller's mistake: a clear ``InvalidParamsError``.
-    """
-    if isinstance(answer, str) and len(questions) == 1:
-        return {questions[0].question: answer}
-    if not isinstance(answer, Mapping):
-        raise InvalidParamsError(
-            "answer",
-            answer,
-            "AskUserQuestion takes a mapping {question text: chosen label (or list of labels)}"
-            " (or a plain string when there is one question)",
-        )
-    known = {q.question for q in questions}
-    out: dict[str, str] = {}
-    for key, value in answer.items():
-        if known and key not in known:
-            raise InvalidParamsError(
-                "answer", key, f"not one of the questions asked: {sorted(known)!r}"
-            )
-        if isinstance(value, list | tuple):
-            out[str(key)] = ", ".join(str(v) for v in value)
-        else:
-            out[str(key)] = str(value)
-    return out
-
-
-def elicitation_reply(answer: Any) -> dict[str, Any]:
-    """Normalize an answer to an MCP elicitation into the CLI's ``{"action", "content"}``."""
-    if isinstance(answer, Mapping) and "action" in answer:
-        action = answer["action"]
-        if action not in ("accept", "decline", "cancel"):
-            raise InvalidParamsError("answer.action", action, "one of accept, decline, cancel")
-        reply: dict[str, Any] = {"action": action}
-        if action == "accept":
-            content = answer.get("content", {})
-            if not isinstance(content, Mapping):
-                raise InvalidParamsError("answer.content", content, "a mapping of field values")
-            reply["content"] = dict(content)
-        return reply
-    if isinstance(answer, Mapping):
-        return {"action": "accept", "content": dict(answer)}
-    raise InvalidParamsError(
-        "answer",
-        answer,
-        'an elicitation takes {"action": "accept", "content": {...}} | {"action": "decline"} |'
-        ' {"action": "cancel"}, or a mapping of field values (accept)',
-    )
-
-
 class UserInputBroker:
     """State shared by the SDK-side entry points and the broker task (one trio thread: no locks).
 
     Channels: owns the inbox (both ends); each request owns a one-shot reply channel, closed by
-    whoever resolves it. Cancellation: :meth:`close` resolves every pending request as
-    ``cancelled`` and closes the inbox, so no SDK task waits on us after the session ends.
+    whoever resolves it; elicitation replies go to ``send_reply`` (the session's input channel,
+    which never refuses one: it has room for ``MAX_PENDING_REQUESTS`` of them).
+    Cancellation: :meth:`close` resolves every pending request as ``cancelled`` and closes the
+    inbox, so no SDK task waits on us after the session ends.
     Error handling: a raising handler resolves its request as ``failed`` (an error reply to the
     CLI, an ``error`` event with ``fatal=False``); the session goes on.
     """
@@ -174,14 +96,14 @@ class UserInputBroker:
         self,
         *,
         emit: Callable[[Event], Event | None],
+        send_reply: Callable[[ControlReply], None],
         handler: UserInputHandler | None,
         timeout: float,
-        send_control_response: Callable[..., Awaitable[None]] | None = None,
     ) -> None:
         self._emit = emit
+        self._send_reply = send_reply
         self._handler = handler
         self._timeout = timeout
-        self._send_control_response = send_control_response
         self._ids = itertools.count(1)
         self._pending: dict[str, _Pending] = {}
         self._by_cli_id: dict[str, str] = {}
@@ -202,43 +124,27 @@ class UserInputBroker:
         event = UserInputRequest(
             request_id=request_id,
             source="model-tool",
-            questions=_questions_from_input(tool_input),
+            questions=questions_from_input(tool_input),
         )
-        outcome, value = await self._submit(event, tool_input, cli_request_id=None)
-        match outcome:
-            case "answered":
-                return PermissionResultAllow(updated_input={**tool_input, "answers": value})
-            case "expired":
-                return PermissionResultAllow(updated_input=tool_input)
-            case "failed":
-                raise RuntimeError(f"the user-input handler failed: {value}")
-            case "cancelled" | "withdrawn":
-                return PermissionResultDeny(
-                    message="The user did not answer: the session was aborted.", interrupt=True
-                )
+        outcome, value = await self._submit(event, tool_input)
+        if outcome == "failed":
+            raise RuntimeError(f"the user-input handler failed: {value}")
+        return ask_user_reply(outcome, value, tool_input)
 
     async def on_elicitation(self, frame: dict[str, Any]) -> None:
         """Called by the tap for a CLI ``elicitation`` control request (never blocks long)."""
         request = frame.get("request") or {}
         cli_id = str(frame.get("request_id", ""))
-        request_id = f"elicit-{next(self._ids)}"
-        schema = request.get("requested_schema")
-        event = UserInputRequest(
-            request_id=request_id,
-            source="mcp-elicitation",
-            message=str(request.get("message", "")),
-            server_name=request.get("mcp_server_name"),
-            requested_schema=schema if isinstance(schema, Mapping) else None,
-        )
+        event = elicitation_request(f"elicit-{next(self._ids)}", request)
         pending = self._make_pending(event, request, cli_request_id=cli_id)
         if pending is None:
-            await self._reply_elicitation(cli_id, "cancelled", None)
+            self._reply(elicitation_control_reply(cli_id, "cancelled", None))
+            await trio.lowlevel.checkpoint()
             return
         try:
             await self._inbox_send.send(pending)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._pending.pop(request_id, None)
-            await self._reply_elicitation(cli_id, "cancelled", None)
+            self._resolve(event.request_id, "cancelled", None)
 
     def on_cancel(self, cli_request_id: str) -> bool:
         """The CLI withdrew a control request. True when it was one of ours (an elicitation)."""
@@ -268,10 +174,7 @@ class UserInputBroker:
                 request_id=request_id, reason=f"request {request_id!r} is already answered"
             )
         try:
-            if pending.event.source == "model-tool":
-                ask_user_answers(answer, pending.event.questions)
-            else:
-                elicitation_reply(answer)
+            normalize_answer(pending.event, answer)
         except InvalidParamsError as exc:
             return AnswerRejected(request_id=request_id, reason=str(exc))
         pending.answer = answer
@@ -291,10 +194,14 @@ class UserInputBroker:
 
     # -- internals -----------------------------------------------------------------------------
 
+    def _reply(self, reply: ControlReply | None) -> None:
+        if reply is not None:
+            self._send_reply(reply)
+
     def _make_pending(
         self, event: UserInputRequest, raw_input: Mapping[str, Any], *, cli_request_id: str | None
     ) -> _Pending | None:
-        if self._closed:
+        if self._closed or len(self._pending) >= MAX_PENDING_REQUESTS:
             return None
         reply_send, reply_recv = trio.open_memory_channel[tuple[Outcome, Any]](1)
         pending = _Pending(
@@ -310,10 +217,10 @@ class UserInputBroker:
         return pending
 
     async def _submit(
-        self, event: UserInputRequest, raw_input: Mapping[str, Any], *, cli_request_id: str | None
+        self, event: UserInputRequest, raw_input: Mapping[str, Any]
     ) -> tuple[Outcome, Any]:
         await trio.lowlevel.checkpoint()
-        pending = self._make_pending(event, raw_input, cli_request_id=cli_request_id)
+        pending = self._make_pending(event, raw_input, cli_request_id=None)
         if pending is None:
             return ("cancelled", None)
         with pending.reply_recv:
@@ -329,6 +236,7 @@ class UserInputBroker:
                 raise
 
     def _resolve(self, request_id: str, outcome: Outcome, value: Any) -> None:
+        """The one place a request gets its outcome: its event, and its reply to the CLI."""
         pending = self._pending.pop(request_id, None)
         if pending is None or pending.done:
             return
@@ -336,6 +244,7 @@ class UserInputBroker:
         self._finished[request_id] = outcome
         if pending.cli_request_id is not None:
             self._by_cli_id.pop(pending.cli_request_id, None)
+            self._reply(elicitation_control_reply(pending.cli_request_id, outcome, value))
         if pending.scope is not None:
             pending.scope.cancel()
         # A waiter that is gone (withdrawn) is owed nothing.
@@ -350,17 +259,6 @@ class UserInputBroker:
                 request_id=request_id, outcome=outcome, answer=answer, detail=detail
             )
         )
-
-    async def _reply_elicitation(self, cli_id: str, outcome: Outcome, value: Any) -> None:
-        if self._send_control_response is None or outcome == "withdrawn":
-            await trio.lowlevel.checkpoint()
-            return
-        if outcome == "answered":
-            await self._send_control_response(cli_id, value)
-        elif outcome == "failed":
-            await self._send_control_response(cli_id, None, error=str(value))
-        else:  # expired, cancelled: an explicit no-answer, never a made-up decline
-            await self._send_control_response(cli_id, {"action": "cancel"})
 
     async def _first_answer(self, pending: _Pending, event: UserInputRequest) -> Any:
         """The handler's answer or one given through ``answer()``, whichever comes first.
@@ -411,13 +309,8 @@ class UserInputBroker:
             await trio.lowlevel.checkpoint()  # an expired deadline fires before the handler runs
             try:
                 raw_answer = await self._first_answer(pending, event)
-                if raw_answer is None:
-                    outcome = "expired"
-                elif event.source == "model-tool":
-                    value = ask_user_answers(raw_answer, event.questions)
-                    outcome = "answered"
-                else:
-                    value = elicitation_reply(raw_answer)
+                if raw_answer is not None:
+                    value = normalize_answer(event, raw_answer)
                     outcome = "answered"
             except Exception as exc:
                 outcome, value = "failed", f"{type(exc).__name__}: {exc}"
@@ -433,24 +326,8 @@ class UserInputBroker:
             # instant the handler returned or raised, or the deadline fired, while this task
             # was still unwinding (the nursery in _first_answer); later ones see pending.done.
             outcome = "answered"
-            if event.source == "model-tool":
-                value = ask_user_answers(pending.answer, event.questions)
-            else:
-                value = elicitation_reply(pending.answer)
-        if not pending.done:
-            self._resolve(request_id, outcome, value)
-        if pending.cli_request_id is not None:
-            # Withdrawn or cancelled meanwhile: reply with what it was resolved as.
-            final = self._finished[request_id]
-            with trio.move_on_after(_REPLY_GRACE):
-                await self._reply_elicitation(
-                    pending.cli_request_id, final, value if final == outcome else None
-                )
-
-
-# A reply write that takes longer than this means the CLI is gone; the session's own teardown
-# reports that, so the broker just stops waiting.
-_REPLY_GRACE = 5.0
+            value = normalize_answer(event, pending.answer)
+        self._resolve(request_id, outcome, value)
 
 
 async def run_user_input_broker(
@@ -467,10 +344,5 @@ async def run_user_input_broker(
         task_status.started()
         with broker._inbox_recv:
             async for pending in broker._inbox_recv:
-                if pending.done:
-                    if pending.cli_request_id is not None:
-                        await broker._reply_elicitation(
-                            pending.cli_request_id, broker._finished[pending.event.request_id], None
-                        )
-                    continue
-                nursery.start_soon(broker._serve, pending)
+                if not pending.done:
+                    nursery.start_soon(broker._serve, pending)

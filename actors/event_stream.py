@@ -65,6 +65,7 @@ class EventStream(QueueReceiveChannel):
         self._low_water = capacity // 4
         self._producer_closed = False
         self._consumer_closed = False
+        self._released = False
         self._readable = trio.Event()
         self._writable = trio.Event()
         self._writable.set()
@@ -87,7 +88,23 @@ class EventStream(QueueReceiveChannel):
     @property
     def over_capacity(self) -> bool:
         """True while a hot-path producer should wait (``wait_writable``) before adding more."""
-        return len(self._queue) >= self._capacity and not self._consumer_closed
+        return self.full and not self._consumer_closed and not self._released
+
+    @property
+    def full(self) -> bool:
+        """The queue holds ``capacity`` events or more (whether or not producers wait)."""
+        return len(self._queue) >= self._capacity
+
+    def release(self) -> None:
+        """Stop holding the hot-path producer back: ``wait_writable`` returns at once from now on.
+
+        An abort needs the CLI's answer to its interrupt, which arrives on the very reader
+        that backpressure parks while the consumer is behind (possibly the consumer that is
+        calling ``abort()`` from inside its own loop). The caller bounds what is queued after
+        this (the session drops deltas past ``capacity`` while it aborts).
+        """
+        self._released = True
+        self._writable.set()
 
     async def wait_writable(self) -> None:
         """Wait until the consumer has taken the queue down to the low-water mark (or gave up,
@@ -97,6 +114,7 @@ class EventStream(QueueReceiveChannel):
             len(self._queue) > self._low_water
             and not self._consumer_closed
             and not self._producer_closed
+            and not self._released
         ):
             self._writable = trio.Event()
             await self._writable.wait()

@@ -46,16 +46,18 @@ from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
 
+from .boundary import raise_unwrapped
 from .broker import UserInputBroker
+from .core import DriverConfig, SessionCore
 from .driver import (
-    DriverConfig,
-    SessionCore,
     TransportFactory,
-    close_client,
     connect_client,
+    drain_client,
     root_refusal,
+    shut_down,
     subprocess_transport,
 )
+from .sdk_private import client_options
 from .tap import TapTransport
 
 _EARLY_FRAMES = 64
@@ -121,6 +123,9 @@ class Lease:
     options: ClaudeAgentOptions
     released: trio.Event = attrs.field(factory=trio.Event)
     leased: bool = False
+    # Whether the CLI had nothing running when it was given back (it may then exit on the end
+    # of its input; otherwise it is killed at once).
+    settled: bool = True
 
     def attach(
         self,
@@ -132,16 +137,38 @@ class Lease:
         self.route.broker = broker
         self.route.stderr = stderr
         self.route.core = core
-        if broker is not None:
-            broker._send_control_response = self.tap.send_control_response
         while self.route.early:
             core.deliver(self.route.early.popleft())
 
-    def release(self) -> None:
+    def release(self, *, settled: bool = True) -> None:
         self.route.broker = None
         self.route.stderr = None
         self.route.core = None
+        self.settled = settled
         self.released.set()
+
+
+async def run_leased_driver(
+    core: SessionCore,
+    lease: Lease,
+    *,
+    task_status: trio.TaskStatus[ClaudeSDKClient | None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The driver for a warm CLI from a pool: already connected, disconnected by its pool slot
+    (the SDK wants connect and disconnect in one task). Reads until the execution ends, stops
+    the CLI as :func:`~.driver.run_sdk_driver` does, then gives the lease back.
+
+    Channels, cancellation and error handling as :func:`~.driver.run_sdk_driver`.
+    """
+    core.client = lease.client
+    try:
+        task_status.started(lease.client)
+        await drain_client(core, lease.client)
+    finally:
+        with trio.move_on_after(core.config.close_grace, shield=True):
+            await core.stop_cli()
+        core.client = None
+        lease.release(settled=core.settled)
 
 
 @attrs.frozen(kw_only=True)
@@ -265,7 +292,7 @@ class CLIPool:
         tap = TapTransport(
             inner, on_elicitation=route.on_elicitation, on_cancel=route.on_cancel, sink=route
         )
-        client = ClaudeSDKClient(options, transport=tap)
+        client = ClaudeSDKClient(client_options(options), transport=tap)
         return Lease(client=client, tap=tap, route=route, options=options)
 
     async def _run_slot(self) -> None:
@@ -296,7 +323,15 @@ class CLIPool:
                     if lease.leased:
                         self._leased -= 1
             finally:
-                await close_client(lease.client, lease.tap, self._config.close_grace)  # noqa: ASYNC102
+                # A CLI still lent to a session when the pool closes may be working: killed.
+                in_use = lease.leased and not lease.released.is_set()
+                with trio.move_on_after(self._config.close_grace, shield=True):
+                    await shut_down(
+                        lease.client,
+                        lease.tap,
+                        settled=lease.settled and not in_use,
+                        exit_grace=self._config.exit_grace,
+                    )
             if connected:
                 backoff = _RETRY_FIRST
             else:
@@ -328,11 +363,18 @@ async def open_cli_pool(
         transport_factory=transport_factory,
         config=config or DriverConfig(),
     )
-    async with trio.open_nursery() as nursery:
-        for _ in range(size):
-            nursery.start_soon(pool._run_slot)
-        try:
-            yield pool
-        finally:
-            nursery.cancel_scope.cancel()
+    caller: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            for _ in range(size):
+                nursery.start_soon(pool._run_slot)
+            try:
+                yield pool
+            except BaseException as exc:
+                caller = exc
+                raise
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise_unwrapped(group, caller)
 

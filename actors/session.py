@@ -11,11 +11,16 @@
         session.usage()
 
 Nothing started here outlives the ``async with``: on success, error, abort or cancellation of
-the caller's scope, the CLI is disconnected (shielded, bounded) and every task has ended.
+the caller's scope, the CLI is stopped (interrupted, then killed with what it started if it does
+not settle; see ``actors/driver.py``) and every task has ended. An exception raised by the
+caller's own code in the block comes out as itself, never wrapped in an ``ExceptionGroup``
+(``actors/boundary.py``).
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -25,7 +30,7 @@ from typing import Any, Literal
 
 import attrs
 import trio
-from claude_agent_sdk import ClaudeAgentOptions, Transport
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
 
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import Error
@@ -34,34 +39,40 @@ from claude_trio.protocol.mapper import Mapper
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.user_input import ControlReply
 
+from .boundary import raise_unwrapped
 from .broker import (
+    MAX_PENDING_REQUESTS,
     AnswerAccepted,
     AnswerRejected,
     UserInputBroker,
     UserInputHandler,
     run_user_input_broker,
 )
-from .driver import (
-    DriverConfig,
-    SessionCore,
-    root_refusal,
-    run_leased_driver,
-    run_sdk_driver,
-    stderr_collector,
-    subprocess_transport,
-)
+from .core import STDERR_TAIL, DriverConfig, Emitter, SessionCore
+from .driver import root_refusal, run_sdk_driver, subprocess_transport
 from .event_stream import EventStream
-from .input_channel import MAX_PENDING_PUSHES, OutgoingMessage, run_input_channel
-from .pool import CLIPool
+from .input_channel import (
+    MAX_PENDING_PUSHES,
+    CLIWriter,
+    Outgoing,
+    OutgoingMessage,
+    run_input_channel,
+)
+from .pool import CLIPool, run_leased_driver
 from .tap import TapTransport
+from .transcripts import resumed_cost
 
 TransportFactory = Callable[[ClaudeAgentOptions], Transport]
+
+CLOSED_EARLY = "the session was closed before the execution ended"
 
 
 @attrs.frozen(kw_only=True)
 class SessionUsage:
-    """Usage so far: each turn's, this execution's total, and the session's total."""
+    """Usage so far: each turn's (interrupted turns included), this execution's total, and the
+    session's total."""
 
     turns: tuple[Usage, ...]
     execution: Usage
@@ -82,7 +93,8 @@ class Session:
 
     @property
     def ended(self) -> bool:
-        return self._core.execution_ended
+        """The execution's terminal event is queued (it may not have been read yet)."""
+        return self._core.finished
 
     async def wait_ended(self) -> None:
         await self._core.done.wait()
@@ -99,15 +111,18 @@ class Session:
         core = self._core
         if not self._params.streaming_input:
             return Rejected(reason="streaming input is off for this execution")
-        if len(core.lifecycle.pending) >= MAX_PENDING_PUSHES and not core.lifecycle.ended:
+        lifecycle = core.lifecycle
+        if len(lifecycle.pending) >= MAX_PENDING_PUSHES and lifecycle.end_reason is None:
             return Rejected(
                 reason=f"{MAX_PENDING_PUSHES} pushes are already waiting to be delivered"
             )
         uuid = str(uuid_module.uuid4())
-        outcome = core.lifecycle.push(uuid)
+        outcome = lifecycle.push(uuid)
         if isinstance(outcome, Accepted):
-            core.emit_many(core.mapper.push_accepted(text=text, uuid=uuid, timestamp=time.time()))
-            core.input_send.send_nowait(OutgoingMessage(uuid=uuid, text=text))
+            core.emitter.emit_many(
+                core.mapper.push_accepted(text=text, uuid=uuid, timestamp=time.time())
+            )
+            core.outbox.send_nowait(OutgoingMessage(uuid=uuid, text=text))
         return outcome
 
     async def push(self, text: str) -> Accepted | Rejected:
@@ -129,58 +144,89 @@ class Session:
         return broker.answer(request_id, answer)
 
     async def abort(self) -> None:
-        """Abort the execution: interrupt the CLI, then exactly one ``aborted`` terminal event.
+        """Abort the execution: stop the CLI, then exactly one ``aborted`` terminal event.
 
-        Idempotent; returns once the terminal event is queued. The CLI's own confirmation (its
-        ``error_during_execution`` result, with the interrupted turn's usage) becomes the
-        ``aborted`` event when it comes within ``abort_grace``; otherwise one is synthesized.
+        The CLI is interrupted at once, whatever it is doing (before its first turn started, in
+        a tool, while a question waits, while the consumer is behind), and the messages it has
+        queued are cancelled with it. Once this returns the CLI starts no new tool: it either
+        confirmed the interrupt and finished the interrupted turn (whose usage the ``aborted``
+        event carries), or it is being killed with everything it started. Returns within
+        ``interrupt_timeout + abort_grace`` (``DriverConfig``) and is not cut short by the
+        caller's cancellation. Idempotent; after the end of the execution it does nothing.
         """
-        core = self._core
-        if core.execution_ended or core.aborting:
-            await core.done.wait()
-            return
-        core.aborting = True
-        lost = core.lifecycle.abort()
-        core.report_lost_pushes(lost, "the execution was aborted")
-        if core.broker is not None:
-            core.broker.close("cancelled")
-        core.emit_many(core.mapper.abort_requested())
-        client = core.client
-        if client is not None and core.mapper.turn_open:
-            confirmed = False
-            with trio.move_on_after(core.config.control_timeout):
-                await trio.lowlevel.checkpoint()
-                try:
-                    await client.interrupt()
-                    confirmed = True
-                except Exception as exc:  # the CLI is gone or refused: synthesize below
-                    core.emit(
-                        Error(message=f"interrupt failed: {exc}", code="transport", fatal=False)
-                    )
-            if not confirmed and not core.execution_ended:
-                core.emit(
-                    Error(
-                        message="the CLI did not confirm the interrupt within "
-                        f"{core.config.control_timeout:g} s; ending the turn without it",
-                        code="cli_timeout",
-                        fatal=False,
-                    )
-                )
-            if confirmed:
-                # The CLI answered; its interrupted turn's result (with usage) should follow.
-                with trio.move_on_after(core.config.abort_grace):
-                    await core.done.wait()
-        if not core.execution_ended:
-            core.finish(core.abort_events("aborted"))
-        await trio.lowlevel.checkpoint()
+        await self._core.abort()
 
     def usage(self) -> SessionUsage:
         ledger = self._core.mapper.ledger
-        return SessionUsage(
-            turns=tuple(self._core.turn_usage),
-            execution=ledger.execution,
-            session=ledger.session,
+        return SessionUsage(turns=ledger.turns, execution=ledger.execution, session=ledger.session)
+
+
+def _check_options(
+    params: object,
+    on_user_input: object,
+    transport_factory: object,
+    env: object,
+    cli_path: object,
+    stderr: object,
+    max_buffer_size: object,
+    config: object,
+    pool: object,
+    passthrough: object,
+) -> None:
+    """Refuse a wrong argument before anything starts, naming it."""
+    if not isinstance(params, ExecuteParams):
+        raise InvalidParamsError("params", params, "an ExecuteParams")
+    if on_user_input is not None and on_user_input != "manual" and not callable(on_user_input):
+        raise InvalidParamsError(
+            "on_user_input",
+            on_user_input,
+            'None, "manual", or an async function taking a UserInputRequest',
         )
+    for name, value in (("transport_factory", transport_factory), ("stderr", stderr)):
+        if value is not None and not callable(value):
+            raise InvalidParamsError(name, value, "None or a callable")
+    if env is not None:
+        if not isinstance(env, Mapping):
+            raise InvalidParamsError("env", env, "None or a mapping of str to str")
+        for key, value in env.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise InvalidParamsError(f"env[{key!r}]", value, "a str key with a str value")
+            if "\0" in key or "\0" in value:
+                raise InvalidParamsError(f"env[{key!r}]", value, "no NUL character")
+    if cli_path is not None and (not isinstance(cli_path, str) or not cli_path.strip()):
+        raise InvalidParamsError("cli_path", cli_path, "None or a path to the claude binary")
+    if max_buffer_size is not None and (
+        not isinstance(max_buffer_size, int)
+        or isinstance(max_buffer_size, bool)
+        or max_buffer_size < 1024
+    ):
+        raise InvalidParamsError("max_buffer_size", max_buffer_size, "None or an int >= 1024")
+    if config is not None and not isinstance(config, DriverConfig):
+        raise InvalidParamsError("config", config, "None or a DriverConfig")
+    if pool is not None and not isinstance(pool, CLIPool):
+        raise InvalidParamsError("pool", pool, "None or a CLIPool (open_cli_pool)")
+    if not isinstance(passthrough, bool):
+        raise InvalidParamsError("passthrough", passthrough, "True or False")
+
+
+def _reply_sender(outbox: trio.MemorySendChannel[Outgoing]) -> Callable[[ControlReply], None]:
+    def send(reply: ControlReply) -> None:
+        # After the end of the execution the CLI is being stopped: nobody is left to read it.
+        with contextlib.suppress(trio.ClosedResourceError):
+            outbox.send_nowait(reply)
+
+    return send
+
+
+def _stderr_collector(
+    tail: collections.deque[str], user_callback: Callable[[str], None] | None
+) -> Callable[[str], None]:
+    def on_stderr(line: str) -> None:
+        tail.append(line.rstrip())
+        if user_callback is not None:
+            user_callback(line)
+
+    return on_stderr
 
 
 @asynccontextmanager
@@ -195,33 +241,55 @@ async def open_session(
     max_buffer_size: int | None = None,
     config: DriverConfig | None = None,
     pool: CLIPool | None = None,
+    passthrough: bool = False,
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
     ``on_user_input``: an async handler answering ``user_input_request`` events, or
-    ``"manual"`` to answer with ``session.answer()``, or ``None`` to not intercept (the seed's
-    rule: AskUserQuestion is then not offered to the model, elicitations are cancelled).
+    ``"manual"`` to answer with ``session.answer()``, or ``None`` to not intercept
+    (AskUserQuestion is then not offered to the model, elicitations are cancelled).
     ``transport_factory``: build the transport from the final options (tests pass a scripted
     CLI); by default the bundled ``claude`` runs as a subprocess.
     ``env``: extra environment for the CLI (over ``custom_env``).
     ``pool``: take a warm CLI from this :class:`~.pool.CLIPool` when one is ready (the pool's
     ``env`` and ``transport_factory`` then apply); otherwise start cold as usual.
+    ``passthrough``: also emit ``passthrough`` events for the CLI's frames that have no
+    unified meaning (status chatter, unknown frame types); off by default.
     """
-    if not isinstance(params, ExecuteParams):
-        raise InvalidParamsError("params", params, "an ExecuteParams")
+    _check_options(
+        params,
+        on_user_input,
+        transport_factory,
+        env,
+        cli_path,
+        stderr,
+        max_buffer_size,
+        config,
+        pool,
+        passthrough,
+    )
     config = config or DriverConfig()
-    mapper = Mapper()
+    # Built in dependency order, so nothing needs patching afterwards.
+    mapper = Mapper(passthrough=passthrough)
     mapper.start_execution()
-    input_send, input_recv = trio.open_memory_channel[OutgoingMessage](MAX_PENDING_PUSHES + 1)
-    core_box: list[SessionCore] = []
-
+    stream = EventStream()
+    emitter = Emitter(mapper=mapper, stream=stream)
+    lifecycle = ExecutionLifecycle()
+    outbox, inbox = trio.open_memory_channel[Outgoing](
+        # Never full: at most MAX_PENDING_PUSHES accepted pushes + the prompt wait to be
+        # written, and at most one reply per open user-input request.
+        MAX_PENDING_PUSHES + 1 + MAX_PENDING_REQUESTS
+    )
     broker = None
     if on_user_input is not None:
         broker = UserInputBroker(
-            emit=lambda event: core_box[0].emit(event),
+            emit=emitter.emit,
+            send_reply=_reply_sender(outbox),
             handler=None if on_user_input == "manual" else on_user_input,
             timeout=params.user_input_timeout,
         )
+    stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
+    collector = _stderr_collector(stderr_tail, stderr)
     lease = None
     if pool is not None:
         lease = pool.lease_nowait(params, user_input=on_user_input is not None)
@@ -236,68 +304,96 @@ async def open_session(
             can_use_tool=broker.can_use_tool if broker is not None else None,
             extra_env=env,
         )
-        options = with_changes(options, cli_path=cli_path, max_buffer_size=max_buffer_size)
+        options = with_changes(
+            options, cli_path=cli_path, max_buffer_size=max_buffer_size, stderr=collector
+        )
     core = SessionCore(
         options=options,
         config=config,
         mapper=mapper,
-        lifecycle=ExecutionLifecycle(),
-        stream=EventStream(),
-        input_send=input_send,
+        lifecycle=lifecycle,
+        stream=stream,
+        emitter=emitter,
+        outbox=outbox,
         broker=broker,
         cli_path=cli_path,
+        stderr_tail=stderr_tail,
+        prompt_uuid=str(uuid_module.uuid4()),
     )
-    core_box.append(core)
-    collector = stderr_collector(core, stderr)
     driver: Any
     if lease is not None:
         lease.attach(core=core, broker=broker, stderr=collector)
+        tap = lease.tap
         driver = partial(run_leased_driver, core, lease)
     else:
-        core.options = with_changes(options, stderr=collector)
-        inner = (transport_factory or subprocess_transport)(core.options)
+        inner = (transport_factory or subprocess_transport)(options)
         tap = TapTransport(
             inner,
             on_elicitation=broker.on_elicitation if broker is not None else None,
             on_cancel=broker.on_cancel if broker is not None else None,
             sink=core,
         )
-        if broker is not None:
-            broker._send_control_response = tap.send_control_response
         driver = partial(run_sdk_driver, core, tap)
+    refusal = None
+    if transport_factory is None and lease is None:
+        refusal = root_refusal(options)
+
+    if options.resume and refusal is None:
+        carried = await resumed_cost(options.env, options.resume)
+        if carried is not None:
+            mapper.ledger.carry_over(carried)
 
     session = Session(core, params)
-    async with trio.open_nursery() as nursery:
-        try:
-            refusal = None
-            if transport_factory is None and lease is None:
-                refusal = root_refusal(core.options)
-            if refusal is not None:
-                core.finish(mapper.stream_ended(Error(message=refusal, code="config")))
-                input_recv.close()
-            else:
-                if broker is not None:
-                    await nursery.start(run_user_input_broker, broker)
-                client = await nursery.start(driver)
-                if client is None:
-                    input_recv.close()
+    caller: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            try:
+                if refusal is not None:
+                    error = Error(message=refusal, code="config")
+                    core.finish("failed", lambda: mapper.stream_ended(error))
+                    inbox.close()
                 else:
-                    first = core.prompt_uuid = str(uuid_module.uuid4())
-                    core.lifecycle.push(first)
-                    input_send.send_nowait(OutgoingMessage(uuid=first, text=params.prompt))
-                    await nursery.start(
-                        partial(
-                            run_input_channel,
-                            client.query,
-                            input_recv,
-                            on_write_failed=core.report_write_failure,
-                        )
-                    )
-            yield session
-        finally:
-            if not core.execution_ended:
-                core.finish(
-                    core.abort_events("the session was closed before the execution ended")
-                )
-            if broker is not None:
-                broker.close("cancelled")
+                    await _start(nursery, core, broker, driver, tap, inbox, params.prompt)
+                yield session
+            except BaseException as exc:
+                caller = exc
+                raise
+            finally:
+                if not core.finished:
+                    # Leaving mid-execution (break, an exception, a deadline): the driver's
+                    # teardown stops the CLI before the nursery lets us out.
+                    core.finish("closed", core.abort_events_factory(CLOSED_EARLY))
+    except BaseExceptionGroup as group:
+        raise_unwrapped(group, caller)
+
+
+async def _start(
+    nursery: trio.Nursery,
+    core: SessionCore,
+    broker: UserInputBroker | None,
+    driver: Any,
+    tap: TapTransport,
+    inbox: trio.MemoryReceiveChannel[Outgoing],
+    prompt: str,
+) -> None:
+    """Start the actors: broker, driver (connects), then the input channel with the prompt."""
+    if broker is not None:
+        await nursery.start(run_user_input_broker, broker)
+    client: ClaudeSDKClient | None = await nursery.start(driver)
+    if client is None:
+        inbox.close()  # the CLI did not start; the error is in the stream
+        return
+    lifecycle = core.lifecycle
+    assert core.prompt_uuid is not None
+    lifecycle.push(core.prompt_uuid)
+    lifecycle.started()
+    core.outbox.send_nowait(OutgoingMessage(uuid=core.prompt_uuid, text=prompt))
+    await nursery.start(
+        partial(
+            run_input_channel,
+            CLIWriter(query=client.query, write_line=tap.write),
+            inbox,
+            may_write=lambda: lifecycle.may_write_user_messages,
+            on_write_failed=core.report_write_failure,
+        )
+    )

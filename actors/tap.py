@@ -1,17 +1,18 @@
 """A transport wrapper that sees the CLI's raw frames before the SDK does.
 
-The SDK's parser and control router lose three things we need (see ``sdk-facts.md``):
+The SDK's parser and control router lose things the session needs:
 
 * **MCP elicitation.** The SDK answers the CLI's ``control_request{subtype:"elicitation"}`` with
   "Unsupported control request subtype", so the MCP server always sees ``cancel``. The tap takes
-  those requests (and the CLI's ``control_cancel_request`` for them) out of the stream, hands them
-  to the user-input broker, and writes the ``control_response`` itself.
+  those requests (and the CLI's ``control_cancel_request`` for them) out of the stream and hands
+  them to the user-input broker, whose reply the session's input channel writes.
 * **Frames the parser drops.** ``tool_use_summary`` (and any other top-level type the SDK does
-  not know) would vanish. The tap rewrites them into ``system`` frames with subtype
-  ``tool_use_summary`` / ``passthrough:<type>`` carrying the original frame, so they stay in
-  order with everything else and reach the mapper as ``SystemMessage``.
-* **The last stdout lines before a crash** are not kept anywhere; the driver names the exit code
-  and the CLI's last stderr lines instead (collected through ``options.stderr``).
+  not know) would vanish; :func:`~claude_trio.protocol.frames.rewrite_unknown_frame` keeps them
+  in order with everything else.
+* **The hot path.** Message frames are handed to the session (:class:`FrameSink`) right here,
+  in the SDK's reader task, instead of being queued in the SDK's stream for one more task to
+  pick up. Control frames go on to the SDK's router, so ``can_use_tool``, hooks, SDK MCP servers
+  and ``interrupt()`` work unchanged.
 
 The tap runs inside the SDK's own (detached) reader task: it must not block for long. Handing an
 elicitation to the broker is a ``send`` on a small bounded channel (elicitations are rare; a full
@@ -20,61 +21,25 @@ channel means the broker is stuck, and backpressure on the reader is then the ri
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 from claude_agent_sdk import Transport
 
-# Top-level frame types the SDK's parser (0.2.189) understands, or routes itself.
-_KNOWN_TYPES = frozenset(
-    {
-        "user",
-        "assistant",
-        "system",
-        "result",
-        "stream_event",
-        "rate_limit_event",
-        "conversation_reset",
-        "control_request",
-        "control_response",
-        "control_cancel_request",
-        "transcript_mirror",
-        "keep_alive",
-    }
-)
+from claude_trio.protocol.frames import SDK_ROUTED, rewrite_unknown_frame
 
 ElicitationSink = Callable[[dict[str, Any]], Awaitable[None]]
 CancelSink = Callable[[str], bool]
 
-# Frames the SDK's own router needs (the control protocol); every other frame is a message.
-_SDK_ROUTED = frozenset(
-    {"control_request", "control_response", "control_cancel_request", "transcript_mirror"}
-)
-
 
 class FrameSink(Protocol):
-    """Where message frames go when the tap delivers them itself (the session's hot path)."""
+    """Where message frames go (the session's hot path)."""
 
     def deliver(self, frame: dict[str, Any]) -> bool:
         """Map and queue one frame; True when the consumer is behind (call wait_writable)."""
         ...
 
     async def wait_writable(self) -> None: ...
-
-
-def rewrite_unknown_frame(frame: dict[str, Any]) -> dict[str, Any]:
-    """Turn a frame the SDK would drop into a ``system`` frame that keeps it (pure)."""
-    frame_type = frame.get("type")
-    if not isinstance(frame_type, str) or frame_type in _KNOWN_TYPES:
-        return frame
-    summary = frame_type == "tool_use_summary"
-    subtype = frame_type if summary else f"passthrough:{frame_type}"
-    rewritten = dict(frame)
-    rewritten["type"] = "system"
-    rewritten["subtype"] = subtype
-    rewritten["original_frame"] = frame
-    return rewritten
 
 
 class TapTransport(Transport):
@@ -106,9 +71,7 @@ class TapTransport(Transport):
         sink = self._sink
         async for frame in self.inner.read_messages():
             frame_type = frame.get("type")
-            if sink is not None and frame_type not in _SDK_ROUTED:
-                # The hot path: mapped right here, in the SDK's reader task, instead of being
-                # queued in the SDK's stream for one more task to pick up (see driver.py).
+            if sink is not None and frame_type not in SDK_ROUTED:
                 if sink.deliver(rewrite_unknown_frame(frame)):
                     await sink.wait_writable()
                 continue
@@ -123,16 +86,6 @@ class TapTransport(Transport):
                 if isinstance(request_id, str) and self._on_cancel(request_id):
                     continue
             yield rewrite_unknown_frame(frame)
-
-    async def send_control_response(
-        self, request_id: str, response: dict[str, Any] | None, *, error: str | None = None
-    ) -> None:
-        """Answer a control request the SDK never saw (an elicitation)."""
-        if error is not None:
-            body: dict[str, Any] = {"subtype": "error", "request_id": request_id, "error": error}
-        else:
-            body = {"subtype": "success", "request_id": request_id, "response": response or {}}
-        await self.inner.write(json.dumps({"type": "control_response", "response": body}) + "\n")
 
     async def close(self) -> None:
         await self.inner.close()

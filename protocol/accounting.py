@@ -18,9 +18,17 @@ Rules:
    turn even when it emits no event for it.
 6. ``start_execution()`` restarts the execution total; the session total never restarts and
    never decreases (every field of a turn is >= 0).
+7. A resumed conversation: the CLI restores the conversation's cost so far into its cumulative
+   counter, so its first result reports the old cost plus the turn's. ``baseline_cost`` (the
+   cost the CLI carries over, read from the conversation's transcript before it starts) is
+   the reference for that first difference, so a turn's cost is always that turn's.
+8. ``turns`` lists every counted turn in order, interrupted ones included (rule 5).
 """
 
 from __future__ import annotations
+
+import json
+from collections.abc import Iterable
 
 import attrs
 from claude_agent_sdk import ResultMessage
@@ -40,10 +48,22 @@ class TurnUsage:
 class UsageLedger:
     """Accumulates turn usage over one session. Pure: feed it results, read the totals."""
 
-    def __init__(self) -> None:
-        self._last_cumulative_cost: float | None = None
+    def __init__(self, *, baseline_cost: float | None = None) -> None:
+        self._last_cumulative_cost: float | None = baseline_cost
         self._execution = ZERO_USAGE
         self._session = ZERO_USAGE
+        self._turns: list[Usage] = []
+
+    @property
+    def turns(self) -> tuple[Usage, ...]:
+        """Every counted turn's usage, in order (rule 8)."""
+        return tuple(self._turns)
+
+    def carry_over(self, cost: float) -> None:
+        """The CLI starts from ``cost`` already spent (a resumed conversation, rule 7); call
+        before the first result."""
+        if self._last_cumulative_cost is None:
+            self._last_cumulative_cost = cost
 
     @property
     def execution(self) -> Usage:
@@ -70,6 +90,26 @@ class UsageLedger:
     def record_result(self, result: ResultMessage) -> TurnUsage:
         """Count one result and return the turn's usage with the running totals."""
         turn = normalize_usage(result.usage, cost_usd=self._turn_cost(result.total_cost_usd))
+        self._turns.append(turn)
         self._execution = add_usage(self._execution, turn)
         self._session = add_usage(self._session, turn)
         return TurnUsage(turn=turn, execution=self._execution, session=self._session)
+
+
+def transcript_cost(lines: Iterable[str]) -> float | None:
+    """The cost a resumed conversation carries over: the last ``cost-state`` row's
+    ``totalCostUSD`` in the CLI's transcript (JSON lines), or None when it has none."""
+    cost: float | None = None
+    for line in lines:
+        if '"cost-state"' not in line:
+            continue  # cheap filter: transcripts are mostly messages
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(row, dict) or row.get("type") != "cost-state":
+            continue
+        value = row.get("totalCostUSD")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            cost = float(value)
+    return cost

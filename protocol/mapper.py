@@ -94,6 +94,9 @@ System and other messages
       ``{summary, preceding_tool_use_ids, uuid, session_id}``) -> a synthetic ``ToolUse`` named
       ``tool_use_summary`` (input: the preceding ids) plus a synthetic ``ToolResult`` carrying
       the summary; any other subtype -> ``Passthrough("system:<subtype>")``.
+      ``Passthrough`` events (also ``RateLimitEvent`` with status ``allowed`` and
+      ``ConversationResetMessage`` below) are emitted only when the mapper was made with
+      ``passthrough=True``; otherwise those messages emit nothing (and take no ``seq``).
       ``RateLimitEvent`` -> ``WarningEvent(code="rate_limit")`` unless its status is
       ``allowed`` (then ``Passthrough``); ``ConversationResetMessage`` -> ``Passthrough``.
   R16. A result -> ``Result`` with the turn's usage and running totals from the ``UsageLedger``
@@ -192,7 +195,8 @@ def _is_abort_result(result: sdk.ResultMessage) -> bool:
 class Mapper:
     """The SDK -> unified event state machine of one session. See the module's rules."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, passthrough: bool = True) -> None:
+        self._passthrough = passthrough
         self._seq = 0
         self._turn = 0
         self._turn_open = False
@@ -363,7 +367,7 @@ class Mapper:
             case sdk.RateLimitEvent():
                 info = message.rate_limit_info
                 if info.status == "allowed":
-                    self._emit(
+                    self._pass(
                         events,
                         Passthrough(frame_type="rate_limit_event", data=info.raw, raw=message),
                     )
@@ -380,7 +384,7 @@ class Mapper:
                         ),
                     )
             case sdk.ConversationResetMessage():
-                self._emit(
+                self._pass(
                     events,
                     Passthrough(
                         frame_type="conversation_reset",
@@ -684,10 +688,11 @@ class Mapper:
                 message.api_error_status is not None or message.terminal_reason == "api_error"
             ):
                 status = message.api_error_status
+                how = f" (HTTP {status})" if status is not None else " (no HTTP response)"
                 self._emit(
                     events,
                     Error(
-                        message=f"the model API failed (HTTP {status}): {message.result or ''}",
+                        message=f"the model API failed{how}: {message.result or ''}",
                         code="api_error",
                         fatal=False,
                         status=status,
@@ -838,7 +843,7 @@ class Mapper:
             case "compact_boundary" | "api_retry" | "tool_use_summary":
                 pass  # draining an aborted turn (R6)
             case subtype:
-                self._emit(
+                self._pass(
                     events, Passthrough(frame_type=f"system:{subtype}", data=data, raw=message)
                 )
 
@@ -911,6 +916,11 @@ class Mapper:
             _set_field(event, "is_subagent", True)
             _set_field(event, "subagent_task_id", self._task_by_tool_use.get(parent))
         events.append(self._stamp(event))
+
+    def _pass(self, events: list[Event], event: Passthrough) -> None:
+        """A frame with no unified meaning: an event only when passthrough is on (R15)."""
+        if self._passthrough:
+            self._emit(events, event)
 
     def _terminal(self, events: list[Event], event: Event) -> None:
         """Close the open turn (or consume the next number when none is open) with ``event``."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from sdk_frames import api_usage, result
+from sdk_frames import api_usage, interrupted_result, result
 
-from claude_trio.protocol.accounting import UsageLedger
+from claude_trio.protocol.accounting import UsageLedger, transcript_cost
 from claude_trio.protocol.usage import Usage
 
 
@@ -71,3 +71,34 @@ def test_execution_total_restarts_and_session_total_goes_on() -> None:
     assert turn.session.input_tokens == 15
     assert turn.session.output_tokens == 3
     assert ledger.session == turn.session
+
+
+def test_a_resumed_conversation_s_carried_cost_is_not_charged_to_its_first_turn() -> None:
+    # The CLI restores the conversation's cost so far: identical turns report 0.0001, 0.0002...
+    ledger = UsageLedger()
+    ledger.carry_over(0.0002)
+    first = ledger.record_result(result(total_cost_usd=0.0003))
+    second = ledger.record_result(result(total_cost_usd=0.0004))
+    assert first.turn.cost_usd == pytest.approx(0.0001)
+    assert second.turn.cost_usd == pytest.approx(0.0001)
+    assert ledger.session.cost_usd == pytest.approx(0.0002)
+
+
+def test_every_counted_turn_is_listed_interrupted_ones_included() -> None:
+    ledger = UsageLedger()
+    ledger.record_result(result(total_cost_usd=0.01))
+    ledger.record_result(interrupted_result(total_cost_usd=0.03))
+    assert [t.cost_usd for t in ledger.turns] == pytest.approx([0.01, 0.02])
+
+
+def test_transcript_cost_is_the_last_cost_state_row() -> None:
+    lines = [
+        '{"type":"user","message":{"content":"cost-state"}}',
+        '{"type":"cost-state","totalCostUSD":0.000105}',
+        "not json at all",
+        '{"type":"assistant"}',
+        '{"type":"cost-state","totalCostUSD":0.00021}',
+        '{"type":"cost-state","totalCostUSD":"bad"}',
+    ]
+    assert transcript_cost(lines) == pytest.approx(0.00021)
+    assert transcript_cost(['{"type":"user"}']) is None

@@ -1,11 +1,11 @@
-"""ExecutionLifecycle: the seed's one-shot rule, one outcome per push."""
+"""ExecutionLifecycle: the phase of an execution, and one outcome per push."""
 
 from __future__ import annotations
 
 import pytest
 
 from claude_trio.protocol.errors import LocalProtocolError
-from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Rejected
+from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Phase, Rejected
 
 
 def test_push_is_accepted_while_the_execution_runs() -> None:
@@ -90,3 +90,61 @@ def test_pushing_a_uuid_twice_is_a_local_error() -> None:
     lifecycle.push("u1")
     with pytest.raises(LocalProtocolError, match="u1"):
         lifecycle.push("u1")
+
+
+# -- the phase machine ---------------------------------------------------------------------------
+
+
+def test_phases_starting_running_aborting_ended() -> None:
+    lifecycle = ExecutionLifecycle()
+    assert lifecycle.phase is Phase.STARTING
+    assert lifecycle.may_write_user_messages
+    lifecycle.push("prompt")
+    lifecycle.started()
+    assert lifecycle.phase is Phase.RUNNING
+    assert lifecycle.abort() == ["prompt"]
+    assert lifecycle.phase is Phase.ABORTING
+    assert lifecycle.aborting
+    assert not lifecycle.ended
+    assert not lifecycle.may_write_user_messages  # queued messages must never reach the CLI
+    assert lifecycle.finish("aborted") == []
+    assert lifecycle.phase is Phase.ENDED
+    assert lifecycle.end_cause == "aborted"
+
+
+def test_finish_is_the_only_way_to_the_end_and_is_idempotent() -> None:
+    lifecycle = ExecutionLifecycle()
+    lifecycle.push("u1")
+    lifecycle.started()
+    assert lifecycle.finish("closed") == ["u1"]
+    assert lifecycle.end_cause == "closed"
+    assert lifecycle.push("u2") == Rejected(reason="the session was closed")
+    assert lifecycle.finish("completed") == []
+    assert lifecycle.end_cause == "closed"
+
+
+def test_a_result_completes_the_execution_through_finish() -> None:
+    lifecycle = ExecutionLifecycle()
+    lifecycle.push("u1")
+    lifecycle.started()
+    assert lifecycle.result_arrived(["u1"], tasks_in_flight=False)
+    assert lifecycle.phase is Phase.ENDED
+    assert lifecycle.end_cause == "completed"
+
+
+def test_whatever_ends_an_abort_the_cause_is_the_abort() -> None:
+    lifecycle = ExecutionLifecycle()
+    lifecycle.started()
+    lifecycle.abort()
+    assert lifecycle.cli_died("exit 1") == []
+    assert lifecycle.end_cause == "aborted"
+    assert lifecycle.push("u") == Rejected(reason="the execution was aborted")
+
+
+def test_a_result_during_the_abort_does_not_complete_the_execution() -> None:
+    lifecycle = ExecutionLifecycle()
+    lifecycle.push("u1")
+    lifecycle.started()
+    lifecycle.abort()
+    assert lifecycle.result_arrived(["u1"], tasks_in_flight=False) is False
+    assert lifecycle.phase is Phase.ABORTING

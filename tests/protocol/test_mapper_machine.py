@@ -78,6 +78,8 @@ class MapperMachine(RuleBasedStateMachine):
                 self.content_turns.add(key)
             if isinstance(event, ev.Aborted):
                 self.abort_outstanding = False
+                if self.lifecycle.aborting:
+                    self.lifecycle.finish("aborted")  # what the actor does with the Aborted
                 self.execution_over = self.execution_over or self.lifecycle.ended
             if isinstance(event, ev.ToolUse):
                 assert event.tool_use_id not in self.tool_use_ids, event
@@ -211,7 +213,7 @@ class MapperMachine(RuleBasedStateMachine):
             self.echo_queue.append(uuid)
         else:
             assert isinstance(outcome, Rejected)
-            assert self.lifecycle.ended
+            assert self.lifecycle.end_reason is not None
 
     @precondition(lambda self: bool(self.echo_queue))
     @rule(via_echo=st.booleans())

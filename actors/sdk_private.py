@@ -1,0 +1,105 @@
+"""Every private name of ``claude-agent-sdk`` that claude-trio relies on, in one place.
+
+Checked against claude-agent-sdk 0.2.189 (bundled CLI 2.1.332); ``pyproject.toml`` pins the
+range. When the SDK moves, this is the one module to read again. Each name, and the test that
+breaks when it changes:
+
+===============================================  ==============================================
+private name                                     pinned by
+===============================================  ==============================================
+``_internal.message_parser.parse_message``       every test that maps a frame
+                                                 (``tests/protocol/test_mapper.py``)
+``_internal.transport.subprocess_cli``           ``tests/e2e/test_stop_e2e.py`` (the process is
+``.SubprocessCLITransport`` and its ``_process``  killed by its pid)
+``permission_prompt_tool_name="stdio"``          ``tests/e2e/test_user_input_e2e.py`` (without
+(what ``types._configure_can_use_tool`` sets)    it ``can_use_tool`` never fires)
+``ClaudeSDKClient`` reads ``permission_mode``    ``tests/actors/test_session.py::test_no_sdk_``
+only for an advisory warning                     ``warning_reaches_the_user``
+``ClaudeSDKClient._query``                       every session test (the read loop)
+``Query._message_receive``                       every session test (the read loop)
+``Query._send_control_request``                  ``tests/actors/test_stop.py`` (``interrupt``
+                                                 with ``cancel_queued``)
+===============================================  ==============================================
+
+Why each is needed:
+
+* ``parse_message``: the transport tap maps frames in the SDK's reader task (the hot path), so
+  it parses them itself, exactly as the SDK would.
+* ``SubprocessCLITransport``: the session builds the CLI's transport itself to wrap it (the tap)
+  and to kill the CLI and what it started when it does not stop; ``_process`` is the
+  ``anyio.abc.Process`` it spawned.
+* ``permission_prompt_tool_name="stdio"``: the SDK routes permission prompts over stdio only
+  for options that went through its ``_configure_can_use_tool``, which ``ClaudeSDKClient`` does
+  only for a transport it builds. That helper also warns ``CanUseToolShadowedWarning`` under
+  ``bypassPermissions``, where only AskUserQuestion reaches ``can_use_tool`` - exactly what the
+  session wants it for. So :func:`route_permission_prompts` sets the one field itself, and
+  :func:`client_options` gives the client (which reads ``permission_mode`` for nothing but that
+  warning; the CLI gets its mode from the transport's own options) no permission mode.
+* ``_query`` / ``_message_receive``: the read loop receives the SDK's own stream with
+  ``receive_nowait`` (``receive_messages()`` costs an async-generator step per message and
+  leaves its generators unclosed).
+* ``_send_control_request``: ``ClaudeSDKClient.interrupt()`` takes no arguments, and a stop must
+  also cancel the messages the CLI has queued (``cancel_queued``), or the CLI runs them as new
+  turns right after the interrupt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from claude_agent_sdk._internal.message_parser import parse_message
+from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+from claude_trio.protocol.errors import LocalProtocolError
+
+__all__ = [
+    "SubprocessCLITransport",
+    "client_options",
+    "message_receive",
+    "parse_message",
+    "route_permission_prompts",
+    "send_control_request",
+    "subprocess_of",
+]
+
+
+def route_permission_prompts(options: ClaudeAgentOptions) -> ClaudeAgentOptions:
+    """The transport's options: with a ``can_use_tool``, permission prompts go over stdio."""
+    if options.can_use_tool is None:
+        return options
+    return dataclasses.replace(options, permission_prompt_tool_name="stdio")
+
+
+def client_options(options: ClaudeAgentOptions) -> ClaudeAgentOptions:
+    """The ``ClaudeSDKClient``'s options for a transport built from ``options``."""
+    if options.can_use_tool is None:
+        return options
+    return dataclasses.replace(options, permission_mode=None)
+
+
+def message_receive(client: ClaudeSDKClient) -> MemoryObjectReceiveStream[dict[str, Any]]:
+    """The receive side of a connected client's message stream."""
+    query = client._query
+    if query is None:
+        raise LocalProtocolError("the ClaudeSDKClient is not connected")
+    receive: MemoryObjectReceiveStream[dict[str, Any]] = query._message_receive
+    return receive
+
+
+async def send_control_request(client: ClaudeSDKClient, request: dict[str, Any]) -> dict[str, Any]:
+    """Send one control request and return the CLI's response payload. The SDK's own deadline
+    is 60 s: callers put theirs around it."""
+    query = client._query
+    if query is None:
+        raise LocalProtocolError("the ClaudeSDKClient is not connected")
+    response: dict[str, Any] = await query._send_control_request(request)
+    return response
+
+
+def subprocess_of(transport: SubprocessCLITransport) -> anyio.abc.Process | None:
+    """The CLI process a subprocess transport spawned (None before connect / after close)."""
+    return transport._process
