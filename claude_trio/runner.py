@@ -35,14 +35,12 @@ import functools
 import os
 import signal
 import sys
-import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import attrs
 import trio
-from claude_agent_sdk.types import CanUseToolShadowedWarning
 from rich.console import Console
 
 from claude_trio.actors.broker import UserInputHandler
@@ -206,13 +204,9 @@ def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
 def run_command(args: argparse.Namespace, renderer: EventSink) -> int:
     """Run ``claude-trio run`` / ``claude-trio demo``; return the exit code."""
     opener = session_opener(args, renderer)
-    with warnings.catch_warnings():
-        # The SDK warns that bypassPermissions shadows can_use_tool; for us it does not:
-        # can_use_tool only carries AskUserQuestion, which reaches it in every permission mode.
-        warnings.simplefilter("ignore", CanUseToolShadowedWarning)
-        return trio.run(
-            functools.partial(run_session, opener, renderer, on_output_closed=_silence_stdout)
-        )
+    return trio.run(
+        functools.partial(run_session, opener, renderer, on_output_closed=_silence_stdout)
+    )
 
 
 def _silence_stdout() -> None:

@@ -29,7 +29,8 @@ from claude_agent_sdk._internal.message_parser import parse_message
 
 from claude_trio import ExecuteParams, open_session
 from claude_trio.actors.event_stream import EventStream
-from claude_trio.actors.tap import TapTransport, rewrite_unknown_frame
+from claude_trio.actors.tap import TapTransport
+from claude_trio.protocol.frames import rewrite_unknown_frame
 from claude_trio.protocol.mapper import Mapper
 from claude_trio.protocol.options import build_options
 
