@@ -1,0 +1,256 @@
+"""What the model streams in a fake turn: API calls and their content blocks.
+
+Each block is written as the CLI writes it: ``stream_event`` frames (``content_block_start``,
+the deltas, ``content_block_stop``), then one ``assistant`` frame with the whole block. An API
+call (``message_start`` ... ``message_delta``/``message_stop``) opens before the first block and
+closes before a tool result or the turn's result, unless the script opens and closes it itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import trio
+
+from claude_trio.protocol.errors import InvalidParamsError
+
+from ._turn_core import TurnCore
+
+#: Usage of one scripted API call when the script does not give one.
+DEFAULT_MESSAGE_USAGE: Mapping[str, int] = {
+    "input_tokens": 10,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+    "output_tokens": 5,
+}
+DEFAULT_MESSAGE_COST_USD = 0.001
+
+
+def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
+    for key in DEFAULT_MESSAGE_USAGE:
+        total[key] = total.get(key, 0) + int(usage.get(key, 0))
+
+
+class ContentMixin(TurnCore):
+    """The content methods of :class:`~claude_trio.testing.fake_cli.FakeTurn`."""
+
+    async def begin_message(
+        self,
+        *,
+        usage: Mapping[str, int] | None = None,
+        cost_usd: float = DEFAULT_MESSAGE_COST_USD,
+    ) -> None:
+        """Start one API call (``message_start``); closes an open one first."""
+        if self._message_id is not None:
+            await self.end_message(stop_reason="tool_use" if self._open_tools else "end_turn")
+        self._api_calls += 1
+        self._message_id = f"msg_fake_{self.process._next_id()[-12:]}"
+        self._message_usage = dict(DEFAULT_MESSAGE_USAGE)
+        self._message_usage.update(usage or {})
+        self._cost += cost_usd
+        self._block_index = 0
+        await self._stream(
+            {
+                "type": "message_start",
+                "message": {
+                    "model": self.process.model,
+                    "id": self._message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": self._snapshot_usage(),
+                },
+            }
+        )
+
+    def _snapshot_usage(self) -> dict[str, int]:
+        # message_start carries the input side and a token or so of output; the final usage
+        # comes in message_delta (the SDK's per-block AssistantMessage keeps this snapshot).
+        output = min(1, self._message_usage["output_tokens"])
+        return {**self._message_usage, "output_tokens": output}
+
+    async def end_message(self, *, stop_reason: str = "end_turn") -> None:
+        """Finish the open API call (``message_delta`` with the final usage, ``message_stop``)."""
+        await trio.lowlevel.checkpoint()
+        if self._message_id is None:
+            return
+        add_usage(self._usage, self._message_usage)
+        await self._stream(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": dict(self._message_usage),
+            }
+        )
+        await self._stream({"type": "message_stop"})
+        self._message_id = None
+
+    async def _stream(self, event: Mapping[str, Any], parent: str | None = None) -> None:
+        await self.frame(
+            {"type": "stream_event", "event": dict(event), "parent_tool_use_id": parent}
+        )
+
+    async def _ensure_message(self) -> None:
+        await trio.lowlevel.checkpoint()
+        if self._message_id is None:
+            await self.begin_message()
+
+    async def _assistant(self, block: Mapping[str, Any], parent: str | None) -> None:
+        message_id = self._message_id or f"msg_fake_{self.process._next_id()[-12:]}"
+        usage = self._snapshot_usage() if self._message_id else dict(DEFAULT_MESSAGE_USAGE)
+        await self.frame(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": self.process.model,
+                    "content": [dict(block)],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+                "parent_tool_use_id": parent,
+            }
+        )
+
+    async def _block(
+        self,
+        start: Mapping[str, Any],
+        deltas: Iterable[Mapping[str, Any]],
+        final: Mapping[str, Any],
+        *,
+        delay: float,
+        parent_tool_use_id: str | None,
+    ) -> None:
+        if parent_tool_use_id is not None:
+            # A subagent's stream events are never forwarded; only its complete messages are.
+            await self._assistant(final, parent_tool_use_id)
+            return
+        await self._ensure_message()
+        index = self._block_index
+        self._block_index += 1
+        await self._stream({"type": "content_block_start", "index": index, "content_block": start})
+        for delta in deltas:
+            if delay:
+                await trio.sleep(delay)
+            await self._stream({"type": "content_block_delta", "index": index, "delta": delta})
+        await self._stream({"type": "content_block_stop", "index": index})
+        await self._assistant(final, None)
+
+    @staticmethod
+    def _chunks(text: str, chunk: int | None) -> list[str]:
+        if chunk is not None and chunk < 1:
+            raise InvalidParamsError("chunk", chunk, "use a positive number of characters")
+        if not chunk or not text:
+            return [text]
+        return [text[i : i + chunk] for i in range(0, len(text), chunk)]
+
+    async def text(
+        self,
+        text: str,
+        *,
+        chunk: int | None = None,
+        delay: float = 0.0,
+        parent_tool_use_id: str | None = None,
+    ) -> None:
+        """A text block: ``text_delta`` stream events of ``chunk`` characters, ``delay`` seconds
+        before each, then one ``assistant`` frame with the whole block."""
+        self._texts.append(text)
+        await self._block(
+            {"type": "text", "text": ""},
+            [{"type": "text_delta", "text": c} for c in self._chunks(text, chunk)],
+            {"type": "text", "text": text},
+            delay=delay,
+            parent_tool_use_id=parent_tool_use_id,
+        )
+
+    async def thinking(
+        self,
+        thinking: str,
+        *,
+        signature: str = "fake-signature",
+        chunk: int | None = None,
+        delay: float = 0.0,
+        parent_tool_use_id: str | None = None,
+    ) -> None:
+        """A thinking block: ``thinking_delta`` events, one ``signature_delta``, the block."""
+        deltas: list[Mapping[str, Any]] = [
+            {"type": "thinking_delta", "thinking": c} for c in self._chunks(thinking, chunk)
+        ]
+        deltas.append({"type": "signature_delta", "signature": signature})
+        await self._block(
+            {"type": "thinking", "thinking": "", "signature": ""},
+            deltas,
+            {"type": "thinking", "thinking": thinking, "signature": signature},
+            delay=delay,
+            parent_tool_use_id=parent_tool_use_id,
+        )
+
+    async def tool_use(
+        self,
+        name: str,
+        input: Mapping[str, Any],
+        *,
+        id: str | None = None,
+        parent_tool_use_id: str | None = None,
+        end_message: bool = True,
+    ) -> str:
+        """A tool_use block (``input_json_delta`` streamed); returns its id. The API call then
+        ends with stop_reason ``tool_use`` (pass ``end_message=False`` for parallel tool uses)."""
+        tool_use_id = id or f"toolu_fake_{self.process._next_id()[-12:]}"
+        if parent_tool_use_id is None:
+            self._open_tools.add(tool_use_id)
+        await self._block(
+            {"type": "tool_use", "id": tool_use_id, "name": name, "input": {}},
+            [{"type": "input_json_delta", "partial_json": json.dumps(dict(input))}],
+            {"type": "tool_use", "id": tool_use_id, "name": name, "input": dict(input)},
+            delay=0.0,
+            parent_tool_use_id=parent_tool_use_id,
+        )
+        if end_message and parent_tool_use_id is None:
+            await self.end_message(stop_reason="tool_use")
+        return tool_use_id
+
+    async def tool_result(
+        self,
+        tool_use_id: str,
+        content: str | list[Any],
+        *,
+        is_error: bool = False,
+        tool_use_result: Any = None,
+        parent_tool_use_id: str | None = None,
+        fold: bool = True,
+    ) -> None:
+        """The tool's result as a ``user`` frame. Closes the open API call (stop_reason
+        ``tool_use``) and, with ``fold=True``, folds queued pushes into this turn, as the real
+        CLI does when it goes back to the model."""
+        if parent_tool_use_id is None and self._message_id is not None:
+            await self.end_message(stop_reason="tool_use")
+        self._open_tools.discard(tool_use_id)
+        frame: dict[str, Any] = {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "tool_use_id": tool_use_id,
+                        "type": "tool_result",
+                        "content": content,
+                        "is_error": is_error,
+                    }
+                ],
+            },
+            "parent_tool_use_id": parent_tool_use_id,
+            "timestamp": self._now_iso(),
+        }
+        if tool_use_result is not None:
+            frame["tool_use_result"] = tool_use_result
+        await self.frame(frame)
+        if fold and parent_tool_use_id is None:
+            await self.fold_pending()
