@@ -54,6 +54,7 @@ __all__ = [
     "message_delta_event",
     "message_start_event",
     "message_stop_event",
+    "model_usage",
     "rate_limit_event",
     "result",
     "signature_delta",
@@ -497,6 +498,30 @@ def user_interrupted(*, for_tool_use: bool, session_id: str, uuid: str) -> dict[
 
 
 # -- the end of a turn ----------------------------------------------------------------------------
+
+
+def model_usage(
+    *,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    cache_read_input_tokens: int = 0,
+    cache_creation_input_tokens: int = 0,
+    web_search_requests: int = 0,
+    cost_usd: float = 0.0,
+    context_window: int = 200000,
+    max_output_tokens: int = 64000,
+) -> dict[str, Any]:
+    """One model's entry in a result's ``modelUsage`` (``{model: entry}``)."""
+    return {
+        "inputTokens": input_tokens,
+        "outputTokens": output_tokens,
+        "cacheReadInputTokens": cache_read_input_tokens,
+        "cacheCreationInputTokens": cache_creation_input_tokens,
+        "webSearchRequests": web_search_requests,
+        "costUSD": cost_usd,
+        "contextWindow": context_window,
+        "maxOutputTokens": max_output_tokens,
+    }
 
 
 def result(

@@ -10,11 +10,11 @@ the SDK's ``control_response`` or withdrawn with :meth:`PendingRequest.cancel`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 
-from ..frames import CLAUDE_CODE_VERSION
+from .. import frames
 from ._errors import RequestCancelledError, SDKControlError
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class PendingRequest:
         self.cancelled = True
         self._process._control.withdraw(self.request_id)
         self._done.set()
-        await self._process._emit({"type": "control_cancel_request", "request_id": self.request_id})
+        await self._process._emit(frames.control_cancel_request(self.request_id))
 
 
 class ControlProtocol:
@@ -103,53 +103,23 @@ class ControlProtocol:
             process.initialize_request = request
         if subtype in process.cli.unanswered:
             return
-        payload: dict[str, Any] = {}
-        extra: dict[str, Any] = {}
+        request_id = cast(str, frame.get("request_id"))  # echoed as the SDK sent it
         match subtype:
             case "initialize":
-                payload = self._initialize_response()
-                extra = {"pending_permission_requests": [], "pending_user_dialog_requests": []}
+                payload = frames.initialize_response(
+                    model=process.model,
+                    pid=40000 + process.index,
+                    permission_mode=process.options.permission_mode or "default",
+                    extra=process.cli.extra_initialize_response,
+                )
+                answer = frames.initialize_control_response(request_id, payload)
             case "interrupt":
-                payload = {"still_queued": process._runner.queued_uuids()}
+                still_queued = process._runner.queued_uuids()
                 process._runner.interrupt()
+                payload = frames.interrupt_response(still_queued)
+                answer = frames.control_response(request_id, payload)
             case "mcp_status":
-                payload = {"mcpServers": []}
+                answer = frames.control_response(request_id, frames.mcp_status_response())
             case _:
-                payload = {}
-        response = {"subtype": "success", "request_id": frame.get("request_id")}
-        await process._emit(
-            {"type": "control_response", "response": {**response, "response": payload, **extra}}
-        )
-
-    def _initialize_response(self) -> dict[str, Any]:
-        process = self._process
-        return {
-            "commands": [
-                {"name": "compact", "description": "Clear conversation history but keep a "
-                 "summary in context", "argumentHint": "<optional custom summarization "
-                 "instructions>"},
-                {"name": "review", "description": "Review a pull request", "argumentHint": ""},
-            ],
-            "agents": [
-                {"name": "general-purpose", "description": "General-purpose agent"},
-                {"name": "Explore", "description": "Fast read-only search agent",
-                 "model": "inherit"},
-            ],
-            "output_style": "default",
-            "available_output_styles": ["default", "Explanatory", "Learning"],
-            "models": [
-                {"value": "default", "resolvedModel": process.model, "displayName": "Default "
-                 "(recommended)", "description": "Use the default model",
-                 "supportsEffort": True, "supportsAdaptiveThinking": True},
-            ],
-            "account": {"tokenSource": "none", "apiKeySource": "ANTHROPIC_API_KEY",
-                        "apiProvider": "firstParty"},
-            "pid": 40000 + process.index,
-            "claude_code_version": CLAUDE_CODE_VERSION,
-            "current_permission_mode": process.options.permission_mode or "default",
-            "hook_on_failure_supported": True,
-            "fast_mode_state": "off",
-            "session_state": "idle",
-            "capabilities": [],
-            **process.cli.extra_initialize_response,
-        }  # fmt: skip
+                answer = frames.control_response(request_id, {})
+        await process._emit(answer)

@@ -15,6 +15,8 @@ from typing import Any
 import attrs
 import trio
 
+from .. import frames
+
 
 @attrs.frozen(kw_only=True)
 class UserInput:
@@ -37,13 +39,8 @@ def user_message(
 ) -> dict[str, Any]:
     """The user-message dict an application sends through the SDK, with a ``uuid`` of your
     choosing (a fresh one by default)."""
-    return {
-        "type": "user",
-        "message": {"role": "user", "content": text},
-        "uuid": uuid if uuid is not None else str(uuid_module.uuid4()),
-        "parent_tool_use_id": None,
-        "session_id": session_id,
-    }
+    message_uuid = uuid if uuid is not None else str(uuid_module.uuid4())
+    return frames.user_input(text, uuid=message_uuid, session_id=session_id)
 
 
 class _MessageStream:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, NoReturn, TypeAlias
+from typing import NoReturn, TypeAlias
 
 import attrs
 import trio
 
 from claude_trio.protocol.errors import LocalProtocolError
 
-from ..frames import CLAUDE_CODE_VERSION
+from .. import frames
 from ._turn_content import DEFAULT_MESSAGE_USAGE, ContentMixin, add_usage
 from ._turn_requests import RequestsMixin
 from ._turn_system import SystemFramesMixin
@@ -86,17 +86,7 @@ class FakeTurn(ContentMixin, RequestsMixin, SystemFramesMixin):
             add_usage(self._usage, self._message_usage)
             self._message_id = None
         aborted_tools = bool(self._open_tools)
-        await self.frame(
-            {
-                "type": "user",
-                "message": {
-                    "role": "user",
-                    "content": [{"type": "text", "text": "[Request interrupted by user]"
-                                 + (" for tool use" if aborted_tools else "")}],
-                },
-                "parent_tool_use_id": None,
-            }
-        )  # fmt: skip
+        await self._emit(frames.user_interrupted(for_tool_use=aborted_tools, **self._ids()))
         await self.result(
             subtype="error_during_execution",
             terminal_reason="aborted_tools" if aborted_tools else "aborted_streaming",
@@ -105,26 +95,18 @@ class FakeTurn(ContentMixin, RequestsMixin, SystemFramesMixin):
 
     async def _emit_init(self) -> None:
         options = self.process.options
-        await self.frame(
-            {
-                "type": "system",
-                "subtype": "init",
-                "cwd": str(options.cwd) if options.cwd else "/fake/cwd",
-                "session_id": self.session_id,
-                "tools": list(_TOOLS),
-                "mcp_servers": [],
-                "model": self.process.model,
-                "permissionMode": options.permission_mode or "default",
-                "slash_commands": ["compact", "review"],
-                "apiKeySource": "ANTHROPIC_API_KEY",
-                "claude_code_version": CLAUDE_CODE_VERSION,
-                "output_style": "default",
-                "agents": ["general-purpose", "Explore"],
-                "skills": [],
-                "plugins": [],
-                "fast_mode_state": "off",
-                "user_message_uuids": self.user_message_uuids,
-            }
+        await self._emit(
+            frames.system_init(
+                cwd=str(options.cwd) if options.cwd else "/fake/cwd",
+                model=self.process.model,
+                tools=_TOOLS,
+                slash_commands=["compact", "review"],
+                agents=["general-purpose", "Explore"],
+                permission_mode=options.permission_mode or "default",
+                fast_mode_state="off",
+                user_message_uuids=self.user_message_uuids,
+                **self._ids(),
+            )
         )
 
     # -- the end of a turn -----------------------------------------------------------------------
@@ -156,19 +138,7 @@ class FakeTurn(ContentMixin, RequestsMixin, SystemFramesMixin):
         turn_cost = cost_usd if cost_usd is not None else self._cost
         process = self.process
         process.total_cost_usd += turn_cost
-        model = process.model_usage.setdefault(
-            process.model,
-            {
-                "inputTokens": 0,
-                "outputTokens": 0,
-                "cacheReadInputTokens": 0,
-                "cacheCreationInputTokens": 0,
-                "webSearchRequests": 0,
-                "costUSD": 0.0,
-                "contextWindow": 200000,
-                "maxOutputTokens": 64000,
-            },
-        )
+        model = process.model_usage.setdefault(process.model, frames.model_usage())
         model["inputTokens"] += turn_usage.get("input_tokens", 0)
         model["outputTokens"] += turn_usage.get("output_tokens", 0)
         model["cacheReadInputTokens"] += turn_usage.get("cache_read_input_tokens", 0)
@@ -180,34 +150,28 @@ class FakeTurn(ContentMixin, RequestsMixin, SystemFramesMixin):
             "error_max_turns": "max_turns",
             "error_during_execution": "aborted_streaming",
         }.get(subtype, "completed")
-        now = trio.current_time()
-        frame: dict[str, Any] = {
-            "type": "result",
-            "subtype": subtype,
-            "is_error": is_error,
-            "duration_ms": round((now - self._started_at) * 1000),
-            "duration_api_ms": round((now - self._started_at) * 1000),
-            "num_turns": max(1, self._api_calls),
-            "result": text if text is not None else "".join(self._texts),
-            "stop_reason": stop_reason,
-            "session_id": self.session_id,
-            "total_cost_usd": process.total_cost_usd,
-            "usage": turn_usage,
-            "modelUsage": json.loads(json.dumps(process.model_usage)),
-            "permission_denials": [],
-            "terminal_reason": reason,
-            "user_message_uuids": self.user_message_uuids,
-        }
-        if self.user_message_uuids:
-            frame["user_message_uuid"] = self.user_message_uuids[0]
-        if subtype != "success":
-            frame["errors"] = list(errors) if errors is not None else [f"fake CLI: {subtype}"]
-        elif errors is not None:
-            frame["errors"] = list(errors)
-        if api_error_status is not None:
-            frame["api_error_status"] = api_error_status
-        frame = self._frame(frame)
-        await process._emit(frame)
+        if subtype != "success" and errors is None:
+            errors = [f"fake CLI: {subtype}"]
+        duration_ms = round((trio.current_time() - self._started_at) * 1000)
+        frame = frames.result(
+            subtype=subtype,
+            is_error=is_error,
+            duration_ms=duration_ms,
+            duration_api_ms=duration_ms,
+            num_turns=max(1, self._api_calls),
+            text=text if text is not None else "".join(self._texts),
+            stop_reason=stop_reason,
+            total_cost_usd=process.total_cost_usd,
+            usage=turn_usage,
+            model_usage=json.loads(json.dumps(process.model_usage)),  # a snapshot
+            terminal_reason=reason,
+            user_message_uuids=self.user_message_uuids,
+            user_message_uuid=self.user_message_uuids[0] if self.user_message_uuids else None,
+            errors=errors,
+            api_error_status=api_error_status,
+            **self._ids(),
+        )
+        await self._emit(frame)
         process.results.append(frame)
         process._last_result_is_error = is_error
         self.finished = True
@@ -217,22 +181,17 @@ class FakeTurn(ContentMixin, RequestsMixin, SystemFramesMixin):
         ``success`` result with ``is_error`` and ``api_error_status`` (``terminal_reason``
         ``api_error``)."""
         text = f"API Error: {status} {message}"
-        await self.frame(
-            {
-                "type": "assistant",
-                "message": {
-                    "id": self.process._next_id(),
-                    "type": "message",
-                    "role": "assistant",
-                    "model": "<synthetic>",
-                    "content": [{"type": "text", "text": text}],
-                    "stop_reason": "stop_sequence",
-                    "stop_sequence": "",
-                    "usage": {k: 0 for k in DEFAULT_MESSAGE_USAGE},
-                },
-                "parent_tool_use_id": None,
-                "error": error,
-            }
+        await self._emit(
+            frames.assistant(
+                [frames.text_block(text)],
+                message_id=self.process._next_id(),
+                model="<synthetic>",
+                usage={k: 0 for k in DEFAULT_MESSAGE_USAGE},
+                stop_reason="stop_sequence",
+                stop_sequence="",
+                error=error,
+                **self._ids(),
+            )
         )
         await self.result(
             text, is_error=True, api_error_status=status, usage={}, cost_usd=0.0,

@@ -16,6 +16,7 @@ import trio
 
 from claude_trio.protocol.errors import InvalidParamsError
 
+from .. import frames
 from ._turn_core import TurnCore
 
 #: Usage of one scripted API call when the script does not give one.
@@ -52,19 +53,9 @@ class ContentMixin(TurnCore):
         self._cost += cost_usd
         self._block_index = 0
         await self._stream(
-            {
-                "type": "message_start",
-                "message": {
-                    "model": self.process.model,
-                    "id": self._message_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": self._snapshot_usage(),
-                },
-            }
+            frames.message_start_event(
+                message_id=self._message_id, model=self.process.model, usage=self._snapshot_usage()
+            )
         )
 
     def _snapshot_usage(self) -> dict[str, int]:
@@ -80,18 +71,18 @@ class ContentMixin(TurnCore):
             return
         add_usage(self._usage, self._message_usage)
         await self._stream(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                "usage": dict(self._message_usage),
-            }
+            frames.message_delta_event(stop_reason=stop_reason, usage=self._message_usage)
         )
-        await self._stream({"type": "message_stop"})
+        await self._stream(frames.message_stop_event())
         self._message_id = None
 
     async def _stream(self, event: Mapping[str, Any], parent: str | None = None) -> None:
-        await self.frame(
-            {"type": "stream_event", "event": dict(event), "parent_tool_use_id": parent}
+        await self._emit(
+            frames.stream_event(
+                event,
+                parent_tool_use_id=parent,
+                **self._ids(),
+            )
         )
 
     async def _ensure_message(self) -> None:
@@ -102,21 +93,15 @@ class ContentMixin(TurnCore):
     async def _assistant(self, block: Mapping[str, Any], parent: str | None) -> None:
         message_id = self._message_id or f"msg_fake_{self.process._next_id()[-12:]}"
         usage = self._snapshot_usage() if self._message_id else dict(DEFAULT_MESSAGE_USAGE)
-        await self.frame(
-            {
-                "type": "assistant",
-                "message": {
-                    "id": message_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": self.process.model,
-                    "content": [dict(block)],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": usage,
-                },
-                "parent_tool_use_id": parent,
-            }
+        await self._emit(
+            frames.assistant(
+                [block],
+                message_id=message_id,
+                model=self.process.model,
+                usage=usage,
+                parent_tool_use_id=parent,
+                **self._ids(),
+            )
         )
 
     async def _block(
@@ -135,12 +120,12 @@ class ContentMixin(TurnCore):
         await self._ensure_message()
         index = self._block_index
         self._block_index += 1
-        await self._stream({"type": "content_block_start", "index": index, "content_block": start})
+        await self._stream(frames.content_block_start_event(index, start))
         for delta in deltas:
             if delay:
                 await trio.sleep(delay)
-            await self._stream({"type": "content_block_delta", "index": index, "delta": delta})
-        await self._stream({"type": "content_block_stop", "index": index})
+            await self._stream(frames.content_block_delta_event(index, delta))
+        await self._stream(frames.content_block_stop_event(index))
         await self._assistant(final, None)
 
     @staticmethod
@@ -163,9 +148,9 @@ class ContentMixin(TurnCore):
         before each, then one ``assistant`` frame with the whole block."""
         self._texts.append(text)
         await self._block(
-            {"type": "text", "text": ""},
-            [{"type": "text_delta", "text": c} for c in self._chunks(text, chunk)],
-            {"type": "text", "text": text},
+            frames.text_block(""),
+            [frames.text_delta(c) for c in self._chunks(text, chunk)],
+            frames.text_block(text),
             delay=delay,
             parent_tool_use_id=parent_tool_use_id,
         )
@@ -180,14 +165,12 @@ class ContentMixin(TurnCore):
         parent_tool_use_id: str | None = None,
     ) -> None:
         """A thinking block: ``thinking_delta`` events, one ``signature_delta``, the block."""
-        deltas: list[Mapping[str, Any]] = [
-            {"type": "thinking_delta", "thinking": c} for c in self._chunks(thinking, chunk)
-        ]
-        deltas.append({"type": "signature_delta", "signature": signature})
+        deltas = [frames.thinking_delta(c) for c in self._chunks(thinking, chunk)]
+        deltas.append(frames.signature_delta(signature))
         await self._block(
-            {"type": "thinking", "thinking": "", "signature": ""},
+            frames.thinking_block("", ""),
             deltas,
-            {"type": "thinking", "thinking": thinking, "signature": signature},
+            frames.thinking_block(thinking, signature),
             delay=delay,
             parent_tool_use_id=parent_tool_use_id,
         )
@@ -207,9 +190,9 @@ class ContentMixin(TurnCore):
         if parent_tool_use_id is None:
             self._open_tools.add(tool_use_id)
         await self._block(
-            {"type": "tool_use", "id": tool_use_id, "name": name, "input": {}},
-            [{"type": "input_json_delta", "partial_json": json.dumps(dict(input))}],
-            {"type": "tool_use", "id": tool_use_id, "name": name, "input": dict(input)},
+            frames.tool_use_block(tool_use_id, name, {}),
+            [frames.input_json_delta(json.dumps(dict(input)))],
+            frames.tool_use_block(tool_use_id, name, input),
             delay=0.0,
             parent_tool_use_id=parent_tool_use_id,
         )
@@ -233,24 +216,16 @@ class ContentMixin(TurnCore):
         if parent_tool_use_id is None and self._message_id is not None:
             await self.end_message(stop_reason="tool_use")
         self._open_tools.discard(tool_use_id)
-        frame: dict[str, Any] = {
-            "type": "user",
-            "message": {
-                "role": "user",
-                "content": [
-                    {
-                        "tool_use_id": tool_use_id,
-                        "type": "tool_result",
-                        "content": content,
-                        "is_error": is_error,
-                    }
-                ],
-            },
-            "parent_tool_use_id": parent_tool_use_id,
-            "timestamp": self._now_iso(),
-        }
-        if tool_use_result is not None:
-            frame["tool_use_result"] = tool_use_result
-        await self.frame(frame)
+        await self._emit(
+            frames.tool_result(
+                tool_use_id,
+                content,
+                is_error=is_error,
+                tool_use_result=tool_use_result,
+                parent_tool_use_id=parent_tool_use_id,
+                timestamp=self._now_iso(),
+                **self._ids(),
+            )
+        )
         if fold and parent_tool_use_id is None:
             await self.fold_pending()

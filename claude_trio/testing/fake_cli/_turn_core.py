@@ -3,19 +3,24 @@ identity and state, its user messages, and the way its frames reach stdout."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import trio
 
+from .. import frames
 from ._input import UserInput
 
 if TYPE_CHECKING:
     from ._control import PendingRequest
     from ._transport import FakeTransport
 
-_EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+
+class Ids(TypedDict):
+    """The ids every frame of a turn carries."""
+
+    session_id: str
+    uuid: str
 
 
 class TurnCore:
@@ -54,15 +59,16 @@ class TurnCore:
 
     # -- output ---------------------------------------------------------------------------------
 
-    def _frame(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        frame = dict(body)
-        frame.setdefault("session_id", self.session_id)
-        frame.setdefault("uuid", self.process._next_id())
-        return frame
+    def _ids(self) -> Ids:
+        """The session id and a fresh uuid, for the next frame."""
+        return {"session_id": self.session_id, "uuid": self.process._next_id()}
+
+    async def _emit(self, frame: Mapping[str, Any]) -> None:
+        await self.process._emit(frame)
 
     async def frame(self, body: Mapping[str, Any]) -> None:
         """Emit any frame (``session_id`` and ``uuid`` are filled in when missing)."""
-        await self.process._emit(self._frame(body))
+        await self._emit(frames.with_ids(body, **self._ids()))
 
     async def raw(self, text: str) -> None:
         """Write raw text to stdout, no newline added (partial lines, noise, oversize lines)."""
@@ -74,8 +80,7 @@ class TurnCore:
 
     def _now_iso(self) -> str:
         # A timestamp on the trio clock, so frames are reproducible under MockClock.
-        stamp = _EPOCH + datetime.timedelta(seconds=trio.current_time())
-        return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return frames.timestamp_at(trio.current_time())
 
     # -- user messages --------------------------------------------------------------------------
 
@@ -83,16 +88,16 @@ class TurnCore:
         await trio.lowlevel.checkpoint()
         if not self.process.replay_user_messages:
             return
-        await self.frame(
-            {
-                "type": "user",
-                "message": {"role": "user", "content": message.content},
-                "parent_tool_use_id": None,
-                "uuid": message.uuid or self.process._next_id(),
-                "timestamp": self._now_iso(),
-                "isReplay": True,
-            }
+        frame = frames.user_echo(
+            message.content,
+            uuid=message.uuid or self.process._next_id(),
+            timestamp=self._now_iso(),
+            session_id=self.session_id,
         )
+        # The fake draws one more id here and leaves it unused; the ids of every later frame
+        # count it.
+        self.process._next_id()
+        await self._emit(frame)
 
     async def fold_pending(self) -> list[UserInput]:
         """Consume every queued user message into this turn (echo + listed in its result)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import frames
 from ._control import PendingRequest
 from ._turn_core import TurnCore
 
@@ -18,9 +19,7 @@ class RequestsMixin(TurnCore):
         """Send any control request to the SDK; returns the pending request to await/cancel."""
         pending = self.process._control.open(request)
         self._requests.append(pending)
-        await self.process._emit(
-            {"type": "control_request", "request_id": pending.request_id, "request": dict(request)}
-        )
+        await self._emit(frames.control_request(pending.request_id, request))
         return pending
 
     async def send_permission_request(
@@ -32,14 +31,12 @@ class RequestsMixin(TurnCore):
         **extra: Any,
     ) -> PendingRequest:
         return await self.send_request(
-            {
-                "subtype": "can_use_tool",
-                "tool_name": tool_name,
-                "input": dict(input),
-                "permission_suggestions": [],
-                "tool_use_id": tool_use_id or f"toolu_fake_{self.process._next_id()[-12:]}",
-                **extra,
-            }
+            frames.can_use_tool_request(
+                tool_name,
+                input,
+                tool_use_id=tool_use_id or f"toolu_fake_{self.process._next_id()[-12:]}",
+                extra=extra,
+            )
         )
 
     async def ask_permission(
@@ -62,13 +59,7 @@ class RequestsMixin(TurnCore):
         self, server: str, message: str, schema: Mapping[str, Any], *, mode: str = "form"
     ) -> PendingRequest:
         return await self.send_request(
-            {
-                "subtype": "elicitation",
-                "mcp_server_name": server,
-                "message": message,
-                "mode": mode,
-                "requested_schema": dict(schema),
-            }
+            frames.elicitation_request(server, message, schema, mode=mode)
         )
 
     async def elicit(
@@ -85,11 +76,6 @@ class RequestsMixin(TurnCore):
     ) -> dict[str, Any]:
         """A ``hook_callback`` request for an id from ``process.hook_callback_ids``."""
         pending = await self.send_request(
-            {
-                "subtype": "hook_callback",
-                "callback_id": callback_id,
-                "input": dict(input),
-                "tool_use_id": tool_use_id,
-            }
+            frames.hook_callback_request(callback_id, input, tool_use_id=tool_use_id)
         )
         return await pending.reply()

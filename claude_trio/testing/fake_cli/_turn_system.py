@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import frames
 from ._turn_core import TurnCore
 
 
@@ -13,7 +14,8 @@ class SystemFramesMixin(TurnCore):
     """The system-frame methods of :class:`~claude_trio.testing.fake_cli.FakeTurn`."""
 
     async def system(self, subtype: str, **fields: Any) -> None:
-        await self.frame({"type": "system", "subtype": subtype, **fields})
+        """Any ``system`` frame; ``fields`` may override ``session_id`` and ``uuid``."""
+        await self._emit(frames.system(subtype, fields, **self._ids()))
 
     async def task_started(
         self,
@@ -23,12 +25,14 @@ class SystemFramesMixin(TurnCore):
         tool_use_id: str | None = None,
         task_type: str = "local_agent",
     ) -> None:
-        await self.system(
-            "task_started",
-            task_id=task_id,
-            tool_use_id=tool_use_id,
-            description=description,
-            task_type=task_type,
+        await self._emit(
+            frames.task_started(
+                task_id,
+                description=description,
+                tool_use_id=tool_use_id,
+                task_type=task_type,
+                **self._ids(),
+            )
         )
 
     async def task_progress(
@@ -40,13 +44,15 @@ class SystemFramesMixin(TurnCore):
         last_tool_name: str | None = None,
         usage: Mapping[str, int] | None = None,
     ) -> None:
-        await self.system(
-            "task_progress",
-            task_id=task_id,
-            tool_use_id=tool_use_id,
-            description=description,
-            usage=dict(usage or {"total_tokens": 0, "tool_uses": 0, "duration_ms": 0}),
-            last_tool_name=last_tool_name,
+        await self._emit(
+            frames.task_progress(
+                task_id,
+                description=description,
+                usage=usage or {"total_tokens": 0, "tool_uses": 0, "duration_ms": 0},
+                tool_use_id=tool_use_id,
+                last_tool_name=last_tool_name,
+                **self._ids(),
+            )
         )
 
     async def task_notification(
@@ -59,25 +65,24 @@ class SystemFramesMixin(TurnCore):
         tool_use_id: str | None = None,
         usage: Mapping[str, int] | None = None,
     ) -> None:
-        fields: dict[str, Any] = {}
-        if usage is not None:
-            fields["usage"] = dict(usage)
-        await self.system(
-            "task_notification",
-            task_id=task_id,
-            tool_use_id=tool_use_id,
-            status=status,
-            output_file=output_file,
-            summary=summary,
-            **fields,
+        await self._emit(
+            frames.task_notification(
+                task_id,
+                status=status,
+                output_file=output_file,
+                summary=summary,
+                tool_use_id=tool_use_id,
+                usage=usage,
+                **self._ids(),
+            )
         )
 
     async def task_updated(self, task_id: str, patch: Mapping[str, Any]) -> None:
-        await self.system("task_updated", task_id=task_id, patch=dict(patch))
+        await self._emit(frames.task_updated(task_id, patch, **self._ids()))
 
     async def compact_boundary(self, *, trigger: str = "auto", pre_tokens: int = 0) -> None:
-        await self.system(
-            "compact_boundary", compact_metadata={"trigger": trigger, "pre_tokens": pre_tokens}
+        await self._emit(
+            frames.compact_boundary(trigger=trigger, pre_tokens=pre_tokens, **self._ids())
         )
 
     async def api_retry(
@@ -89,26 +94,20 @@ class SystemFramesMixin(TurnCore):
         error_status: int | None = None,
         error: str = "unknown",
     ) -> None:
-        await self.system(
-            "api_retry",
-            attempt=attempt,
-            max_retries=max_retries,
-            retry_delay_ms=retry_delay_ms,
-            error_status=error_status,
-            error=error,
+        await self._emit(
+            frames.api_retry(
+                attempt=attempt,
+                max_retries=max_retries,
+                retry_delay_ms=retry_delay_ms,
+                error_status=error_status,
+                error=error,
+                **self._ids(),
+            )
         )
 
     async def rate_limit(self, status: str = "allowed", **info: Any) -> None:
-        await self.frame(
-            {"type": "rate_limit_event", "rate_limit_info": {"status": status, **info}}
-        )
+        await self._emit(frames.rate_limit_event(status, info, **self._ids()))
 
     async def tool_use_summary(self, summary: str, preceding_tool_use_ids: Sequence[str]) -> None:
         """The top-level ``tool_use_summary`` frame (the SDK's parser drops it)."""
-        await self.frame(
-            {
-                "type": "tool_use_summary",
-                "summary": summary,
-                "preceding_tool_use_ids": list(preceding_tool_use_ids),
-            }
-        )
+        await self._emit(frames.tool_use_summary(summary, preceding_tool_use_ids, **self._ids()))
