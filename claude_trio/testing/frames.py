@@ -2,8 +2,9 @@
 
 Each function returns one frame (or one piece of a frame) as the CLI prints it on one stdout
 line, or as it crosses the control protocol. They are pure: no clock, no random ids, no I/O.
-Every frame the CLI stamps takes its ``session_id`` and ``uuid`` as arguments, and optional
-fields are left out when passed ``None``, so a test decides every byte.
+Every frame the CLI stamps takes its ``session_id`` and ``uuid`` as arguments. A field the CLI
+writes only sometimes is left out when passed ``None``; a field it always writes is written even
+when ``None``. So a test decides every byte.
 
 The fake CLI (:mod:`claude_trio.testing.fake_cli`) writes its frames with these functions. In
 your own tests, feed them to the SDK's ``parse_message``, or to anything that reads CLI output::
@@ -19,9 +20,12 @@ your own tests, feed them to the SDK's ``parse_message``, or to anything that re
         )
     )
 
-Naming: ``*_event`` builds the Messages API stream event carried by a ``stream_event`` frame;
-``*_block`` and ``*_delta`` build content blocks and deltas; ``*_request`` and ``*_response``
-build control-protocol payloads; every other function builds a whole frame.
+Naming: a function named after a frame's ``type`` or ``system`` subtype builds that whole frame
+(``stream_event``, ``assistant``, ``result``, ``rate_limit_event``, ``task_started``,
+``control_request``, ...). The API stream events a ``stream_event`` frame carries are
+``message_start_event`` to ``message_stop_event``; ``*_block`` and ``*_delta`` build content
+blocks and deltas; the other ``*_request`` and ``*_response`` functions build the payloads of
+control requests and of their answers.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Each ``*_frame`` function returns the dict the CLI prints on one stdout line; the matching
 function without the suffix runs it through ``claude_agent_sdk``'s own ``parse_message`` so the
 tests get exactly the objects the SDK yields. The shapes come from
-:mod:`claude_trio.testing.frames` (the fake CLI writes the same ones); this module adds the
-values of a recorded session (its session id, model and usage) and fresh uuids.
+:mod:`claude_trio.testing.frames` (the fake CLI writes the same ones); this module adds fixed
+values (session id, model, usage, signature, timestamp) and fresh uuids.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """What the model streams in a fake turn: API calls and their content blocks.
 
 Each block is written as the CLI writes it: ``stream_event`` frames (``content_block_start``,
-the deltas, ``content_block_stop``), then one ``assistant`` frame with the whole block. An API
-call (``message_start`` ... ``message_delta``/``message_stop``) opens before the first block and
-closes before a tool result or the turn's result, unless the script opens and closes it itself.
+the deltas, ``content_block_stop``), then one ``assistant`` frame with the whole block; a
+subagent's block (``parent_tool_use_id=...``) is only the ``assistant`` frame. An API call
+(``message_start`` ... ``message_delta``/``message_stop``) opens before the first block and
+closes after a tool use, before a tool result and before the turn's result, unless the script
+opens and closes it itself (:meth:`begin_message`, :meth:`end_message`).
 """
 
 from __future__ import annotations
