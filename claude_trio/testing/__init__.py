@@ -3,6 +3,8 @@
 * ``FakeCLI`` speaks the ``claude`` CLI's stream-JSON and control protocol behind the SDK's
   ``Transport`` interface, so the real ``ClaudeSDKClient`` parses every frame; timed on the trio
   clock, with fault modes (:mod:`claude_trio.testing.fake_cli`).
+* ``frames`` builds the CLI's stream-JSON frames as plain dicts, to feed the SDK's
+  ``parse_message`` or anything else that reads CLI output (:mod:`claude_trio.testing.frames`).
 * ``ModelDouble`` is a scripted Anthropic Messages API served on 127.0.0.1, and ``hermetic_env``
   points the real bundled CLI at it with no key and no network
   (:mod:`claude_trio.testing.model_double`, :mod:`claude_trio.testing.hermetic`).

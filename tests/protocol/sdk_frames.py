@@ -2,8 +2,9 @@
 
 Each ``*_frame`` function returns the dict the CLI prints on one stdout line; the matching
 function without the suffix runs it through ``claude_agent_sdk``'s own ``parse_message`` so the
-tests get exactly the objects the SDK yields. Shapes are copied from the SDK's parser and types
-(``message_parser.py``, ``types.py``) and from the CLI's own frame builders (``sdk-facts.md``).
+tests get exactly the objects the SDK yields. The shapes come from
+:mod:`claude_trio.testing.frames` (the fake CLI writes the same ones); this module adds fixed
+values (session id, model, usage, signature, timestamp) and fresh uuids.
 """
 
 from __future__ import annotations
@@ -14,14 +15,22 @@ from typing import Any
 import claude_agent_sdk as sdk
 from claude_agent_sdk._internal.message_parser import parse_message
 
+from claude_trio.testing import frames
+
 SESSION_ID = "6d1c1b3e-2f0a-4b55-9d8e-0c6f1a2b3c4d"
 MODEL = "claude-sonnet-4-5-20250929"
+SIGNATURE = "EqQBCkYIBxgCKkB"
+TIMESTAMP = "2026-06-10T12:00:00.000Z"
 
 _counter = itertools.count(1)
 
 
 def new_uuid() -> str:
     return f"00000000-0000-4000-8000-{next(_counter):012d}"
+
+
+def _ids() -> dict[str, str]:
+    return {"session_id": SESSION_ID, "uuid": new_uuid()}
 
 
 def parse(frame: dict[str, Any]) -> sdk.Message:
@@ -36,39 +45,27 @@ def api_usage(
     cache_read: int = 0,
     cache_creation: int = 0,
 ) -> dict[str, Any]:
-    return {
-        "input_tokens": input_tokens,
-        "cache_creation_input_tokens": cache_creation,
-        "cache_read_input_tokens": cache_read,
-        "output_tokens": output_tokens,
-        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-        "service_tier": "standard",
-        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
-    }
+    return frames.api_usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_input_tokens=cache_read,
+        cache_creation_input_tokens=cache_creation,
+    )
 
 
 # --- system ---------------------------------------------------------------------------------
 
 
 def init_frame(*, session_id: str = SESSION_ID, model: str = MODEL) -> dict[str, Any]:
-    return {
-        "type": "system",
-        "subtype": "init",
-        "cwd": "/tmp/work",
-        "session_id": session_id,
-        "tools": ["Task", "Bash", "Read", "Edit", "Write", "TodoWrite", "Skill"],
-        "mcp_servers": [],
-        "model": model,
-        "permissionMode": "default",
-        "slash_commands": ["compact", "context", "cost"],
-        "apiKeySource": "ANTHROPIC_API_KEY",
-        "claude_code_version": "2.1.332",
-        "output_style": "default",
-        "agents": ["general-purpose"],
-        "skills": [],
-        "plugins": [],
-        "uuid": new_uuid(),
-    }
+    return frames.system_init(
+        cwd="/tmp/work",
+        model=model,
+        tools=["Task", "Bash", "Read", "Edit", "Write", "TodoWrite", "Skill"],
+        slash_commands=["compact", "context", "cost"],
+        agents=["general-purpose"],
+        session_id=session_id,
+        uuid=new_uuid(),
+    )
 
 
 def init(**kwargs: Any) -> sdk.Message:
@@ -76,53 +73,35 @@ def init(**kwargs: Any) -> sdk.Message:
 
 
 def compact_boundary(*, trigger: str = "auto", pre_tokens: int = 155_000) -> sdk.Message:
-    return parse(
-        {
-            "type": "system",
-            "subtype": "compact_boundary",
-            "session_id": SESSION_ID,
-            "uuid": new_uuid(),
-            "compact_metadata": {"trigger": trigger, "pre_tokens": pre_tokens},
-        }
-    )
+    return parse(frames.compact_boundary(trigger=trigger, pre_tokens=pre_tokens, **_ids()))
 
 
 def api_retry(
     *, attempt: int = 1, max_retries: int = 10, delay_ms: int = 527, status: int | None = 529
 ) -> sdk.Message:
     return parse(
-        {
-            "type": "system",
-            "subtype": "api_retry",
-            "attempt": attempt,
-            "max_retries": max_retries,
-            "retry_delay_ms": delay_ms,
-            "error_status": status,
-            "error": "overloaded_error",
-            "session_id": SESSION_ID,
-            "uuid": new_uuid(),
-        }
+        frames.api_retry(
+            attempt=attempt,
+            max_retries=max_retries,
+            retry_delay_ms=delay_ms,
+            error_status=status,
+            error="overloaded_error",
+            **_ids(),
+        )
     )
 
 
 def system_other(subtype: str, **fields: Any) -> sdk.Message:
-    return parse(
-        {"type": "system", "subtype": subtype, "session_id": SESSION_ID, "uuid": new_uuid()}
-        | fields
-    )
+    return parse(frames.system(subtype, fields, **_ids()))
 
 
 def tool_use_summary_frame(
     summary: str, preceding_tool_use_ids: list[str], *, uuid: str | None = None
 ) -> dict[str, Any]:
     """The CLI's top-level frame (the SDK parser drops it; see ``tool_use_summary``)."""
-    return {
-        "type": "tool_use_summary",
-        "summary": summary,
-        "preceding_tool_use_ids": preceding_tool_use_ids,
-        "uuid": uuid or new_uuid(),
-        "session_id": SESSION_ID,
-    }
+    return frames.tool_use_summary(
+        summary, preceding_tool_use_ids, session_id=SESSION_ID, uuid=uuid or new_uuid()
+    )
 
 
 def tool_use_summary(
@@ -138,114 +117,62 @@ def tool_use_summary(
 
 
 def stream_frame(event: dict[str, Any], *, parent_tool_use_id: str | None = None) -> dict[str, Any]:
-    return {
-        "type": "stream_event",
-        "event": event,
-        "session_id": SESSION_ID,
-        "parent_tool_use_id": parent_tool_use_id,
-        "uuid": new_uuid(),
-    }
+    return frames.stream_event(event, parent_tool_use_id=parent_tool_use_id, **_ids())
 
 
 def message_start(message_id: str, *, parent_tool_use_id: str | None = None) -> sdk.Message:
-    return parse(
-        stream_frame(
-            {
-                "type": "message_start",
-                "message": {
-                    "id": message_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": MODEL,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": api_usage(output_tokens=1),
-                },
-            },
-            parent_tool_use_id=parent_tool_use_id,
-        )
+    event = frames.message_start_event(
+        message_id=message_id, model=MODEL, usage=api_usage(output_tokens=1)
     )
+    return parse(stream_frame(event, parent_tool_use_id=parent_tool_use_id))
 
 
 def content_block_start(index: int, block_type: str = "text") -> sdk.Message:
-    block: dict[str, Any] = {"type": block_type}
-    block |= {"text": ""} if block_type == "text" else {"thinking": "", "signature": ""}
-    return parse(
-        stream_frame({"type": "content_block_start", "index": index, "content_block": block})
-    )
+    block = frames.text_block("") if block_type == "text" else frames.thinking_block("", "")
+    block["type"] = block_type
+    return parse(stream_frame(frames.content_block_start_event(index, block)))
 
 
 def text_delta(text: str, index: int = 0, *, parent_tool_use_id: str | None = None) -> sdk.Message:
-    return parse(
-        stream_frame(
-            {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "text_delta", "text": text},
-            },
-            parent_tool_use_id=parent_tool_use_id,
-        )
-    )
+    event = frames.content_block_delta_event(index, frames.text_delta(text))
+    return parse(stream_frame(event, parent_tool_use_id=parent_tool_use_id))
 
 
 def thinking_delta(text: str, index: int = 0) -> sdk.Message:
-    return parse(
-        stream_frame(
-            {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "thinking_delta", "thinking": text},
-            }
-        )
-    )
+    return parse(stream_frame(frames.content_block_delta_event(index, frames.thinking_delta(text))))
 
 
 def signature_delta(index: int = 0) -> sdk.Message:
-    return parse(
-        stream_frame(
-            {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "signature_delta", "signature": "EqQBCkYIBxgCKkB"},
-            }
-        )
-    )
+    delta = frames.signature_delta(SIGNATURE)
+    return parse(stream_frame(frames.content_block_delta_event(index, delta)))
 
 
 def content_block_stop(index: int) -> sdk.Message:
-    return parse(stream_frame({"type": "content_block_stop", "index": index}))
+    return parse(stream_frame(frames.content_block_stop_event(index)))
 
 
 def message_delta(stop_reason: str = "end_turn") -> sdk.Message:
-    return parse(
-        stream_frame(
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                "usage": {"output_tokens": 42},
-            }
-        )
-    )
+    event = frames.message_delta_event(stop_reason=stop_reason, usage={"output_tokens": 42})
+    return parse(stream_frame(event))
 
 
 def message_stop() -> sdk.Message:
-    return parse(stream_frame({"type": "message_stop"}))
+    return parse(stream_frame(frames.message_stop_event()))
 
 
 # --- assistant / user -----------------------------------------------------------------------
 
 
 def text_block(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
+    return frames.text_block(text)
 
 
 def thinking_block(thinking: str) -> dict[str, Any]:
-    return {"type": "thinking", "thinking": thinking, "signature": "EqQBCkYIBxgCKkB"}
+    return frames.thinking_block(thinking, SIGNATURE)
 
 
 def tool_use_block(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}
+    return frames.tool_use_block(tool_use_id, name, tool_input)
 
 
 def assistant_frame(
@@ -257,26 +184,17 @@ def assistant_frame(
     error: str | None = None,
 ) -> dict[str, Any]:
     """One block of an API message, as the CLI prints it (one frame per content block)."""
-    frame: dict[str, Any] = {
-        "type": "assistant",
-        "message": {
-            "id": message_id,
-            "type": "message",
-            "role": "assistant",
-            "model": MODEL,
-            "content": [block],
-            "stop_reason": stop_reason,
-            "stop_sequence": None,
-            "usage": api_usage(),
-            "context_management": None,
-        },
-        "parent_tool_use_id": parent_tool_use_id,
-        "session_id": SESSION_ID,
-        "uuid": new_uuid(),
-    }
-    if error is not None:
-        frame["error"] = error
-    return frame
+    return frames.assistant(
+        [block],
+        message_id=message_id,
+        model=MODEL,
+        usage=api_usage(),
+        stop_reason=stop_reason,
+        parent_tool_use_id=parent_tool_use_id,
+        error=error,
+        message_fields={"context_management": None},
+        **_ids(),
+    )
 
 
 def assistant(message_id: str, block: dict[str, Any], **kwargs: Any) -> sdk.Message:
@@ -291,20 +209,15 @@ def tool_result_frame(
     tool_use_result: Any = None,
     parent_tool_use_id: str | None = None,
 ) -> dict[str, Any]:
-    block: dict[str, Any] = {"tool_use_id": tool_use_id, "type": "tool_result", "content": content}
-    if is_error is not None:
-        block["is_error"] = is_error
-    frame: dict[str, Any] = {
-        "type": "user",
-        "message": {"role": "user", "content": [block]},
-        "parent_tool_use_id": parent_tool_use_id,
-        "session_id": SESSION_ID,
-        "uuid": new_uuid(),
-        "timestamp": "2026-06-10T12:00:00.000Z",
-    }
-    if tool_use_result is not None:
-        frame["tool_use_result"] = tool_use_result
-    return frame
+    return frames.tool_result(
+        tool_use_id,
+        content,
+        is_error=is_error,
+        tool_use_result=tool_use_result,
+        parent_tool_use_id=parent_tool_use_id,
+        timestamp=TIMESTAMP,
+        **_ids(),
+    )
 
 
 def tool_result(tool_use_id: str, content: Any, **kwargs: Any) -> sdk.Message:
@@ -314,16 +227,7 @@ def tool_result(tool_use_id: str, content: Any, **kwargs: Any) -> sdk.Message:
 def user_echo(text: str, uuid: str, *, as_blocks: bool = False) -> sdk.Message:
     """The CLI's replay of a user message we sent (``--replay-user-messages``)."""
     content: Any = [text_block(text)] if as_blocks else text
-    return parse(
-        {
-            "type": "user",
-            "message": {"role": "user", "content": content},
-            "parent_tool_use_id": None,
-            "session_id": SESSION_ID,
-            "uuid": uuid,
-            "isReplay": True,
-        }
-    )
+    return parse(frames.user_echo(content, uuid=uuid, session_id=SESSION_ID))
 
 
 # --- result ---------------------------------------------------------------------------------
@@ -343,32 +247,27 @@ def result_frame(
     errors: list[str] | None = None,
     num_turns: int = 1,
 ) -> dict[str, Any]:
-    frame: dict[str, Any] = {
-        "type": "result",
-        "subtype": subtype,
-        "is_error": is_error,
-        "duration_ms": 1234,
-        "duration_api_ms": 1100,
-        "num_turns": num_turns,
-        "session_id": SESSION_ID,
-        "stop_reason": stop_reason,
-        "usage": api_usage() if usage is None else usage,
-        "modelUsage": {},
-        "permission_denials": [],
-        "uuid": new_uuid(),
-        "terminal_reason": terminal_reason,
-    }
-    if text is not None:
-        frame["result"] = text
-    if total_cost_usd is not None:
-        frame["total_cost_usd"] = total_cost_usd
-    if user_message_uuids is not None:
-        frame["user_message_uuids"] = user_message_uuids
-        frame["user_message_uuid"] = user_message_uuids[-1] if user_message_uuids else None
-    if api_error_status is not None:
-        frame["api_error_status"] = api_error_status
-    if errors is not None:
-        frame["errors"] = errors
+    frame = frames.result(
+        subtype=subtype,
+        is_error=is_error,
+        duration_ms=1234,
+        duration_api_ms=1100,
+        num_turns=num_turns,
+        text=text,
+        stop_reason=stop_reason,
+        total_cost_usd=total_cost_usd,
+        usage=api_usage() if usage is None else usage,
+        model_usage={},
+        terminal_reason=terminal_reason,
+        user_message_uuids=user_message_uuids,
+        user_message_uuid=user_message_uuids[-1] if user_message_uuids else None,
+        errors=errors,
+        api_error_status=api_error_status,
+        **_ids(),
+    )
+    if user_message_uuids == []:
+        # A result that took in no user message still names the field, as null.
+        frame["user_message_uuid"] = None
     return frame
 
 
@@ -397,92 +296,56 @@ def task_started(
     task_id: str, tool_use_id: str, description: str = "Explore the repo"
 ) -> sdk.Message:
     return parse(
-        {
-            "type": "system",
-            "subtype": "task_started",
-            "task_id": task_id,
-            "tool_use_id": tool_use_id,
-            "description": description,
-            "subagent_type": "general-purpose",
-            "is_backgrounded": True,
-            "task_type": "local_agent",
-            "session_id": SESSION_ID,
-            "uuid": new_uuid(),
-        }
+        frames.task_started(
+            task_id,
+            description=description,
+            tool_use_id=tool_use_id,
+            subagent_type="general-purpose",
+            is_backgrounded=True,
+            **_ids(),
+        )
     )
 
 
 def task_progress(task_id: str, tool_use_id: str, last_tool_name: str = "Read") -> sdk.Message:
     return parse(
-        {
-            "type": "system",
-            "subtype": "task_progress",
-            "task_id": task_id,
-            "tool_use_id": tool_use_id,
-            "description": "Reading files",
-            "usage": {"total_tokens": 1200, "tool_uses": 2, "duration_ms": 900},
-            "last_tool_name": last_tool_name,
-            "session_id": SESSION_ID,
-            "uuid": new_uuid(),
-        }
+        frames.task_progress(
+            task_id,
+            description="Reading files",
+            usage={"total_tokens": 1200, "tool_uses": 2, "duration_ms": 900},
+            tool_use_id=tool_use_id,
+            last_tool_name=last_tool_name,
+            **_ids(),
+        )
     )
 
 
 def task_notification(task_id: str, tool_use_id: str, status: str = "completed") -> sdk.Message:
     return parse(
-        {
-            "type": "system",
-            "subtype": "task_notification",
-            "task_id": task_id,
-            "tool_use_id": tool_use_id,
-            "status": status,
-            "output_file": f"/tmp/tasks/{task_id}.output",
-            "summary": "Found 3 modules",
-            "usage": {"total_tokens": 5000, "tool_uses": 7, "duration_ms": 4000},
-            "session_id": SESSION_ID,
-            "uuid": new_uuid(),
-        }
+        frames.task_notification(
+            task_id,
+            status=status,
+            output_file=f"/tmp/tasks/{task_id}.output",
+            summary="Found 3 modules",
+            tool_use_id=tool_use_id,
+            usage={"total_tokens": 5000, "tool_uses": 7, "duration_ms": 4000},
+            **_ids(),
+        )
     )
 
 
 def task_updated(task_id: str, status: str) -> sdk.Message:
-    return parse(
-        {
-            "type": "system",
-            "subtype": "task_updated",
-            "task_id": task_id,
-            "patch": {"status": status, "end_time": 1760000000000},
-            "session_id": SESSION_ID,
-            "uuid": new_uuid(),
-        }
-    )
+    patch = {"status": status, "end_time": 1760000000000}
+    return parse(frames.task_updated(task_id, patch, **_ids()))
 
 
 # --- other ----------------------------------------------------------------------------------
 
 
 def rate_limit(status: str) -> sdk.Message:
-    return parse(
-        {
-            "type": "rate_limit_event",
-            "rate_limit_info": {
-                "status": status,
-                "resetsAt": 1760000000,
-                "rateLimitType": "five_hour",
-                "utilization": 0.91,
-            },
-            "uuid": new_uuid(),
-            "session_id": SESSION_ID,
-        }
-    )
+    info = {"resetsAt": 1760000000, "rateLimitType": "five_hour", "utilization": 0.91}
+    return parse(frames.rate_limit_event(status, info, **_ids()))
 
 
 def conversation_reset() -> sdk.Message:
-    return parse(
-        {
-            "type": "conversation_reset",
-            "new_conversation_id": new_uuid(),
-            "uuid": new_uuid(),
-            "session_id": SESSION_ID,
-        }
-    )
+    return parse(frames.conversation_reset(new_uuid(), **_ids()))
