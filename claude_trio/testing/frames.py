@@ -689,9 +689,29 @@ def initialize_response(
     }  # fmt: skip
 
 
-def interrupt_response(still_queued: Sequence[str | None]) -> dict[str, Any]:
-    """The payload of the answer to ``interrupt``: the uuids of user messages still queued."""
-    return {"still_queued": list(still_queued)}
+def interrupt_response(
+    still_queued: Sequence[str | None], cancelled: Sequence[str | None] | None = None
+) -> dict[str, Any]:
+    """The payload of the answer to ``interrupt``: the uuids of user messages still queued
+    (they run as turns of their own afterwards) and, for an interrupt with ``cancel_queued``,
+    the ones it cancelled with the running turn."""
+    payload: dict[str, Any] = {"still_queued": list(still_queued)}
+    if cancelled is not None:
+        payload["cancelled"] = list(cancelled)
+    return payload
+
+
+def session_state_changed(state: str, *, session_id: str, uuid: str) -> dict[str, Any]:
+    """The CLI reports its state (``running``, ``requires_action``, ``idle``) to the SDK host,
+    which asks for it (``CLAUDE_CODE_SDK_READS_SESSION_STATE``); never meant for consumers."""
+    return {
+        "type": "system",
+        "subtype": "session_state_changed",
+        "state": state,
+        "sdk_host_only": True,
+        "uuid": uuid,
+        "session_id": session_id,
+    }
 
 
 def mcp_status_response() -> dict[str, Any]:

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import attrs
 import pytest
-from helpers import assert_no_child_processes, dump, kinds, of_type, params, run_session
+from helpers import (
+    assert_no_child_processes,
+    dump,
+    kinds,
+    of_type,
+    params,
+    run_session,
+    sonnet_cost,
+)
 
 from claude_trio.protocol.events import Result, TurnStarted
 from claude_trio.protocol.params import ArchitectureConfig
@@ -57,10 +65,14 @@ async def test_resume_sends_the_earlier_history_and_reports_only_the_new_calls_u
     [second] = of_type(second_events, Result)
     assert turn_started.session_id == second.session_id == first.session_id
     assert (second.final, second.is_error, second.text) == (True, False, "it was 42")
-    # A new CLI process: its cumulative cost restarted, so the turn costs just the new call, and
-    # the new session's totals hold only this execution (the seed's per-call rule on resume).
+    # The resumed CLI restores the conversation's cost into its cumulative counter: its
+    # result's total_cost_usd includes the first turn. The turn's cost is the new call's alone,
+    # and the new session's totals hold only this execution.
     assert second.usage.input_tokens == second_usage.input_tokens
-    assert second.usage.cost_usd == pytest.approx(second.raw.total_cost_usd, rel=1e-9)
+    assert second.raw.total_cost_usd == pytest.approx(
+        first.usage.cost_usd + sonnet_cost(second_usage), rel=1e-9
+    )
+    assert second.usage.cost_usd == pytest.approx(sonnet_cost(second_usage), rel=1e-9)
     assert second.session_usage == second.usage
 
 
@@ -94,3 +106,18 @@ async def test_resume_with_a_changed_model_or_thinking_is_refused_before_any_cli
     assert "start a new session" in violations[0].message
     assert len(model_double.requests) == requests_before
     assert_no_child_processes()
+
+
+async def test_identical_turns_over_three_resumes_cost_the_same(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    usage = ReplyUsage(input_tokens=10, output_tokens=5)
+    model_double.responder = turns(*(Reply.text("ok", usage=usage) for _ in range(3)))
+    execute = params(tmp_path, "one")
+    costs = []
+    for prompt in ("one", "two", "three"):
+        execute = attrs.evolve(execute, prompt=prompt)
+        [result] = of_type(await run_session(execute, hermetic), Result)
+        costs.append(result.usage.cost_usd)
+        execute = attrs.evolve(execute, resume_session_id=result.session_id)
+    assert costs == pytest.approx([sonnet_cost(usage)] * 3, rel=1e-9)

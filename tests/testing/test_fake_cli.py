@@ -40,6 +40,7 @@ from claude_trio.testing import (
     prompt_stream,
     user_message,
 )
+from claude_trio.testing.fake_cli import CLOSE_GRACE_SECONDS, SIGKILL_EXIT_CODE, SIGTERM_EXIT_CODE
 
 
 def make_options(**kwargs: Any) -> ClaudeAgentOptions:
@@ -721,17 +722,44 @@ async def test_end_input_is_recorded_and_the_cli_exits_after_its_work(
     assert fake.transport.closed
 
 
-async def test_close_kills_a_busy_process_promptly(autojump_clock: Any) -> None:
+async def test_close_gives_a_busy_process_the_sdk_s_grace_then_sigterms_it(
+    autojump_clock: Any,
+) -> None:
+    # As SubprocessCLITransport.close(): end of stdin, 5 s for the process to finish, SIGTERM.
+    # (claude-trio's sessions never rely on it: they stop the CLI first.)
+    effects: list[float] = []
+
     async def script(cli: FakeTurn) -> None:
+        await cli.sleep(3)
+        effects.append(trio.current_time())  # the agent goes on working meanwhile
         await cli.sleep(1000)
 
     fake = FakeCLI(script)
     async with connected(fake) as client:
         await push(client, "go", "u-1")
         await trio.sleep(1)
-    assert trio.current_time() == 1
+    assert trio.current_time() == 1 + CLOSE_GRACE_SECONDS
+    assert effects == [3]
     assert fake.transport.closed
-    assert fake.transport.exit_code == -15
+    assert fake.transport.exit_code == SIGTERM_EXIT_CODE
+
+
+async def test_kill_now_stops_the_process_at_once(autojump_clock: Any) -> None:
+    effects: list[float] = []
+
+    async def script(cli: FakeTurn) -> None:
+        await cli.sleep(3)
+        effects.append(trio.current_time())
+
+    fake = FakeCLI(script)
+    async with connected(fake) as client:
+        await push(client, "go", "u-1")
+        await trio.sleep(1)
+        fake.transport.kill_now()
+        fake.transport.kill_now()  # a no-op once it is gone
+    assert trio.current_time() == 1
+    assert effects == []
+    assert fake.transport.exit_code == SIGKILL_EXIT_CODE
 
 
 async def test_script_errors_crash_the_fake_process(autojump_clock: Any) -> None:

@@ -62,7 +62,13 @@ from ._cli import FakeCLI
 from ._control import PendingRequest
 from ._errors import RequestCancelledError, ScriptError, SDKControlError
 from ._input import UserInput, prompt_stream, user_message
-from ._transport import CLOSE_GRACE_SECONDS, DEFAULT_MODEL, SIGTERM_EXIT_CODE, FakeTransport
+from ._transport import (
+    CLOSE_GRACE_SECONDS,
+    DEFAULT_MODEL,
+    SIGKILL_EXIT_CODE,
+    SIGTERM_EXIT_CODE,
+    FakeTransport,
+)
 from ._turn import BackgroundJob, FakeTurn, Responder
 from ._turn_content import DEFAULT_MESSAGE_COST_USD, DEFAULT_MESSAGE_USAGE
 
@@ -72,6 +78,7 @@ __all__ = [
     "DEFAULT_MESSAGE_COST_USD",
     "DEFAULT_MESSAGE_USAGE",
     "DEFAULT_MODEL",
+    "SIGKILL_EXIT_CODE",
     "SIGTERM_EXIT_CODE",
     "BackgroundJob",
     "FakeCLI",

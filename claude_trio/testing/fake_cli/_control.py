@@ -114,9 +114,14 @@ class ControlProtocol:
                 )
                 answer = frames.initialize_control_response(request_id, payload)
             case "interrupt":
-                still_queued = process._runner.queued_uuids()
-                process._runner.interrupt()
-                payload = frames.interrupt_response(still_queued)
+                if request.get("cancel_queued") is True:
+                    cancelled = process._runner.cancel_queued()
+                    process._runner.interrupt()
+                    payload = frames.interrupt_response([], cancelled)
+                else:
+                    still_queued = process._runner.queued_uuids()
+                    process._runner.interrupt()
+                    payload = frames.interrupt_response(still_queued)
                 answer = frames.control_response(request_id, payload)
             case "mcp_status":
                 answer = frames.control_response(request_id, frames.mcp_status_response())

@@ -5,6 +5,17 @@ the running turn can fold it in (``FakeTurn.fold_pending``, done by ``tool_resul
 still queued at the result starts the next turn. ``FakeTurn.wake`` queues a turn with no user
 message, and ``FakeTurn.background`` runs a job past the result. When stdin has ended and nothing
 is left to run, the process exits: with 1 if the last result was an error, as the real CLI does.
+
+Interrupts, as the real CLI handles them for an SDK client: the running turn stops, and so do
+background jobs (the CLI sweeps background subagents when an SDK client interrupts); queued
+messages survive (the answer lists them under ``still_queued``, and they run as turns of their
+own afterwards) unless the interrupt asked ``cancel_queued``, which cancels them (listed under
+``cancelled``). An interrupt that finds no turn running latches: the next turn starts
+interrupted.
+
+The runner reports the process's state the way the real CLI does for the SDK host
+(``session_state_changed``, ``sdk_host_only``): ``running`` when a user message or a wake-up
+arrives while it was idle, ``idle`` when nothing is running or queued any more.
 """
 
 from __future__ import annotations
@@ -13,6 +24,8 @@ import collections
 from typing import TYPE_CHECKING
 
 import trio
+
+from claude_trio.testing import frames
 
 from ._errors import ScriptError
 from ._input import UserInput
@@ -35,6 +48,9 @@ class TurnRunner:
         self._background = 0
         self._stdin_eof = False
         self._nursery: trio.Nursery | None = None
+        self._latched = False
+        self._state = "idle"
+        self._background_scopes: set[trio.CancelScope] = set()
 
     @property
     def busy(self) -> bool:
@@ -48,6 +64,22 @@ class TurnRunner:
     def enqueue(self, item: UserInput | Wake) -> None:
         self._pending.append(item)
         self._ping()
+
+    @property
+    def idle(self) -> bool:
+        return not self._pending and self.current is None and self._background == 0
+
+    async def report_state(self) -> None:
+        """Emit ``session_state_changed`` when the state changed since the last report."""
+        state = "idle" if self.idle else "running"
+        if state != self._state:
+            self._state = state
+            process = self._process
+            await process._emit(
+                frames.session_state_changed(
+                    state, session_id=process.session_id, uuid=process._next_id()
+                )
+            )
 
     def end_of_input(self) -> None:
         """Stdin ended: exit once nothing is left to run."""
@@ -67,10 +99,22 @@ class TurnRunner:
         return [p.uuid for p in self._pending if isinstance(p, UserInput)]
 
     def interrupt(self) -> None:
-        """Stop the running turn, if it has not finished."""
+        """Stop the running turn, if it has not finished; with none running, latch (the next
+        turn starts interrupted)."""
         turn = self.current
         if turn is not None and not turn.finished:
             turn._interrupt()
+        elif turn is None and self._pending:
+            self._latched = True
+        for scope in self._background_scopes:
+            scope.cancel()
+
+    def cancel_queued(self) -> list[str | None]:
+        """Drop every queued user message (``cancel_queued``); returns their uuids."""
+        cancelled = [p.uuid for p in self._pending if isinstance(p, UserInput)]
+        self._pending = collections.deque(p for p in self._pending if not isinstance(p, UserInput))
+        self._ping()
+        return cancelled
 
     async def run_turns(self, nursery: trio.Nursery) -> None:
         """Run queued turns until stdin ends and nothing is left; ``nursery`` runs background
@@ -80,12 +124,16 @@ class TurnRunner:
         while True:
             await trio.lowlevel.checkpoint()
             while not self._pending:
+                await self.report_state()
                 if self._stdin_eof and self._background == 0:
                     # stdin EOF and nothing left to do: the CLI exits, with 1 after an error
                     # result (as the real one does, for shell scripts).
                     process._terminate(1 if process._last_result_is_error else 0, ())
                     return
                 await self._changed.wait()
+            await self.report_state()
+            if not self._pending:
+                continue  # cancelled while the state was reported
             item = self._pending.popleft()
             self._turns += 1
             match item:
@@ -99,6 +147,9 @@ class TurnRunner:
                 case Wake(responder=responder):
                     messages = []
             turn = FakeTurn(process, self._turns, messages)
+            if self._latched:
+                self._latched = False
+                turn._interrupt()
             self.current = turn
             try:
                 await turn._run(responder)
@@ -110,12 +161,16 @@ class TurnRunner:
         self._background += 1
 
         async def run() -> None:
-            await trio.lowlevel.checkpoint()
+            scope = trio.CancelScope()
+            self._background_scopes.add(scope)
             try:
-                await job()
+                with scope:
+                    await trio.lowlevel.checkpoint()
+                    await job()
             except Exception as exc:
                 self._process._script_failed(exc)
             finally:
+                self._background_scopes.discard(scope)
                 self._background -= 1
                 self._ping()
 

@@ -17,6 +17,9 @@ from claude_agent_sdk._errors import CLIJSONDecodeError, ProcessError
 from claude_agent_sdk._internal.transport.subprocess_cli import _LineFramer, _parse_stdout_line
 
 
+PIPE_LINES = 64
+
+
 class StdoutPipe:
     """The fake's stdout as text chunks, with every line written recorded in ``emitted``."""
 
@@ -25,7 +28,7 @@ class StdoutPipe:
         self.emitted: list[str] = []
         # Buffer 0, so a frame is "written" when the SDK's reader took it (a real pipe would
         # block the CLI the same way once full).
-        self._send, self.receive = trio.open_memory_channel[str](0)
+        self._send, self.receive = trio.open_memory_channel[str](64)
 
     async def write_line(self, text: str) -> None:
         """Write ``text`` as is: no line ending is added."""

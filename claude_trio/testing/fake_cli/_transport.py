@@ -31,11 +31,13 @@ if TYPE_CHECKING:
     from ._cli import FakeCLI
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
-#: How long ``close()`` waits for the fake process to finish after cancelling it. Cancellation
-#: is immediate under trio; the bound only exists because the SDK calls ``close()`` shielded.
+#: How long ``close()`` gives the process to exit on the end of its input before it kills it:
+#: the SDK's own ``SubprocessCLITransport.close()`` waits that long before SIGTERM.
 CLOSE_GRACE_SECONDS = 5.0
 #: Exit code the fake reports when ``close()`` kills a busy process (anyio reports -SIGTERM).
 SIGTERM_EXIT_CODE = -15
+#: Exit code of :meth:`FakeTransport.kill_now` (SIGKILL).
+SIGKILL_EXIT_CODE = -9
 
 
 class FakeTransport(Transport):
@@ -181,14 +183,25 @@ class FakeTransport(Transport):
         )
 
     async def close(self) -> None:
+        """As the SDK's subprocess transport closes: end stdin, give the process
+        ``CLOSE_GRACE_SECONDS`` to finish what it is doing and exit, then SIGTERM it."""
         await trio.lowlevel.checkpoint()
         self.closed = True
         if self.process_alive:
-            self._terminate(SIGTERM_EXIT_CODE if self._runner.busy else 0, ())
+            await self.end_input()
+            with trio.move_on_after(CLOSE_GRACE_SECONDS):
+                await self._done.wait()
+            self._terminate(SIGTERM_EXIT_CODE, ())
         if self.connected:
             with trio.move_on_after(CLOSE_GRACE_SECONDS):
                 await self._done.wait()
         self._stdout.close_read()
+
+    def kill_now(self) -> None:
+        """SIGKILL the process (and, for a real CLI, what it started): it stops at once, in the
+        middle of whatever it was doing. A no-op when it is not running."""
+        if self.process_alive:
+            self._terminate(SIGKILL_EXIT_CODE, ())
 
     # -- fault injection from the test side -----------------------------------------------------
 
