@@ -133,13 +133,13 @@ class UserInputBroker:
 
     async def on_elicitation(self, frame: dict[str, Any]) -> None:
         """Called by the tap for a CLI ``elicitation`` control request (never blocks long)."""
+        await trio.lowlevel.checkpoint()
         request = frame.get("request") or {}
         cli_id = str(frame.get("request_id", ""))
         event = elicitation_request(f"elicit-{next(self._ids)}", request)
         pending = self._make_pending(event, request, cli_request_id=cli_id)
         if pending is None:
             self._reply(elicitation_control_reply(cli_id, "cancelled", None))
-            await trio.lowlevel.checkpoint()
             return
         try:
             await self._inbox_send.send(pending)

@@ -220,6 +220,11 @@ class SessionCore:
     async def wait_writable(self) -> None:
         await self.stream.wait_writable()
 
+    @property
+    def exit_expected(self) -> bool:
+        """After the end of the execution the session stops the CLI: its exit is expected."""
+        return self.done.is_set()
+
     def process(self, frame: dict[str, Any], out: list[Event]) -> EndCause | None:
         """Map one SDK frame into ``out``. Returns how the execution ended with it, if it did."""
         try:
@@ -354,21 +359,24 @@ class SessionCore:
             self._stop_done.set()
 
     async def _stop(self) -> None:
+        await trio.lowlevel.checkpoint()
         client = self.client
         if client is None or self.cli_exited or self.lifecycle.end_cause == "completed":
-            await trio.lowlevel.checkpoint()
             return
         # The CLI's answer arrives on the reader that backpressure may be holding (the
         # consumer may be the very task calling abort() from inside its own loop).
         self.stream.release()
         response: dict[str, Any] | None = None
+        failure: Exception | None = None
         with trio.move_on_after(self.config.interrupt_timeout):
             try:
                 response = await send_control_request(client, dict(INTERRUPT))
             except Exception as exc:  # the CLI is gone, or refused: it is killed
-                self._must_kill = True
-                self._note(f"the CLI refused the interrupt ({exc}); killing it", "transport")
-                return
+                failure = exc
+        if failure is not None:
+            self._must_kill = True
+            self._note(f"the CLI refused the interrupt ({failure}); killing it", "transport")
+            return
         if response is None:
             self._must_kill = True
             self._note(

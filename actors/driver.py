@@ -21,10 +21,12 @@ that, is killed with everything it started (:mod:`.process`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, CLIConnectionError, Transport
 
@@ -114,18 +116,15 @@ async def shut_down(
 
 async def _wait_for_exit(client: ClaudeSDKClient) -> None:
     """Until the CLI closed its output (the SDK's stream ends): it exited."""
+    await trio.lowlevel.checkpoint()
     try:
         receive = message_receive(client)
     except Exception:  # not connected: nothing to wait for
-        await trio.lowlevel.checkpoint()
         return
-    while True:
-        try:
-            frame = await receive.receive()
-        except Exception:  # EndOfStream, ClosedResourceError: the stream is over
-            return
-        if frame.get("type") in ("end", "error"):
-            return
+    with contextlib.suppress(anyio.ClosedResourceError):
+        async for frame in receive:
+            if frame.get("type") in ("end", "error"):
+                return
 
 
 async def connect_client(client: ClaudeSDKClient, connect_timeout: float) -> None:

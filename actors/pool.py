@@ -91,6 +91,11 @@ class _Route:
             return
         await self.core.wait_writable()
 
+    @property
+    def exit_expected(self) -> bool:
+        # Unleased, the pool is closing it; leased, the session decides.
+        return self.core is None or self.core.exit_expected
+
     async def can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:

@@ -9,6 +9,9 @@ The SDK's parser and control router lose things the session needs:
 * **Frames the parser drops.** ``tool_use_summary`` (and any other top-level type the SDK does
   not know) would vanish; :func:`~claude_trio.protocol.frames.rewrite_unknown_frame` keeps them
   in order with everything else.
+* **An exit we caused.** Once the session has ended and stops the CLI, the CLI's exit code
+  (1 after an interrupted turn, -9 when killed) is expected: the tap ends the stream normally,
+  so the SDK's reader does not log a "fatal error" for a stop the user asked for.
 * **The hot path.** Message frames are handed to the session (:class:`FrameSink`) right here,
   in the SDK's reader task, instead of being queued in the SDK's stream for one more task to
   pick up. Control frames go on to the SDK's router, so ``can_use_tool``, hooks, SDK MCP servers
@@ -24,7 +27,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
-from claude_agent_sdk import Transport
+import trio
+from claude_agent_sdk import ProcessError, Transport
 
 from claude_trio.protocol.frames import SDK_ROUTED, rewrite_unknown_frame
 
@@ -40,6 +44,11 @@ class FrameSink(Protocol):
         ...
 
     async def wait_writable(self) -> None: ...
+
+    @property
+    def exit_expected(self) -> bool:
+        """The session is done with the CLI and is stopping it: however it exits is expected."""
+        ...
 
 
 class TapTransport(Transport):
@@ -68,6 +77,15 @@ class TapTransport(Transport):
         return self._read()
 
     async def _read(self) -> AsyncIterator[dict[str, Any]]:  # noqa: ASYNC900 - Transport API
+        try:
+            async for frame in self._frames():
+                yield frame
+        except ProcessError:
+            if self._sink is None or not self._sink.exit_expected:
+                raise
+        await trio.lowlevel.checkpoint()
+
+    async def _frames(self) -> AsyncIterator[dict[str, Any]]:  # noqa: ASYNC900 - Transport API
         sink = self._sink
         async for frame in self.inner.read_messages():
             frame_type = frame.get("type")

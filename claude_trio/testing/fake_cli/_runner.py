@@ -72,7 +72,9 @@ class TurnRunner:
     async def report_state(self) -> None:
         """Emit ``session_state_changed`` when the state changed since the last report."""
         state = "idle" if self.idle else "running"
-        if state != self._state:
+        if state == self._state:
+            await trio.lowlevel.checkpoint()
+        else:
             self._state = state
             process = self._process
             await process._emit(
@@ -161,11 +163,11 @@ class TurnRunner:
         self._background += 1
 
         async def run() -> None:
+            await trio.lowlevel.checkpoint()
             scope = trio.CancelScope()
             self._background_scopes.add(scope)
             try:
                 with scope:
-                    await trio.lowlevel.checkpoint()
                     await job()
             except Exception as exc:
                 self._process._script_failed(exc)

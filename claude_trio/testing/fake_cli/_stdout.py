@@ -16,7 +16,6 @@ import trio
 from claude_agent_sdk._errors import CLIJSONDecodeError, ProcessError
 from claude_agent_sdk._internal.transport.subprocess_cli import _LineFramer, _parse_stdout_line
 
-
 PIPE_LINES = 64
 
 
