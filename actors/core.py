@@ -220,6 +220,11 @@ class SessionCore:
     async def wait_writable(self) -> None:
         await self.stream.wait_writable()
 
+    def output_ended(self) -> None:
+        """The CLI closed its stdout (the tap saw the end): nothing of it is left to stop."""
+        self.cli_exited = True
+        self._poke()
+
     @property
     def exit_expected(self) -> bool:
         """After the end of the execution the session stops the CLI: its exit is expected."""
@@ -366,18 +371,14 @@ class SessionCore:
         # The CLI's answer arrives on the reader that backpressure may be holding (the
         # consumer may be the very task calling abort() from inside its own loop).
         self.stream.release()
-        response: dict[str, Any] | None = None
-        failure: Exception | None = None
-        with trio.move_on_after(self.config.interrupt_timeout):
-            try:
-                response = await send_control_request(client, dict(INTERRUPT))
-            except Exception as exc:  # the CLI is gone, or refused: it is killed
-                failure = exc
-        if failure is not None:
-            self._must_kill = True
-            self._note(f"the CLI refused the interrupt ({failure}); killing it", "transport")
+        answer = await self._interrupt(client)
+        if self._exited():  # (a method: the attribute changes across the await)
             return
-        if response is None:
+        if isinstance(answer, Exception):
+            self._must_kill = True
+            self._note(f"the CLI refused the interrupt ({answer}); killing it", "transport")
+            return
+        if answer is None:
             self._must_kill = True
             self._note(
                 "the CLI did not confirm the interrupt within "
@@ -385,6 +386,7 @@ class SessionCore:
                 "cli_timeout",
             )
             return
+        response = answer
         if response.get("still_queued"):
             # A CLI that ignores cancel_queued would run these as new turns: never let it.
             self._must_kill = True
@@ -398,6 +400,36 @@ class SessionCore:
             " killing it",
             "cli_timeout",
         )
+
+    def _exited(self) -> bool:
+        return self.cli_exited
+
+    async def _interrupt(self, client: ClaudeSDKClient) -> dict[str, Any] | Exception | None:
+        """Send the stop request; its answer, the failure, or None when no answer came within
+        ``interrupt_timeout`` or the CLI exited first."""
+        answers: list[dict[str, Any] | Exception] = []
+        with trio.move_on_after(self.config.interrupt_timeout):
+            async with trio.open_nursery() as nursery:
+
+                async def ask() -> None:
+                    await trio.lowlevel.checkpoint()
+                    try:
+                        answers.append(await send_control_request(client, dict(INTERRUPT)))
+                    except Exception as exc:  # the CLI is gone, or refused
+                        answers.append(exc)
+                    nursery.cancel_scope.cancel()
+
+                async def exited() -> None:
+                    # A CLI that exits cleanly never answers, and the SDK only fails pending
+                    # requests when reading fails: its exit is an answer too.
+                    await trio.lowlevel.checkpoint()
+                    while not self.cli_exited:
+                        await self._state_changed.wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(ask)
+                nursery.start_soon(exited)
+        return answers[0] if answers else None
 
     async def _wait_idle(self) -> None:
         """Until the CLI reports ``idle`` (or exits). A CLI that never reports its state is

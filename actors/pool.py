@@ -96,6 +96,10 @@ class _Route:
         # Unleased, the pool is closing it; leased, the session decides.
         return self.core is None or self.core.exit_expected
 
+    def output_ended(self) -> None:
+        if self.core is not None:
+            self.core.output_ended()
+
     async def can_use_tool(
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:

@@ -50,6 +50,10 @@ class FrameSink(Protocol):
         """The session is done with the CLI and is stopping it: however it exits is expected."""
         ...
 
+    def output_ended(self) -> None:
+        """The CLI closed its stdout (it exited, or is about to)."""
+        ...
+
 
 class TapTransport(Transport):
     """Wraps the real (or a scripted) transport; everything not named above passes through."""
@@ -83,6 +87,9 @@ class TapTransport(Transport):
         except ProcessError:
             if self._sink is None or not self._sink.exit_expected:
                 raise
+        finally:
+            if self._sink is not None:
+                self._sink.output_ended()
         await trio.lowlevel.checkpoint()
 
     async def _frames(self) -> AsyncIterator[dict[str, Any]]:  # noqa: ASYNC900 - Transport API

@@ -7,7 +7,9 @@ An :class:`Example` is two scripts drawn independently:
   ``task_notification`` + a follow-up turn through ``FakeTurn.wake``), ask the user
   (``AskUserQuestion`` through ``can_use_tool``), or crash (``cli.exit(code, stderr=...)``);
 * what the user does (:data:`UserStep`), each after a drawn virtual delay: push, answer (in
-  ``"manual"`` mode; or an ``on_user_input`` handler that answers after a delay), abort.
+  ``"manual"`` mode; or an ``on_user_input`` handler that answers after a delay), abort, leave
+  the ``async with`` block mid-execution, or stall the consumer (it stops reading for a while,
+  so backpressure holds the SDK's reader).
 
 :func:`run_example` runs one example in a fresh ``trio.run`` under
 ``MockClock(autojump_threshold=0)`` and returns a :class:`Trace`; :func:`check_trace` asserts the
@@ -123,7 +125,22 @@ class WaitFor:
     after: float
 
 
-UserStep: TypeAlias = Push | Answer | Abort | WaitFor
+@attrs.frozen(kw_only=True)
+class Leave:
+    """Leave the ``async with`` block (what a ``break`` or an exception does)."""
+
+    after: float
+
+
+@attrs.frozen(kw_only=True)
+class Stall:
+    """The consumer reads nothing for ``seconds`` from its next event on."""
+
+    after: float
+    seconds: float
+
+
+UserStep: TypeAlias = Push | Answer | Abort | WaitFor | Leave | Stall
 
 
 @attrs.frozen(kw_only=True)
@@ -176,6 +193,16 @@ class Trace:
     #: the script reached a Crash step (with this code) before anything else ended the run.
     crashed: int | None = None
     fake: FakeCLI | None = None
+    #: virtual times a tool finished its work (its side effect)
+    tool_done: list[float] = attrs.Factory(list)
+    #: virtual time of the first stop: abort() returned, or the block was left
+    stopped_at: float | None = None
+    #: virtual time each abort() call took
+    abort_took: list[float] = attrs.Factory(list)
+    #: the block was left while the execution had not ended yet, at this virtual time
+    left_live_at: float | None = None
+    #: virtual time the async with block was left
+    exited_at: float | None = None
 
 
 # -- running one example -------------------------------------------------------------------------
@@ -195,6 +222,7 @@ def _responder(example: Example, trace: Trace) -> Callable[[FakeTurn], Awaitable
             case Tool(duration=duration):
                 tool = await turn.tool_use("Bash", {"command": "make"})
                 await turn.sleep(duration)
+                trace.tool_done.append(trio.current_time())
                 await turn.tool_result(tool, "built")
             case Background(duration=duration):
                 task_id = f"task-{next(tasks)}"
@@ -260,9 +288,12 @@ async def _run(example: Example, trace: Trace) -> None:
     resolved: set[str] = set()
     seen: dict[str, int] = {}
     changed = trio.Event()
+    stall_until = 0.0
 
-    def on_event(event: Event) -> None:
+    async def on_event(event: Event) -> None:
         nonlocal changed
+        if trio.current_time() < stall_until:
+            await trio.sleep_until(stall_until)  # the consumer fell behind
         seen[event.kind] = seen.get(event.kind, 0) + 1
         changed.set()
         changed = trio.Event()
@@ -273,52 +304,77 @@ async def _run(example: Example, trace: Trace) -> None:
             resolved.add(event.request_id)
             trace.seen_at[f"resolved:{event.request_id}"] = trio.current_time()
 
-    async with fake_session(
-        fake, params=params, on_user_input=_on_user_input(example.input_mode)
-    ) as session:
+    leave = trio.CancelScope()
+    with leave:
+        async with fake_session(
+            fake, params=params, on_user_input=_on_user_input(example.input_mode)
+        ) as session:
 
-        async def user() -> None:
-            await trio.lowlevel.checkpoint()
-            for i, step in enumerate(example.user):
-                if isinstance(step, WaitFor):
-                    target = seen.get(step.kind, 0) + 1
-                    while seen.get(step.kind, 0) < target and not session.ended:
-                        await changed.wait()
-                await trio.sleep(step.after)
-                match step:
-                    case WaitFor():
-                        pass
-                    case Push():
-                        ended = session.ended
-                        before = trio.current_time()
-                        outcome = await session.push(f"push-{i}")
-                        trace.pushes.append(
-                            PushRecord(
-                                text=f"push-{i}",
-                                outcome=outcome,
-                                ended_before=ended,
-                                elapsed=trio.current_time() - before,
+            async def user() -> None:
+                nonlocal stall_until
+                await trio.lowlevel.checkpoint()
+                for i, step in enumerate(example.user):
+                    if isinstance(step, WaitFor):
+                        target = seen.get(step.kind, 0) + 1
+                        while seen.get(step.kind, 0) < target and not session.ended:
+                            await changed.wait()
+                    await trio.sleep(step.after)
+                    match step:
+                        case WaitFor():
+                            pass
+                        case Push():
+                            ended = session.ended
+                            before = trio.current_time()
+                            outcome = await session.push(f"push-{i}")
+                            trace.pushes.append(
+                                PushRecord(
+                                    text=f"push-{i}",
+                                    outcome=outcome,
+                                    ended_before=ended,
+                                    elapsed=trio.current_time() - before,
+                                )
                             )
-                        )
-                    case Answer(valid=valid):
-                        open_ = [r for r in requests if r not in resolved]
-                        request_id = open_[-1] if open_ else "ask-999"
-                        answer: Any = "A" if valid else {"Not a question": "A"}
-                        at = trio.current_time()
-                        reply = await session.answer(request_id, answer)
-                        trace.answers.append(
-                            AnswerRecord(request_id=request_id, valid=valid, outcome=reply, at=at)
-                        )
-                    case Abort():
-                        if not session.ended:
-                            trace.aborted_live = True
-                        await session.abort()
-                        assert session.ended, "abort() returned before the execution ended"
+                        case Answer(valid=valid):
+                            open_ = [r for r in requests if r not in resolved]
+                            request_id = open_[-1] if open_ else "ask-999"
+                            answer: Any = "A" if valid else {"Not a question": "A"}
+                            at = trio.current_time()
+                            reply = await session.answer(request_id, answer)
+                            record = AnswerRecord(
+                                request_id=request_id, valid=valid, outcome=reply, at=at
+                            )
+                            trace.answers.append(record)
+                        case Abort():
+                            if not session.ended:
+                                trace.aborted_live = True
+                            before = trio.current_time()
+                            await session.abort()
+                            trace.abort_took.append(trio.current_time() - before)
+                            if trace.stopped_at is None:
+                                trace.stopped_at = trio.current_time()
+                            assert session.ended, "abort() returned before the execution ended"
+                        case Leave():
+                            if not session.ended:
+                                trace.left_live_at = trio.current_time()
+                            if trace.stopped_at is None:
+                                trace.stopped_at = trio.current_time()
+                            leave.cancel()
+                            return
+                        case Stall(seconds=seconds):
+                            stall_until = trio.current_time() + seconds
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(user)
-            trace.events = await collect(session, on_event)
-            changed.set()  # wake a WaitFor: the stream has ended
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(user)
+                await collect(session, lambda e: _record(trace, e, on_event))
+                changed.set()  # wake a WaitFor: the stream has ended
+    trace.exited_at = trio.current_time()
+    # What was queued up to the end can still be read after the block.
+    trace.events.extend([event async for event in session.events])
+
+
+async def _record(trace: Trace, event: Event, on_event: Callable[[Event], Awaitable[None]]) -> None:
+    trace.events.append(event)
+    await on_event(event)
 
 
 def run_example(example: Example) -> Trace:
@@ -386,11 +442,22 @@ def check_trace(example: Example, trace: Trace) -> None:
     for warning in lost_warnings:
         assert any(u in warning.message for u in accepted), f"lost what? {warning.message}"
 
+    # Stop means stop: abort() returns at once (the fake CLI confirms at once), no tool
+    # finishes its work after the first stop, and leaving the block waits for nothing.
+    assert all(took == 0 for took in trace.abort_took), f"abort() took {trace.abort_took}"
+    if trace.stopped_at is not None:
+        late = [t for t in trace.tool_done if t > trace.stopped_at]
+        assert not late, f"tools finished at {late}, after the stop at {trace.stopped_at}"
+    if trace.left_live_at is not None:
+        assert trace.exited_at == trace.left_live_at, (
+            f"left at {trace.left_live_at}, out of the block at {trace.exited_at}"
+        )
+
     # The execution's end: its kind follows from what ended it.
     last = events[-1]
     aborted = [e for e in events if isinstance(e, Aborted)]
-    if trace.aborted_live:
-        assert isinstance(last, Aborted), f"abort() was called, but the run ended with {last}"
+    if trace.aborted_live or trace.left_live_at is not None:
+        assert isinstance(last, Aborted), f"the run was stopped, but it ended with {last}"
         assert len(aborted) == 1, f"{len(aborted)} aborted events"
     else:
         assert not aborted, "an aborted event without abort()"
@@ -422,7 +489,11 @@ def check_trace(example: Example, trace: Trace) -> None:
     assert set(by_id) == set(request_ids), f"unresolved requests: {set(request_ids) - set(by_id)}"
     if example.input_mode == "none":
         assert not requests, "a user_input_request although user input is not intercepted"
+    # A stalled consumer sees events late: the times it saw them are not when they happened.
+    stalled = any(isinstance(step, Stall) for step in example.user)
     for request in requests:
+        if stalled:
+            continue
         # the deadline is stamped when the request is raised, user_input_timeout later
         assert request.deadline == trace.seen_at[request.request_id] + example.user_input_timeout
         resolution = by_id[request.request_id]
@@ -442,7 +513,7 @@ def check_trace(example: Example, trace: Trace) -> None:
                 )
                 if outcome == "answered":
                     assert by_id[rid].answer == {QUESTION: "A"}
-                    assert trace.seen_at[f"resolved:{rid}"] == record.at
+                    assert stalled or trace.seen_at[f"resolved:{rid}"] == record.at
             case AnswerRejected(reason=reason):
                 assert reason
     if example.input_mode == "manual":

@@ -12,7 +12,14 @@ from claude_trio import DriverConfig, Event, ExecuteParams, Session, is_terminal
 from claude_trio.testing import FakeCLI
 
 # Short, distinct deadlines so exact-virtual-time asserts name which one fired.
-CONFIG = DriverConfig(connect_timeout=7.0, control_timeout=2.0, abort_grace=3.0, close_grace=11.0)
+CONFIG = DriverConfig(
+    connect_timeout=7.0,
+    control_timeout=2.0,
+    interrupt_timeout=1.5,
+    abort_grace=3.0,
+    exit_grace=0.75,
+    close_grace=11.0,
+)
 
 
 @asynccontextmanager

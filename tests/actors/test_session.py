@@ -185,8 +185,8 @@ async def test_abort_when_the_cli_never_confirms_is_synthesized_after_our_deadli
             if isinstance(event, TextDelta):
                 before = trio.current_time()
                 await session.abort()
-                # the interrupt reply is waited for control_timeout, not the SDK's 60 s
-                assert trio.current_time() - before == CONFIG.control_timeout
+                # the interrupt reply is waited for interrupt_timeout, not the SDK's 60 s
+                assert trio.current_time() - before == CONFIG.interrupt_timeout
 
         events = await collect(session, on_event)
     check_stream(events)
@@ -381,7 +381,9 @@ async def test_abort_before_the_prompt_is_consumed_reports_no_lost_push(
     async with fake_session(fake) as session:
         await session.abort()
         events = await collect(session)
-    assert [e.kind for e in events] == ["aborted"]
+    # Whether the prompt reached the CLI before the abort (its turn then starts, interrupted)
+    # or not (never written), it is the execution's own prompt, not a lost push.
+    assert [e.kind for e in events] in (["aborted"], ["turn_started", "aborted"])
 
 
 @pytest.mark.parametrize("cancel_at", [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5])

@@ -1,7 +1,8 @@
 """Generated interleavings of CLI scripts and user actions over a real SDK client.
 
 Hypothesis draws what the CLI does (text, tools, background subagents, questions, crashes) and
-what the user does at which virtual time (push, answer, abort); each example runs in a fresh
+what the user does at which virtual time (push, answer, abort, leave the block, stall the
+consumer); each example runs in a fresh
 ``trio.run`` on ``MockClock(autojump_threshold=0)`` (see ``machine_kit``), and the session's
 invariants are checked on what happened. Delays come from a small set of values so that ties -
 two things at the same virtual time, the interesting races - are common. Trio's scheduler is
@@ -27,7 +28,9 @@ from machine_kit import (
     Crash,
     Example,
     Handler,
+    Leave,
     Push,
+    Stall,
     Text,
     Tool,
     Turn,
@@ -67,6 +70,8 @@ single_steps: st.SearchStrategy[UserStep] = st.one_of(
     st.builds(Push, after=USER_DELAYS),
     st.builds(Answer, after=USER_DELAYS, valid=st.booleans()),
     st.builds(Abort, after=USER_DELAYS),
+    st.builds(Leave, after=USER_DELAYS),
+    st.builds(Stall, after=USER_DELAYS, seconds=st.sampled_from([0.5, 2.0, 10.0])),
     st.builds(
         WaitFor,
         kind=st.sampled_from(

@@ -30,6 +30,12 @@ class FakeCLI:
 
     Fault switches: ``unanswered`` lists control-request subtypes the fake never answers (e.g.
     ``{"initialize"}`` or ``{"interrupt"}``); ``line_ending="\\r\\n"`` writes every frame with CRLF.
+
+    Timing and versions: ``init_delay`` is how long the CLI takes from a user message to the
+    start of its turn (``init``), the window in which a stop lands "before the turn started";
+    ``cancel_queued=False`` makes it a CLI that ignores an interrupt's ``cancel_queued`` (queued
+    messages survive and run afterwards, as with older CLIs); ``ignores_interrupts=True``
+    confirms every interrupt and goes on regardless (a wedged CLI).
     """
 
     def __init__(
@@ -42,6 +48,9 @@ class FakeCLI:
         replay_user_messages: bool | None = None,
         line_ending: str = "\n",
         extra_initialize_response: Mapping[str, Any] | None = None,
+        init_delay: float = 0.0,
+        cancel_queued: bool = True,
+        ignores_interrupts: bool = False,
     ) -> None:
         if line_ending not in ("\n", "\r\n"):
             raise InvalidParamsError("line_ending", line_ending, 'use "\\n" or "\\r\\n"')
@@ -52,6 +61,11 @@ class FakeCLI:
         self.replay_user_messages = replay_user_messages
         self.line_ending = line_ending
         self.extra_initialize_response = dict(extra_initialize_response or {})
+        if not isinstance(init_delay, int | float) or init_delay < 0:
+            raise InvalidParamsError("init_delay", init_delay, "seconds, >= 0")
+        self.init_delay = float(init_delay)
+        self.cancel_queued = cancel_queued
+        self.ignores_interrupts = ignores_interrupts
         #: Every process this fake started, oldest first.
         self.transports: list[FakeTransport] = []
 

@@ -113,8 +113,11 @@ class ControlProtocol:
                     extra=process.cli.extra_initialize_response,
                 )
                 answer = frames.initialize_control_response(request_id, payload)
+            case "interrupt" if process.cli.ignores_interrupts:
+                payload = frames.interrupt_response(process._runner.queued_uuids(), [])
+                answer = frames.control_response(request_id, payload)
             case "interrupt":
-                if request.get("cancel_queued") is True:
+                if request.get("cancel_queued") is True and process.cli.cancel_queued:
                     cancelled = process._runner.cancel_queued()
                     process._runner.interrupt()
                     payload = frames.interrupt_response([], cancelled)

@@ -126,13 +126,14 @@ class TurnRunner:
         while True:
             await trio.lowlevel.checkpoint()
             while not self._pending:
+                changed = self._changed  # taken first: a ping during the report is not lost
                 await self.report_state()
                 if self._stdin_eof and self._background == 0:
                     # stdin EOF and nothing left to do: the CLI exits, with 1 after an error
                     # result (as the real one does, for shell scripts).
                     process._terminate(1 if process._last_result_is_error else 0, ())
                     return
-                await self._changed.wait()
+                await changed.wait()
             await self.report_state()
             if not self._pending:
                 continue  # cancelled while the state was reported

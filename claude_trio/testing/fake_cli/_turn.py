@@ -56,6 +56,8 @@ class FakeTurn(ContentMixin, RequestsMixin, SystemFramesMixin):
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def _run(self, responder: Responder) -> None:
+        if self.process.cli.init_delay:
+            await trio.sleep(self.process.cli.init_delay)  # an interrupt meanwhile latches
         await self._emit_init()
         for message in self.messages:
             await self._echo(message)

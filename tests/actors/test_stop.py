@@ -1,0 +1,316 @@
+"""Stop means stop, over the scripted fake CLI, in exact virtual time.
+
+The rule: once ``abort()`` returns, or the ``async with`` is left for any reason, the CLI starts
+no new tool and is gone within a bounded time. Each script's "tool" records the virtual time it
+would have its side effect; after a stop there must be none. The fake models what the real CLI
+and the SDK do here: it answers an interrupt at once (and honours ``cancel_queued``), it starts
+its turn ``init_delay`` after reading a message, and the SDK's own close would give it 5 s after
+the end of its input before SIGTERM (``CLOSE_GRACE_SECONDS``), which a stop must never sit out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from session_kit import CONFIG, assert_no_leak, check_stream, collect, fake_session
+
+from claude_trio import (
+    Aborted,
+    Error,
+    Event,
+    ExecuteParams,
+    Rejected,
+    Result,
+    TextDelta,
+    ToolUse,
+    WarningEvent,
+    open_session,
+)
+from claude_trio.testing import FakeCLI, FakeTurn
+from claude_trio.testing.fake_cli import SIGKILL_EXIT_CODE
+
+TOOL_SECONDS = 2.0
+
+
+def tool_script(effects: list[float], seconds: float = TOOL_SECONDS) -> Any:
+    """A turn that runs a tool for ``seconds``, then has its side effect, then answers."""
+
+    async def script(cli: FakeTurn) -> None:
+        tool = await cli.tool_use("Bash", {"command": f"sleep {seconds:g}; touch mark"})
+        await cli.sleep(seconds)
+        effects.append(trio.current_time())
+        await cli.tool_result(tool, "touched")
+        await cli.text("done")
+
+    return script
+
+
+def timeouts(events: list[Event]) -> list[Error]:
+    return [e for e in events if isinstance(e, Error) and e.code == "cli_timeout"]
+
+
+def the_aborted(events: list[Event]) -> Aborted:
+    check_stream(events)
+    last = events[-1]
+    assert isinstance(last, Aborted), last
+    return last
+
+
+async def test_abort_before_the_cli_started_its_turn_stops_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    effects: list[float] = []
+    fake = FakeCLI(tool_script(effects), init_delay=0.5)
+    async with fake_session(fake) as session:
+        await trio.sleep(0.1)  # the prompt is written; the CLI has not started its turn
+        assert fake.transport.user_messages
+        before = trio.current_time()
+        await session.abort()
+        # Until the turn the CLI had begun starts - aborted at once - and ends.
+        assert trio.current_time() - before == 0.4
+        events = await collect(session)
+    left = trio.current_time()
+    await trio.sleep(10)
+    assert effects == []
+    assert fake.transport.interrupts == 1
+    assert left == 0.5  # nothing waited out
+    aborted = the_aborted(events)
+    assert aborted.usage is not None  # the CLI's own result for the aborted turn
+    assert not [e for e in events if isinstance(e, ToolUse)]
+    assert timeouts(events) == []
+    assert_no_leak(fake)
+
+
+async def test_abort_mid_tool_returns_at_once_and_the_tool_never_finishes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    effects: list[float] = []
+    fake = FakeCLI(tool_script(effects))
+    took: list[float] = []
+
+    async def on_event(event: Event) -> None:
+        if isinstance(event, ToolUse):
+            await trio.sleep(0.5)
+            before = trio.current_time()
+            await session.abort()
+            took.append(trio.current_time() - before)
+
+    async with fake_session(fake) as session:
+        events = await collect(session, on_event)
+    assert took == [0.0]
+    assert trio.current_time() == 0.5  # the CLI exited on the end of its input at once
+    await trio.sleep(10)
+    assert effects == []
+    aborted = the_aborted(events)
+    assert aborted.usage is not None
+    assert fake.transport.exit_code is not None
+    assert fake.transport.exit_code != SIGKILL_EXIT_CODE  # it settled: not killed
+    assert_no_leak(fake)
+
+
+@pytest.mark.parametrize("how", ["break", "exception", "deadline", "cancel"])
+async def test_leaving_the_block_mid_tool_stops_the_cli_at_once(
+    autojump_clock: trio.testing.MockClock, how: str
+) -> None:
+    effects: list[float] = []
+    fake = FakeCLI(tool_script(effects))
+    events: list[Event] = []
+
+    class Stop(Exception):
+        pass
+
+    with trio.CancelScope() as scope:  # noqa: ASYNC912 - the block awaits
+        if how == "deadline":
+            scope.deadline = 1.25
+        try:
+            async with fake_session(fake) as session:
+                async for event in session.events:
+                    events.append(event)
+                    if isinstance(event, ToolUse):
+                        await trio.sleep(0.5)
+                        if how == "break":
+                            break
+                        if how == "exception":
+                            raise Stop
+                        if how == "cancel":
+                            scope.cancel()
+                        await trio.sleep_forever()
+        except Stop:  # the caller's exception, as itself (no ExceptionGroup)
+            assert how == "exception"
+    stopped = 1.25 if how == "deadline" else 0.5
+    assert trio.current_time() == stopped  # the SDK's 5 s grace is never sat out
+    events.extend([event async for event in session.events])
+    await trio.sleep(10)
+    assert effects == []
+    assert fake.transport.interrupts == 1
+    aborted = the_aborted(events)
+    assert aborted.reason == "the session was closed before the execution ended"
+    assert_no_leak(fake)
+
+
+async def test_abort_from_a_consumer_that_fell_behind_is_not_held_up(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A 2,000-delta turn; the consumer stops reading, the stream fills, backpressure parks the
+    # SDK's reader - the very reader the CLI's answer to the interrupt arrives on.
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("x" * 2000, chunk=1)
+
+    fake = FakeCLI(script)
+    took: list[float] = []
+
+    async def on_event(event: Event) -> None:
+        if isinstance(event, TextDelta) and not took:
+            await trio.sleep(10)
+            assert len(session.events) >= 256  # behind: the stream is full
+            before = trio.current_time()
+            await session.abort()
+            took.append(trio.current_time() - before)
+
+    async with fake_session(fake) as session:
+        events = await collect(session, on_event)
+    assert took == [0.0]
+    aborted = the_aborted(events)
+    assert aborted.usage is not None  # the interrupted turn's real usage, not lost
+    assert timeouts(events) == []
+    assert not [e for e in events if isinstance(e, Result)]
+    assert_no_leak(fake)
+
+
+async def test_abort_cancels_what_the_cli_has_queued_and_what_was_never_written(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    turns: list[int] = []
+
+    async def script(cli: FakeTurn) -> None:
+        turns.append(cli.number)
+        await cli.text("streaming along", chunk=2, delay=0.5)
+
+    fake = FakeCLI(script)
+    outcomes: list[Any] = []
+
+    async def on_event(event: Event) -> None:
+        if isinstance(event, TextDelta) and not outcomes:
+            outcomes.append(await session.push("queued by the CLI"))
+            await trio.sleep(0.25)  # written: the CLI queued it as the next turn
+            outcomes.append(session.push_nowait("never written"))
+            await session.abort()
+
+    async with fake_session(fake) as session:
+        events = await collect(session, on_event)
+    await trio.sleep(10)
+    assert turns == [1]  # neither push became a turn
+    written = [m["message"]["content"] for m in fake.transport.user_messages]
+    assert written == ["hello", "queued by the CLI"]
+    the_aborted(events)
+    lost = [e for e in events if isinstance(e, WarningEvent) and e.code == "push_undelivered"]
+    assert len(lost) == 2  # both were accepted, and both are reported undelivered
+    assert session.push_nowait("after") == Rejected(reason="the execution was aborted")
+    assert_no_leak(fake)
+
+
+async def test_a_cli_that_ignores_cancel_queued_is_killed_before_it_runs_the_queue(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    turns: list[int] = []
+
+    async def script(cli: FakeTurn) -> None:
+        turns.append(cli.number)
+        await cli.text("streaming along", chunk=2, delay=0.5)
+
+    fake = FakeCLI(script, cancel_queued=False)
+    pushed = False
+
+    async def on_event(event: Event) -> None:
+        nonlocal pushed
+        if isinstance(event, TextDelta) and not pushed:
+            pushed = True
+            await session.push("queued by the CLI")
+            await trio.sleep(0.25)
+            await session.abort()
+
+    async with fake_session(fake) as session:
+        events = await collect(session, on_event)
+    await trio.sleep(10)
+    assert turns == [1]
+    assert fake.transport.exit_code == SIGKILL_EXIT_CODE
+    the_aborted(events)
+    assert_no_leak(fake)
+
+
+async def test_a_cli_that_never_confirms_the_interrupt_is_killed_after_interrupt_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    effects: list[float] = []
+    fake = FakeCLI(tool_script(effects), unanswered={"interrupt"})
+    took: list[float] = []
+
+    async def on_event(event: Event) -> None:
+        if isinstance(event, ToolUse):
+            before = trio.current_time()
+            await session.abort()
+            took.append(trio.current_time() - before)
+
+    async with fake_session(fake) as session:
+        events = await collect(session, on_event)
+    assert took == [CONFIG.interrupt_timeout]
+    await trio.sleep(10)
+    assert effects == []
+    assert fake.transport.exit_code == SIGKILL_EXIT_CODE
+    [timeout] = timeouts(events)
+    assert "did not confirm the interrupt" in timeout.message
+    assert not timeout.fatal
+    the_aborted(events)
+    assert_no_leak(fake)
+
+
+async def test_a_cli_that_does_not_settle_is_killed_after_abort_grace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    effects: list[float] = []
+    fake = FakeCLI(tool_script(effects, seconds=100), ignores_interrupts=True)
+    took: list[float] = []
+
+    async def on_event(event: Event) -> None:
+        if isinstance(event, ToolUse):
+            before = trio.current_time()
+            await session.abort()
+            took.append(trio.current_time() - before)
+
+    async with fake_session(fake) as session:
+        events = await collect(session, on_event)
+    assert took == [CONFIG.abort_grace]
+    await trio.sleep(200)
+    assert effects == []
+    assert fake.transport.exit_code == SIGKILL_EXIT_CODE
+    [timeout] = timeouts(events)
+    assert "did not finish the interrupted turn" in timeout.message
+    the_aborted(events)
+    assert_no_leak(fake)
+
+
+async def test_a_finished_execution_lets_the_cli_exit_on_its_own(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI()
+    async with fake_session(fake) as session:
+        events = await collect(session)
+    assert trio.current_time() == 0
+    assert isinstance(events[-1], Result)
+    assert fake.transport.interrupts == 0  # nothing to stop
+    assert fake.transport.exit_code == 0  # exited on the end of its input, not killed
+    assert_no_leak(fake)
+
+
+async def test_the_caller_s_exception_comes_out_as_itself(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI()
+    with pytest.raises(ValueError, match="mine") as caught:
+        async with open_session(ExecuteParams(prompt="hi"), transport_factory=fake):
+            raise ValueError("mine")
+    assert type(caught.value) is ValueError
+    assert_no_leak(fake)
