@@ -29,7 +29,8 @@ from typing import Any
 
 import attrs
 import trio
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
+from claude_agent_sdk.types import HookCallback
 
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import (
@@ -49,11 +50,16 @@ from claude_trio.protocol.mapper import Mapper
 from .broker import UserInputBroker
 from .event_stream import EventStream
 from .input_channel import Outgoing
+from .process import kill_now, kill_tools
 from .sdk_private import parse_message, send_control_request
 
 STDERR_TAIL = 20
 
 INTERRUPT = {"subtype": "interrupt", "cancel_queued": True}
+STOPPED = "the session is stopping: no tool may start"
+# While a stopped CLI settles, anything it still started is killed at this interval (a tool the
+# stop gate allowed just before the stop can still be on its way to exec).
+TOOL_SWEEP_SECONDS = 0.02
 """The stop request: abort the running turn AND cancel every message the CLI has queued (a
 plain interrupt leaves them queued, and the CLI runs them as new turns right after)."""
 
@@ -66,6 +72,26 @@ def _positive(instance: Any, attribute: attrs.Attribute[float], value: float) ->
         or value <= 0
     ):
         raise InvalidParamsError(attribute.name, value, "a finite number of seconds above 0")
+
+
+def stop_gate(lifecycle: ExecutionLifecycle) -> HookCallback:
+    """The ``PreToolUse`` hook the CLI asks before every tool call: once the execution is
+    stopping (aborted, ended, closed) every call is denied, so no tool starts after a stop
+    whatever the interrupt races with. Before that it has no opinion (``{}``)."""
+
+    async def gate(hook_input: Any, tool_use_id: str | None, context: Any) -> Any:
+        await trio.lowlevel.checkpoint()
+        if lifecycle.may_write_user_messages:
+            return {}
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": STOPPED,
+            }
+        }
+
+    return gate
 
 
 @attrs.frozen(kw_only=True)
@@ -126,6 +152,8 @@ class SessionCore:
     outbox: trio.MemorySendChannel[Outgoing]
     broker: UserInputBroker | None
     cli_path: str | None
+    # The CLI's own transport (inside the tap): the stop kills its tools through it.
+    transport: Transport
     stderr_tail: collections.deque[str] = attrs.field(
         factory=lambda: collections.deque(maxlen=STDERR_TAIL)
     )
@@ -371,16 +399,16 @@ class SessionCore:
         # The CLI's answer arrives on the reader that backpressure may be holding (the
         # consumer may be the very task calling abort() from inside its own loop).
         self.stream.release()
+        # The stop gate denies every new tool from now on; the ones running die now.
+        kill_tools(self.transport)
         answer = await self._interrupt(client)
         if self._exited():  # (a method: the attribute changes across the await)
             return
         if isinstance(answer, Exception):
-            self._must_kill = True
-            self._note(f"the CLI refused the interrupt ({answer}); killing it", "transport")
+            self._kill(f"the CLI refused the interrupt ({answer}); killing it", "transport")
             return
         if answer is None:
-            self._must_kill = True
-            self._note(
+            self._kill(
                 "the CLI did not confirm the interrupt within "
                 f"{self.config.interrupt_timeout:g} s; killing it",
                 "cli_timeout",
@@ -389,17 +417,28 @@ class SessionCore:
         response = answer
         if response.get("still_queued"):
             # A CLI that ignores cancel_queued would run these as new turns: never let it.
-            self._must_kill = True
+            self._kill(None, None)
             return
+        # Confirmed. Tools die as soon as they show up, not whenever the CLI's own teardown of
+        # them gets there (a Bash call: 0.2 to 0.7 s).
         with trio.move_on_after(self.config.abort_grace):
-            await self._wait_idle()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._sweep_tools)
+                await self._wait_idle()
+                nursery.cancel_scope.cancel()
             return
-        self._must_kill = True
-        self._note(
+        self._kill(
             f"the CLI did not finish the interrupted turn within {self.config.abort_grace:g} s;"
             " killing it",
             "cli_timeout",
         )
+
+    def _kill(self, why: str | None, code: Any) -> None:
+        """Kill the CLI and what it started now (the transport allowing); say why, if asked."""
+        self._must_kill = True
+        if why is not None:
+            self._note(why, code)
+        kill_now(self.transport)
 
     def _exited(self) -> bool:
         return self.cli_exited
@@ -430,6 +469,11 @@ class SessionCore:
                 nursery.start_soon(ask)
                 nursery.start_soon(exited)
         return answers[0] if answers else None
+
+    async def _sweep_tools(self) -> None:
+        while True:
+            kill_tools(self.transport)
+            await trio.sleep(TOOL_SWEEP_SECONDS)
 
     async def _wait_idle(self) -> None:
         """Until the CLI reports ``idle`` (or exits). A CLI that never reports its state is

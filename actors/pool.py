@@ -48,7 +48,7 @@ from claude_trio.protocol.params import ExecuteParams
 
 from .boundary import raise_unwrapped
 from .broker import UserInputBroker
-from .core import DriverConfig, SessionCore
+from .core import DriverConfig, SessionCore, stop_gate
 from .driver import (
     TransportFactory,
     connect_client,
@@ -116,6 +116,12 @@ class _Route:
 
     def on_cancel(self, request_id: str) -> bool:
         return self.broker is not None and self.broker.on_cancel(request_id)
+
+    async def pre_tool_use(self, hook_input: Any, tool_use_id: str | None, context: Any) -> Any:
+        if self.core is None:  # an unleased CLI runs no turn
+            await trio.lowlevel.checkpoint()
+            return {}
+        return await stop_gate(self.core.lifecycle)(hook_input, tool_use_id, context)
 
     def on_stderr(self, line: str) -> None:
         if self.stderr is not None:
@@ -284,6 +290,7 @@ class CLIPool:
             self._template,
             can_use_tool=route.can_use_tool if self._user_input else None,
             extra_env=self._env,
+            pre_tool_use=route.pre_tool_use,
         )
         return with_changes(options, stderr=route.on_stderr)
 

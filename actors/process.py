@@ -8,9 +8,12 @@ shell in a session of its own, so neither the CLI's process group nor its death 
 So claude-trio never relies on that close. :class:`CLIProcessTransport` is the SDK's transport
 plus :meth:`~CLIProcessTransport.kill_now`, which freezes the CLI and everything it started
 (SIGSTOP, walking the process tree from the CLI down until no new process turns up: a stopped
-process cannot start another one), then SIGKILLs them all. The session's stop sequence
-(``actors/driver.py``) interrupts the CLI first, gives it a short grace to settle and exit on
-its own, and uses ``kill_now`` for whatever is left.
+process cannot start another one), then SIGKILLs them all, and
+:meth:`~CLIProcessTransport.kill_tools`, the same for what the CLI started but not the CLI. The
+session's stop (``actors/core.py``) interrupts the CLI first; once the CLI confirmed (it starts
+nothing new from then on) its tools are killed at once rather than left to the CLI's own, slower
+teardown of them; the CLI then settles and exits on the end of its input, and ``kill_now``
+takes whatever is left.
 
 A transport given by the caller (a fake CLI in tests, a custom transport) can offer the same by
 having a ``kill_now()`` method (see :class:`Killable`); without one, its own ``close()`` decides.
@@ -35,6 +38,10 @@ class Killable(Protocol):
         """Kill the CLI and its descendants now; a no-op when it is not running."""
         ...
 
+    def kill_tools(self) -> None:
+        """Kill what the CLI started (its tools), not the CLI; a no-op when there is none."""
+        ...
+
 
 class CLIProcessTransport(SubprocessCLITransport):
     """The SDK's subprocess transport with a kill that reaches the CLI's tools too."""
@@ -44,6 +51,17 @@ class CLIProcessTransport(SubprocessCLITransport):
         if process is None or process.returncode is not None:
             return
         kill_process_tree(process.pid)
+
+    def kill_tools(self) -> None:
+        process = subprocess_of(self)
+        if process is None or process.returncode is not None:
+            return
+        try:
+            children = psutil.Process(process.pid).children()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return
+        for child in children:
+            kill_process_tree(child.pid)
 
     @property
     def pid(self) -> int | None:
@@ -58,6 +76,12 @@ def kill_now(transport: Transport) -> bool:
         transport.kill_now()
         return True
     return False
+
+
+def kill_tools(transport: Transport) -> None:
+    """Kill what ``transport``'s CLI started, if it can be (the CLI itself lives on)."""
+    if isinstance(transport, Killable):
+        transport.kill_tools()
 
 
 def kill_process_tree(pid: int) -> list[int]:

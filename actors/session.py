@@ -50,7 +50,7 @@ from .broker import (
     UserInputHandler,
     run_user_input_broker,
 )
-from .core import STDERR_TAIL, DriverConfig, Emitter, SessionCore
+from .core import STDERR_TAIL, DriverConfig, Emitter, SessionCore, stop_gate
 from .driver import root_refusal, run_sdk_driver, subprocess_transport
 from .event_stream import EventStream
 from .input_channel import (
@@ -298,15 +298,18 @@ async def open_session(
         env = env if env is not None else pool.env
     if lease is not None:
         options = lease.options
+        inner = lease.tap.inner
     else:
         options = build_options(
             params,
             can_use_tool=broker.can_use_tool if broker is not None else None,
             extra_env=env,
+            pre_tool_use=stop_gate(lifecycle),
         )
         options = with_changes(
             options, cli_path=cli_path, max_buffer_size=max_buffer_size, stderr=collector
         )
+        inner = (transport_factory or subprocess_transport)(options)
     core = SessionCore(
         options=options,
         config=config,
@@ -317,6 +320,7 @@ async def open_session(
         outbox=outbox,
         broker=broker,
         cli_path=cli_path,
+        transport=inner,
         stderr_tail=stderr_tail,
         prompt_uuid=str(uuid_module.uuid4()),
     )
@@ -326,7 +330,6 @@ async def open_session(
         tap = lease.tap
         driver = partial(run_leased_driver, core, lease)
     else:
-        inner = (transport_factory or subprocess_transport)(options)
         tap = TapTransport(
             inner,
             on_elicitation=broker.on_elicitation if broker is not None else None,

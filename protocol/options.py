@@ -32,6 +32,9 @@ Rules (the seed's adapter, checked against claude-agent-sdk 0.2.189 and its bund
 11. ``include_partial_messages=True`` (text/thinking deltas) and
     ``extra_args={"replay-user-messages": None}``: the CLI echoes each user message when it
     consumes it, which the push accounting relies on.
+12. ``pre_tool_use`` -> a ``PreToolUse`` hook on every tool (``matcher=None``). The CLI asks it
+    before each tool call, under ``bypassPermissions`` too: the session denies every call once
+    it is stopping, so no tool starts after a stop, whatever an interrupt races with.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias, assert_never, cast
 
-from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import CanUseTool, McpServerConfig, SystemPromptPreset
+from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+from claude_agent_sdk.types import CanUseTool, HookCallback, McpServerConfig, SystemPromptPreset
 
 from .errors import InvalidParamsError
 from .params import ArchitectureConfig, ExecuteParams
@@ -113,12 +116,14 @@ def build_options(
     extra_env: Mapping[str, str] | None = None,
     stderr: Callable[[str], None] | None = None,
     permission_mode: GatePermissionMode = "bypassPermissions",
+    pre_tool_use: HookCallback | None = None,
 ) -> ClaudeAgentOptions:
     """The SDK options for ``params`` (see the module rules). Pure: no I/O, nothing started.
 
     ``can_use_tool`` is the user-input broker's hook (AskUserQuestion reaches it even under
     ``bypassPermissions``). ``permission_mode="default"`` needs it: every tool call that is not
-    pre-approved is then decided by it.
+    pre-approved is then decided by it. ``pre_tool_use``: a ``PreToolUse`` hook for every tool
+    call (rule 12), the session's stop gate.
     """
     if permission_mode == "default" and can_use_tool is None:
         raise InvalidParamsError(
@@ -163,6 +168,9 @@ def build_options(
         forward_subagent_text=True,
         extra_args={REPLAY_USER_MESSAGES_FLAG: None},
         stderr=stderr,
+        hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])]}
+        if pre_tool_use is not None
+        else None,
     )
 
 

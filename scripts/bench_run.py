@@ -7,6 +7,9 @@ Sections (all by default; pick with ``--only``):
 * ``memory``: memory per parked session, bare SDK vs ``open_session``, 1,000 at once.
 * ``cli``: the real CLI against the Messages API double: time to first event, cold (raw SDK vs
   ours) and warm vs cold (``open_cli_pool``), and abort -> terminal event -> CLI reaped.
+* ``stop``: stop means stop, through the real CLI: from abort / a deadline / a ``break`` at
+  several moments to the CLI reaped, and whether a tool's side effect happened after the stop,
+  against the raw SDK's ``disconnect()``.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -25,7 +28,7 @@ from importlib.metadata import version
 import trio
 from bench_replay import record_stream
 
-SECTIONS = ("hot", "memory", "cli")
+SECTIONS = ("hot", "memory", "cli", "stop")
 
 
 def _load() -> str:
@@ -50,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cli-rounds", type=int, help="time-to-first-event rounds (raw vs ours, warm vs cold)"
     )
     parser.add_argument("--aborts", type=int, help="aborts in the abort benchmark")
+    parser.add_argument("--stop-rounds", type=int, help="rounds of the stop benchmark")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
@@ -60,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     sessions = args.sessions or (200 if quick else 1000)
     cli_rounds = args.cli_rounds or (3 if quick else 10)
     aborts = args.aborts or (10 if quick else 50)
+    stop_rounds = args.stop_rounds or (3 if quick else 10)
 
     started = time.perf_counter()
     print(
@@ -94,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\n[3] real CLI against the Messages API double (127.0.0.1), wall clock")
         bench_cli.run(rounds=cli_rounds, aborts=aborts)
+    if "stop" in only:
+        import bench_stop
+
+        print("\n[4] stop means stop: the real CLI, a tool that would act after the stop")
+        bench_stop.run(rounds=stop_rounds)
     print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
 

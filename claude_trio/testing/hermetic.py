@@ -36,12 +36,18 @@ def hermetic_env(
     it (tests here run as root). ``max_retries`` is ``CLAUDE_CODE_MAX_RETRIES``; raise it only in a
     test about retries (each retry backs off for real seconds). The config and tmp folders are
     created, since the CLI expects them to exist.
+
+    ``HOME`` is a folder under ``tmp_path`` too: the CLI's Bash tool snapshots the user's shell
+    by running their startup files, and a run must depend neither on the machine's ``~/.bashrc``
+    nor on what it starts (a version manager whose lock a killed tool leaves behind would hang
+    every later Bash call).
     """
     root = Path(tmp_path)
     config_dir = root / "config"
     tmp_dir = root / "tmp"
-    config_dir.mkdir(parents=True, exist_ok=True)
-    tmp_dir.mkdir(parents=True, exist_ok=True)
+    home = root / "home"
+    for folder in (config_dir, tmp_dir, home):
+        folder.mkdir(parents=True, exist_ok=True)
     env = {
         "ANTHROPIC_BASE_URL": base_url,
         "ANTHROPIC_API_KEY": DUMMY_API_KEY,
@@ -50,6 +56,7 @@ def hermetic_env(
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_ERROR_REPORTING": "1",
         "CLAUDE_CONFIG_DIR": str(config_dir),
+        "HOME": str(home),
         "CLAUDE_CODE_TMPDIR": str(tmp_dir),
         "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
         # The CLI sends even 127.0.0.1 through HTTP(S)_PROXY when one is set in the environment.

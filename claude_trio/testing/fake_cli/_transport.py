@@ -203,6 +203,10 @@ class FakeTransport(Transport):
         if self.process_alive:
             self._terminate(SIGKILL_EXIT_CODE, ())
 
+    def kill_tools(self) -> None:
+        """Kill what the process started, not the process. The fake's tools are steps of its
+        script, which stop with the turn (an interrupt) or the process: nothing to do."""
+
     # -- fault injection from the test side -----------------------------------------------------
 
     def kill(self, exit_code: int = -9, stderr: Iterable[str] = ()) -> None:
