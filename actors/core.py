@@ -104,6 +104,10 @@ class DriverConfig:
     turn (its result carries the turn's usage) and report it is idle, before it is killed.
     ``exit_grace``: how long an idle CLI has to exit after its input ended, before it is killed.
     ``close_grace``: the bound on the whole teardown (it covers the three above and the kill).
+    ``stall_timeout``: while a turn is open and the CLI has written nothing for this long, it is
+    asked a cheap control request (``mcp_status``); a CLI that does not answer within
+    ``control_timeout`` is wedged (stopped, hung): the execution ends with a ``cli_timeout``
+    error and the CLI is killed. A CLI busy in a long tool answers, and goes on.
     """
 
     connect_timeout: float = attrs.field(default=20.0, validator=_positive)
@@ -112,6 +116,7 @@ class DriverConfig:
     abort_grace: float = attrs.field(default=3.0, validator=_positive)
     exit_grace: float = attrs.field(default=2.0, validator=_positive)
     close_grace: float = attrs.field(default=15.0, validator=_positive)
+    stall_timeout: float = attrs.field(default=30.0, validator=_positive)
 
 
 @attrs.define(eq=False)
@@ -165,6 +170,7 @@ class SessionCore:
     # What the CLI last said about itself (session_state_changed), and a wake-up for waiters.
     cli_state: str | None = None
     cli_exited: bool = False
+    last_output_at: float = 0.0
     _state_changed: trio.Event = attrs.field(factory=trio.Event)
     # The stop (interrupt + settle): started once, shared by abort() and the teardown.
     _stop_done: trio.Event | None = None
@@ -223,6 +229,7 @@ class SessionCore:
         task). Returns True when the consumer is behind: the caller then waits
         (``wait_writable``), which is the backpressure that reaches the CLI's stdout.
         """
+        self.last_output_at = trio.current_time()
         state = session_state(frame)
         if state is not None:
             self._set_cli_state(state)
@@ -309,6 +316,43 @@ class SessionCore:
         lost = self.lifecycle.cli_died(error.message)
         self.report_lost_pushes(lost, "the CLI did not start")
         self.finish("cli_died", lambda: self.mapper.stream_ended(error))
+
+    async def watch_liveness(self, client: ClaudeSDKClient) -> None:
+        """Probe a CLI that went silent while a turn is open; end the execution if it is
+        wedged (see ``DriverConfig.stall_timeout``). Runs beside the read loop until cancelled.
+        """
+        config = self.config
+        while True:
+            quiet_since = self.last_output_at
+            await trio.sleep_until(quiet_since + config.stall_timeout)
+            if self.done.is_set() or self.cli_exited:
+                return
+            if self.last_output_at != quiet_since or not self.mapper.turn_open:
+                continue
+            answered = False
+            with trio.move_on_after(config.control_timeout):
+                try:
+                    await send_control_request(client, {"subtype": "mcp_status"})
+                except Exception:  # refused or broken: it is alive enough to say so
+                    pass
+                answered = True
+            if answered:
+                # Alive and silent (a long tool): wait for another stall_timeout of silence.
+                self.last_output_at = max(self.last_output_at, trio.current_time())
+                continue
+            silent = trio.current_time() - quiet_since
+            self._must_kill = True
+            kill_now(self.transport)
+            error = Error(
+                message=f"the CLI stopped responding: no output for {silent:g} s while turn "
+                f"{self.mapper.turn} was running, and no answer to a liveness check within "
+                f"{config.control_timeout:g} s; it was killed",
+                code="cli_timeout",
+            )
+            lost = self.lifecycle.cli_died(error.message)
+            self.report_lost_pushes(lost, "the CLI stopped responding")
+            self.finish("cli_died", lambda: self.mapper.stream_ended(error))
+            return
 
     def cli_gone(self, exc: BaseException | None) -> None:
         """The SDK's stream ended (the CLI exited, or reading failed): end the execution."""

@@ -48,7 +48,6 @@ __all__ = [
     "root_refusal",
     "run_sdk_driver",
     "shut_down",
-    "stderr_collector",
     "subprocess_transport",
 ]
 
@@ -144,30 +143,30 @@ async def drain_client(core: SessionCore, client: ClaudeSDKClient) -> None:
     can: ``receive_messages()`` would cost an async-generator step per message.
     """
     receive = message_receive(client)
+    core.last_output_at = trio.current_time()
     with core.read_scope:
-        async for frame in receive:
-            if core.finished:
-                return
-            frame_type = frame.get("type")
-            if frame_type == "end" or frame_type == "error":
-                exc = frame.get("exception") if frame_type == "error" else None
-                if frame_type == "error" and not isinstance(exc, BaseException):
-                    exc = CLIConnectionError(str(frame.get("error", "unknown error")))
-                core.cli_gone(exc)
-                return
-            # A transport without a sink (none of ours) delivers frames through the stream.
-            if core.deliver(frame):
-                await core.stream.wait_writable()
-        core.cli_gone(None)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(core.watch_liveness, client)
+            await _read_loop(core, receive)
+            nursery.cancel_scope.cancel()
 
 
-def stderr_collector(core: SessionCore, user_callback: Callable[[str], None] | None) -> Any:
-    def on_stderr(line: str) -> None:
-        core.stderr_tail.append(line.rstrip())
-        if user_callback is not None:
-            user_callback(line)
-
-    return on_stderr
+async def _read_loop(core: SessionCore, receive: Any) -> None:
+    """The SDK's stream until its end: only the reader's end or failure arrives here."""
+    async for frame in receive:
+        if core.finished:
+            return
+        frame_type = frame.get("type")
+        if frame_type == "end" or frame_type == "error":
+            exc = frame.get("exception") if frame_type == "error" else None
+            if frame_type == "error" and not isinstance(exc, BaseException):
+                exc = CLIConnectionError(str(frame.get("error", "unknown error")))
+            core.cli_gone(exc)
+            return
+        # A transport without a sink (none of ours) delivers frames through the stream.
+        if core.deliver(frame):
+            await core.stream.wait_writable()
+    core.cli_gone(None)
 
 
 def subprocess_transport(options: ClaudeAgentOptions) -> Transport:

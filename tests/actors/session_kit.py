@@ -19,6 +19,7 @@ CONFIG = DriverConfig(
     abort_grace=3.0,
     exit_grace=0.75,
     close_grace=11.0,
+    stall_timeout=40.0,
 )
 
 

@@ -314,3 +314,44 @@ async def test_the_caller_s_exception_comes_out_as_itself(
             raise ValueError("mine")
     assert type(caught.value) is ValueError
     assert_no_leak(fake)
+
+
+async def test_a_wedged_cli_ends_the_execution_at_stall_timeout_plus_the_probe(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The CLI stops producing mid-turn and answers no control request any more (SIGSTOPped,
+    # a hung event loop): the session says so and the CLI is killed, no slot held forever.
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("working")
+        await cli.sleep(10_000)
+
+    fake = FakeCLI(script, unanswered={"mcp_status", "interrupt"})
+    async with fake_session(fake) as session:
+        events = await collect(session)
+    assert trio.current_time() == CONFIG.stall_timeout + CONFIG.control_timeout
+    check_stream(events)
+    last = events[-1]
+    assert isinstance(last, Error)
+    assert (last.code, last.fatal) == ("cli_timeout", True)
+    assert "stopped responding" in last.message
+    assert fake.transport.exit_code == SIGKILL_EXIT_CODE
+    assert_no_leak(fake)
+
+
+async def test_a_cli_silent_in_a_long_tool_but_answering_is_left_alone(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def script(cli: FakeTurn) -> None:
+        tool = await cli.tool_use("Bash", {"command": "make world"})
+        await cli.sleep(4.5 * CONFIG.stall_timeout)  # silent, but alive
+        await cli.tool_result(tool, "built")
+        await cli.text("done")
+
+    fake = FakeCLI(script)
+    async with fake_session(fake) as session:
+        events = await collect(session)
+    check_stream(events)
+    assert isinstance(events[-1], Result)
+    assert trio.current_time() == 4.5 * CONFIG.stall_timeout
+    probes = [r for r in fake.transport.control_requests if r["request"]["subtype"] == "mcp_status"]
+    assert len(probes) == 4  # one per stall_timeout of silence
