@@ -23,8 +23,10 @@ after the execution ended, plus the kill.
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -329,14 +331,7 @@ class SessionCore:
                 return
             if self.last_output_at != quiet_since or not self.mapper.turn_open:
                 continue
-            answered = False
-            with trio.move_on_after(config.control_timeout):
-                try:
-                    await send_control_request(client, {"subtype": "mcp_status"})
-                except Exception:  # refused or broken: it is alive enough to say so
-                    pass
-                answered = True
-            if answered:
+            if await self._answers(client):
                 # Alive and silent (a long tool): wait for another stall_timeout of silence.
                 self.last_output_at = max(self.last_output_at, trio.current_time())
                 continue
@@ -351,8 +346,18 @@ class SessionCore:
             )
             lost = self.lifecycle.cli_died(error.message)
             self.report_lost_pushes(lost, "the CLI stopped responding")
-            self.finish("cli_died", lambda: self.mapper.stream_ended(error))
+            self.finish("cli_died", partial(self.mapper.stream_ended, error))
             return
+
+    async def _answers(self, client: ClaudeSDKClient) -> bool:
+        """Whether the CLI answers a cheap control request within ``control_timeout``."""
+        await trio.lowlevel.checkpoint()
+        with trio.move_on_after(self.config.control_timeout):  # noqa: ASYNC912 - awaits inside
+            # A refusal or a broken pipe is an answer: the CLI is alive enough to say so.
+            with contextlib.suppress(Exception):
+                await send_control_request(client, {"subtype": "mcp_status"})
+            return True
+        return False
 
     def cli_gone(self, exc: BaseException | None) -> None:
         """The SDK's stream ended (the CLI exited, or reading failed): end the execution."""
