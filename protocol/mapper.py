@@ -66,7 +66,10 @@ Assistant messages
       ``TodoListUpdated`` with the whole list instead of ``ToolUse``; ``TaskList`` / ``TaskGet``
       emit nothing. In the message their block becomes ``TodoListContent``, and their
       ``tool_result`` is suppressed (event and block). A ``TaskCreate`` result that names the
-      task id (or failed) changes the list, so it emits one more ``TodoListUpdated``.
+      task id (or failed) changes the list, so it emits one more ``TodoListUpdated``. A todo
+      call the CLI refused (its result ``is_error``) is reported as
+      ``WarningEvent(code="todo_refused")`` with the CLI's message, and its change is taken
+      back (one more ``TodoListUpdated``) when no later todo call changed the list since.
 
 User messages
   R11. A user message with ``tool_result`` blocks -> ``AssistantMessage(role="user")`` with its
@@ -186,6 +189,16 @@ def _opt_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _result_text(content: Any) -> str:
+    """A tool result's text, for a message (blocks joined, at most 300 characters)."""
+    if isinstance(content, list):
+        content = " ".join(
+            str(block.get("text", "")) for block in content if isinstance(block, Mapping)
+        )
+    text = str(content) if content is not None else ""
+    return text[:300]
+
+
 def _is_abort_result(result: sdk.ResultMessage) -> bool:
     return result.subtype == "error_during_execution" or (result.terminal_reason or "").startswith(
         "aborted"
@@ -213,6 +226,9 @@ class Mapper:
         self._tool_names: dict[str, str] = {}
         self._reported: set[str] = set()
         self._todo_tool_uses: dict[str, str] = {}
+        # The list before each todo call changed it, for a refusal to take back (R10).
+        self._todos_before: dict[str, todos.TodoState] = {}
+        self._last_todo_change: str | None = None
         self._todos = todos.TodoState()
         self._todo_snapshot: tuple[TodoItem, ...] | None = None
         self._ledger = UsageLedger()
@@ -524,6 +540,8 @@ class Mapper:
         if parent is None and block.name in todos.TODO_TOOLS:
             self._todo_tool_uses[block.id] = block.name
             if first and block.name in todos.TODO_WRITING_TOOLS:
+                self._todos_before[block.id] = self._todos
+                self._last_todo_change = block.id
                 match block.name:
                     case todos.TODO_WRITE:
                         self._todos = todos.apply_todo_write(self._todos, block.input)
@@ -647,7 +665,24 @@ class Mapper:
         tool_name: str,
         tool_use_result: Mapping[str, Any] | None,
     ) -> None:
-        """A todo tool's result: suppressed; a ``TaskCreate``'s may change the list (R10)."""
+        """A todo tool's result: suppressed; a ``TaskCreate``'s may change the list, and a
+        refusal takes the call's change back and is reported (R10)."""
+        before = self._todos_before.pop(block.tool_use_id, None)
+        if block.is_error:
+            self._emit(
+                events,
+                WarningEvent(
+                    code="todo_refused",
+                    message=f"the CLI refused {tool_name} ({block.tool_use_id}): "
+                    f"{_result_text(block.content)}",
+                ),
+            )
+            if tool_name != todos.TASK_CREATE:
+                if before is not None and self._last_todo_change == block.tool_use_id:
+                    self._todos = before
+                    self._last_todo_change = None
+                    self._todo_updated(events, block.tool_use_id, tool_name)
+                return
         if tool_name != todos.TASK_CREATE:
             return
         before = self._todos

@@ -198,8 +198,9 @@ def check_root_bypass(
     return (
         "the claude CLI refuses permission_mode='bypassPermissions' when run as root "
         "without IS_SANDBOX=1 in its environment, so the session cannot start. Do one of: "
-        "set IS_SANDBOX=1 (custom_env or the process environment) if this really is a "
-        "sandbox; run as a non-root user; or run with permission_mode='default' and a "
-        "can_use_tool callback that decides each tool call (plan mode alone does not help: "
-        "it also runs under bypassPermissions)."
+        "if this really is a sandbox, set IS_SANDBOX=1 for the CLI - "
+        "open_session(..., env={'IS_SANDBOX': '1'}), "
+        "ArchitectureConfig(custom_env={'IS_SANDBOX': '1'}) or the process environment; "
+        "or run as a non-root user. (Plan mode does not help: it runs under "
+        "bypassPermissions too.)"
     )

@@ -39,6 +39,7 @@ from claude_trio.protocol.events import (
     TodoItem,
     TodoListContent,
     TodoListUpdated,
+    WarningEvent,
     ToolResult,
     ToolUse,
     ToolUseContent,
@@ -310,6 +311,30 @@ async def test_todo_write_becomes_todo_list_updated_and_the_results_snapshot(
     [result] = of_type(events, Result)
     assert result.final
     assert result.todo_list_snapshot == items
+
+
+async def test_a_todo_write_the_cli_refuses_is_reported_and_changes_nothing(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    # A status the tool does not know: the CLI refuses the call before running it.
+    refused = [{"content": "read the code", "status": "someday", "activeForm": "Reading"}]
+    model_double.responder = turns(
+        Reply.tool_use("TodoWrite", {"todos": refused}, id="toolu_bad"),
+        Reply.text("oops"),
+    )
+    env = {**hermetic, "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1", "CLAUDE_CODE_ENABLE_TASKS": "0"}
+
+    events = await run_session(params(tmp_path, "make a plan"), env)
+
+    refusal = model_double.message_requests[-1].tool_result_text("toolu_bad")
+    assert refusal, "the CLI answered the call"
+    [warning] = [e for e in of_type(events, WarningEvent) if e.code == "todo_refused"]
+    assert "toolu_bad" in warning.message
+    updates = of_type(events, TodoListUpdated)
+    # Reported when the model asked, taken back when the CLI refused: the list is empty again.
+    assert [u.items for u in updates][-1] == ()
+    [result] = of_type(events, Result)
+    assert result.todo_list_snapshot == ()
 
 
 async def test_task_create_and_update_become_todo_list_updated_and_the_results_snapshot(

@@ -270,6 +270,27 @@ def test_todo_write_becomes_todo_list_updated_and_its_result_is_suppressed() -> 
     assert mapper.todo_snapshot == update.items
 
 
+def test_a_refused_todo_write_is_reported_and_taken_back() -> None:
+    mapper = Mapper()
+    feed(mapper, f.init(), f.assistant("msg_1", f.tool_use_block("toolu_1", "TodoWrite", TODOS)))
+    feed(mapper, f.tool_result("toolu_1", "Todos have been modified successfully."))
+    kept = mapper.todo_snapshot
+    changed = {"todos": [{"content": "Ship it", "status": "pending", "activeForm": "Shipping"}]}
+    out = feed(mapper, f.assistant("msg_2", f.tool_use_block("toolu_2", "TodoWrite", changed)))
+    assert [i.content for i in of(out, ev.TodoListUpdated)[0].items] == ["Ship it"]
+    out = mapper.feed(
+        f.tool_result("toolu_2", "<tool_use_error>InputValidationError</tool_use_error>", is_error=True)
+    )
+    (warning,) = of(out, ev.WarningEvent)
+    assert warning.code == "todo_refused"
+    assert "InputValidationError" in warning.message
+    assert "toolu_2" in warning.message
+    (update,) = of(out, ev.TodoListUpdated)
+    assert update.items == kept  # the refused call's change is taken back
+    assert mapper.todo_snapshot == kept
+    assert not of(out, ev.ToolResult)
+
+
 def test_result_snapshot_is_none_when_todos_were_never_used() -> None:
     mapper = Mapper()
     (_, result) = feed(mapper, f.init(), f.result())

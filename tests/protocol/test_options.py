@@ -378,8 +378,12 @@ def test_root_with_bypass_and_no_is_sandbox_gets_a_clear_error() -> None:
     assert "bypassPermissions" in message
     assert "IS_SANDBOX=1" in message
     assert "non-root" in message
-    assert "can_use_tool" in message
-    assert "plan mode" in message
+    assert "Plan mode does not help" in message
+    # Only what the public API can set: open_session(env=...) and custom_env.
+    assert "open_session(..., env={'IS_SANDBOX': '1'})" in message
+    assert "ArchitectureConfig(custom_env={'IS_SANDBOX': '1'})" in message
+    assert "can_use_tool" not in message
+    assert "permission_mode='default'" not in message
 
 
 def test_root_bypass_is_fine_with_is_sandbox_in_the_process_env() -> None:
