@@ -45,7 +45,7 @@ from rich.console import Console
 
 from claude_trio.actors.broker import UserInputHandler
 from claude_trio.actors.session import open_session
-from claude_trio.cli import (
+from claude_trio.args import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SESSION_ERROR,
