@@ -19,7 +19,13 @@ only for an advisory warning                     ``warning_reaches_the_user``
 ``Query._message_receive``                       every session test (the read loop)
 ``Query._send_control_request``                  ``tests/actors/test_stop.py`` (``interrupt``
                                                  with ``cancel_queued``)
+``_internal.transport.subprocess_cli``           ``tests/testing/test_fake_cli.py`` (the fake's
+``._LineFramer``, ``._parse_stdout_line``,       stdout reads exactly as the real transport's:
+``._DEFAULT_MAX_BUFFER_SIZE``                    oversize, malformed, CRLF lines)
+``_bundled/`` (where the wheel keeps the CLI)    ``tests/e2e/test_cli_smoke.py``
 ===============================================  ==============================================
+
+The testing kit (``claude_trio.testing``) and the benchmarks import these from here too.
 
 Why each is needed:
 
@@ -41,6 +47,10 @@ Why each is needed:
 * ``_send_control_request``: ``ClaudeSDKClient.interrupt()`` takes no arguments, and a stop must
   also cancel the messages the CLI has queued (``cancel_queued``), or the CLI runs them as new
   turns right after the interrupt.
+* ``_LineFramer``, ``_parse_stdout_line``, ``_DEFAULT_MAX_BUFFER_SIZE``: the fake CLI of the
+  testing kit reads its stdout with the SDK's own framing, so a scripted stream fails exactly
+  where the real one would.
+* ``_bundled``: the folder of the wheel that holds the ``claude`` binary (``bundled_cli_path``).
 """
 
 from __future__ import annotations
@@ -52,15 +62,29 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 from claude_agent_sdk._internal.message_parser import parse_message
-from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+from claude_agent_sdk._internal.transport.subprocess_cli import (
+    _DEFAULT_MAX_BUFFER_SIZE,
+    SubprocessCLITransport,
+    _LineFramer,
+    _parse_stdout_line,
+)
 
 from claude_trio.protocol.errors import LocalProtocolError
 
+DEFAULT_MAX_BUFFER_SIZE = _DEFAULT_MAX_BUFFER_SIZE
+LineFramer = _LineFramer
+parse_stdout_line = _parse_stdout_line
+BUNDLED_FOLDER = "_bundled"
+
 __all__ = [
+    "BUNDLED_FOLDER",
+    "DEFAULT_MAX_BUFFER_SIZE",
+    "LineFramer",
     "SubprocessCLITransport",
     "client_options",
     "message_receive",
     "parse_message",
+    "parse_stdout_line",
     "route_permission_prompts",
     "send_control_request",
     "subprocess_of",

@@ -29,9 +29,9 @@ import attrs
 import trio
 from bench_replay import subprocess_transport
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, StreamEvent
-from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
 from claude_trio import CLIPool, Error, ExecuteParams, open_cli_pool, open_session
+from claude_trio.actors.sdk_private import SubprocessCLITransport, subprocess_of
 from claude_trio.protocol.options import build_options
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply
@@ -210,7 +210,7 @@ async def abort_once(env: dict[str, str], delay: float) -> AbortSample:
         async for event in session.events:
             if event.kind == "text_delta":
                 break
-        process = transports[0]._process
+        process = subprocess_of(transports[0])
         assert process is not None
         pid = process.pid
         await trio.sleep(delay)

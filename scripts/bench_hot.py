@@ -25,10 +25,10 @@ import attrs
 import trio
 from bench_replay import Recording, ReplayTransport, replay_factory
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage, StreamEvent
-from claude_agent_sdk._internal.message_parser import parse_message
 
 from claude_trio import ExecuteParams, open_session
 from claude_trio.actors.event_stream import EventStream
+from claude_trio.actors.sdk_private import parse_message
 from claude_trio.actors.tap import TapTransport
 from claude_trio.protocol.frames import rewrite_unknown_frame
 from claude_trio.protocol.mapper import Mapper

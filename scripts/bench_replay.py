@@ -25,10 +25,9 @@ from typing import Any
 import attrs
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, Transport
-from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
-from claude_agent_sdk.types import _configure_can_use_tool
 
 from claude_trio import ExecuteParams, open_session
+from claude_trio.actors.sdk_private import SubprocessCLITransport, route_permission_prompts
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import (
     ModelDouble,
@@ -90,7 +89,7 @@ async def _no_prompt() -> AsyncIterator[dict[str, Any]]:
 
 def subprocess_transport(options: ClaudeAgentOptions) -> SubprocessCLITransport:
     """The real CLI transport, built as ``open_session`` builds it (so a bench can hold it)."""
-    return SubprocessCLITransport(prompt=_no_prompt(), options=_configure_can_use_tool(options))
+    return SubprocessCLITransport(prompt=_no_prompt(), options=route_permission_prompts(options))
 
 
 def _script(text_chars: int) -> list[Reply]:

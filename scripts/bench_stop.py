@@ -33,6 +33,7 @@ from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClie
 from claude_trio import ExecuteParams, TextDelta, ToolUse, open_session
 from claude_trio.actors.driver import subprocess_transport
 from claude_trio.actors.process import CLIProcessTransport
+from claude_trio.actors.sdk_private import SubprocessCLITransport, subprocess_of
 from claude_trio.protocol.options import build_options
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import (
@@ -162,11 +163,13 @@ async def break_mid_stream(env: dict[str, str], work: Path, ts: list[Any]) -> fl
 async def raw_sdk_mid_tool(env: dict[str, str], work: Path, ts: list[Any]) -> float:
     """The baseline: the raw SDK, stopped the way it offers (disconnect)."""
     options = build_options(ExecuteParams(prompt=PROMPT, cwd=str(work)), extra_env=env)
-    client = ClaudeSDKClient(options)
+    # The SDK's own transport, as ClaudeSDKClient would build it (given here to know its pid).
+    transport = SubprocessCLITransport(prompt=PROMPT, options=options)
+    client = ClaudeSDKClient(options, transport=transport)
     await client.connect()
-    transport = client._transport
-    assert transport is not None
-    pid = transport._process.pid  # type: ignore[attr-defined]
+    process = subprocess_of(transport)
+    assert process is not None
+    pid = process.pid
     try:
         await client.query(PROMPT)
         async for message in client.receive_messages():

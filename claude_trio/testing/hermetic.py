@@ -16,6 +16,7 @@ from pathlib import Path
 
 import claude_agent_sdk
 
+from claude_trio.actors.sdk_private import BUNDLED_FOLDER
 from claude_trio.protocol.errors import CLIError
 
 __all__ = ["DUMMY_API_KEY", "bundled_cli_path", "hermetic_env"]
@@ -71,7 +72,7 @@ def hermetic_env(
 def bundled_cli_path() -> Path:
     """The ``claude`` binary shipped inside the installed ``claude-agent-sdk`` wheel."""
     name = "claude.exe" if platform.system() == "Windows" else "claude"
-    path = Path(claude_agent_sdk.__file__).parent / "_bundled" / name
+    path = Path(claude_agent_sdk.__file__).parent / BUNDLED_FOLDER / name
     if not path.is_file() or not os.access(path, os.X_OK):
         raise CLIError(
             f"the bundled claude CLI is missing or not executable at {path}; "

@@ -41,10 +41,9 @@ from claude_agent_sdk import (
     TextBlock,
     UserMessage,
 )
-from claude_agent_sdk._internal.message_parser import parse_message
-from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 from claude_agent_sdk.types import StreamEvent, ToolResultBlock
 
+from claude_trio.actors.sdk_private import SubprocessCLITransport, parse_message
 from claude_trio.testing.mcp_elicit_server import (
     SERVER_NAME,
     TOOL_NAME,

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 import trio
-from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 from helpers import (
     assert_no_child_processes,
     dump,
@@ -21,6 +20,7 @@ from helpers import (
     sonnet_cost,
 )
 
+from claude_trio.actors.sdk_private import SubprocessCLITransport
 from claude_trio.protocol.events import (
     AssistantMessage,
     Error,

@@ -39,12 +39,12 @@ from claude_trio.protocol.events import (
     TodoItem,
     TodoListContent,
     TodoListUpdated,
-    WarningEvent,
     ToolResult,
     ToolUse,
     ToolUseContent,
     TurnStarted,
     UserMessage,
+    WarningEvent,
 )
 from claude_trio.protocol.lifecycle import Accepted
 from claude_trio.protocol.usage import Usage, add_usage

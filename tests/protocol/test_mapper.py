@@ -278,9 +278,8 @@ def test_a_refused_todo_write_is_reported_and_taken_back() -> None:
     changed = {"todos": [{"content": "Ship it", "status": "pending", "activeForm": "Shipping"}]}
     out = feed(mapper, f.assistant("msg_2", f.tool_use_block("toolu_2", "TodoWrite", changed)))
     assert [i.content for i in of(out, ev.TodoListUpdated)[0].items] == ["Ship it"]
-    out = mapper.feed(
-        f.tool_result("toolu_2", "<tool_use_error>InputValidationError</tool_use_error>", is_error=True)
-    )
+    refusal = "<tool_use_error>InputValidationError</tool_use_error>"
+    out = mapper.feed(f.tool_result("toolu_2", refusal, is_error=True))
     (warning,) = of(out, ev.WarningEvent)
     assert warning.code == "todo_refused"
     assert "InputValidationError" in warning.message

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, PermissionResultAllow, ToolPermissionContext
-from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
+from claude_trio.actors.sdk_private import SubprocessCLITransport
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import (
     MUTATING_BUILTINS,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import attrs
 import pytest
 from claude_agent_sdk import ResultMessage
-from claude_agent_sdk._internal.message_parser import parse_message
 from hypothesis import given
 from hypothesis import strategies as st
 
+from claude_trio.actors.sdk_private import parse_message
 from claude_trio.protocol.usage import (
     ZERO_USAGE,
     Usage,

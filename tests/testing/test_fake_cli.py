@@ -12,9 +12,12 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    CLIConnectionError,
+    CLIJSONDecodeError,
     HookMatcher,
     Message,
     PermissionResultAllow,
+    ProcessError,
     RateLimitEvent,
     ResultMessage,
     StreamEvent,
@@ -29,7 +32,6 @@ from claude_agent_sdk import (
     ToolUseBlock,
     UserMessage,
 )
-from claude_agent_sdk._errors import CLIConnectionError, CLIJSONDecodeError, ProcessError
 
 from claude_trio.testing import (
     FakeCLI,

@@ -13,8 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
-from claude_agent_sdk._errors import CLIJSONDecodeError, ProcessError
-from claude_agent_sdk._internal.transport.subprocess_cli import _LineFramer, _parse_stdout_line
+from claude_agent_sdk import CLIJSONDecodeError, ProcessError
+
+from claude_trio.actors.sdk_private import LineFramer as _LineFramer
+from claude_trio.actors.sdk_private import parse_stdout_line as _parse_stdout_line
 
 PIPE_LINES = 64
 

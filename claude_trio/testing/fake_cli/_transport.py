@@ -15,11 +15,9 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import trio
-from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk._errors import CLIConnectionError
-from claude_agent_sdk._internal.transport import Transport
-from claude_agent_sdk._internal.transport.subprocess_cli import _DEFAULT_MAX_BUFFER_SIZE
+from claude_agent_sdk import ClaudeAgentOptions, CLIConnectionError, Transport
 
+from claude_trio.actors.sdk_private import DEFAULT_MAX_BUFFER_SIZE as _DEFAULT_MAX_BUFFER_SIZE
 from claude_trio.protocol.errors import LocalProtocolError
 
 from ._control import ControlProtocol
