@@ -1,4 +1,4 @@
-"""The seed's adapter face, for code ported from the TypeScript library.
+"""The TypeScript library's adapter face, for code ported from it.
 
 The TypeScript adapter's ``execute(params)`` returns an async iterable; trio code must not hand
 out async generators (their cleanup escapes the nursery), so ``execute`` is an async context
@@ -48,7 +48,7 @@ class ClaudeCodeAdapter:
                 self._session = None
 
     def push_message(self, text: str) -> bool:
-        """The seed's ``pushMessage``: True when accepted, False when it will not be delivered."""
+        """The TypeScript library's ``pushMessage``: True when accepted, False when it will not be delivered."""
         if self._session is None:
             return False
         return isinstance(self._session.push_nowait(text), Accepted)

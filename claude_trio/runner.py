@@ -9,7 +9,7 @@ after Ctrl-C.
 
 Ctrl-C. While a session runs, SIGINT is taken from trio (``trio.open_signal_receiver``) instead
 of letting trio raise ``KeyboardInterrupt`` at whatever checkpoint the main task is in: the first
-Ctrl-C aborts the execution the seed's way (``session.abort()``: the CLI is interrupted, the
+Ctrl-C aborts the execution as ``abort()`` does (``session.abort()``: the CLI is interrupted, the
 ``aborted`` event is shown with the turn's usage, the CLI is disconnected when the block ends); a
 second one - or a first one while the session is still connecting - cancels everything at once
 (``open_session``'s teardown is shielded and bounded, so the CLI is still reaped). Either way

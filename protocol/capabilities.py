@@ -1,7 +1,7 @@
 """What the claude-code architecture can do, as one frozen value.
 
 A consumer uses it to decide what to offer before it starts a session (a push box only when
-``mid_turn_push``, a skills picker only when ``skills``, ...). The values are the seed's claims
+``mid_turn_push``, a skills picker only when ``skills``, ...). The values are the TypeScript library's claims
 for the claude-code adapter, each backed by this library (see the field docs for where).
 """
 
@@ -49,7 +49,7 @@ class ArchitectureCapabilities:
     mcp_server_types: frozenset[str]
     plan_mode: bool
     plan_mode_strategy: str
-    """``tool-visibility``: the seed's Option B (read-only built-ins only; MCP servers are the
+    """``tool-visibility``: plan mode's allow-list (read-only built-ins only; MCP servers are the
     caller's choice), not the CLI's ``plan`` permission mode."""
     system_prompt_presets: frozenset[str]
     partial_messages: bool

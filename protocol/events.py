@@ -8,12 +8,12 @@ Every event is a frozen, keyword-only attrs class. They share the fields of :cla
   emits, across turns and executions.
 * ``is_subagent`` / ``subagent_task_id`` - attribution to a subagent. ``is_subagent`` can be
   True with ``subagent_task_id=None`` when a subagent's message arrived before its
-  ``task_started`` (the seed accepts that degradation).
+  ``task_started`` (the TypeScript library accepts that degradation too).
 * ``raw`` - the SDK message (or raw CLI frame) the event came from, or ``None`` for events we
   synthesize (aborts, pushes, user-input bookkeeping).
 
 ``Event`` is the closed union of every kind; match on it with ``match``/``assert_never``.
-Each class has a ``kind`` class attribute with the seed's snake_case name, used by ``--json`` and
+Each class has a ``kind`` class attribute with the TypeScript library's snake_case name, used by ``--json`` and
 the gateway codec.
 
 Terminal events (``TERMINAL_KINDS``): ``result``, ``aborted`` and a fatal ``error`` end a turn;
@@ -30,7 +30,7 @@ import attrs
 from .usage import Usage
 
 # ---------------------------------------------------------------------------------------------
-# Content blocks of a normalized message (the seed's ContentBlock)
+# Content blocks of a normalized message (the TypeScript library's ContentBlock)
 # ---------------------------------------------------------------------------------------------
 
 

@@ -1,6 +1,6 @@
 """The model table: aliases, full ids, and what a model implies for thinking.
 
-Rules (the seed's ``src/models.ts``):
+Rules (as the TypeScript library's model table):
 
 1. A known short alias (``opus-4.6``, ``fable-5``, ...) resolves to its full id
    (``claude-opus-4-6``, ``claude-fable-5``, ...).
@@ -120,7 +120,7 @@ def effective_thinking(
     * ``mode=None`` -> ``None`` (thinking omitted, never ``disabled``), except on adaptive-only
       models: there it is ``{"type": "adaptive", "display": "summarized"}`` (or the display asked
       for). Adaptive is those models' own default anyway; the display undoes their silent
-      ``omitted`` default (the seed: "passes display: 'summarized' automatically for any model
+      ``omitted`` default (the TypeScript library: "passes display: 'summarized' automatically for any model
       in ADAPTIVE_THINKING_ONLY"), and the SDK carries display only inside the config.
     * ``adaptive`` -> ``{"type": "adaptive"}``.
     * ``enabled`` -> ``{"type": "enabled", "budget_tokens": N}``, or ``adaptive`` for adaptive-only

@@ -1,6 +1,6 @@
 """What must not change when a session is resumed, as data and as one pure check.
 
-Rules (the seed's ``src/session-resume.ts``):
+Rules (as the TypeScript library's session-resume rules):
 
 1. Resuming replays the stored transcript, including earlier thinking blocks, and the API
    requires those back byte-identical. Resuming with a different model or thinking setup fails
@@ -33,7 +33,7 @@ RESUME_IMMUTABLE: frozenset[str] = frozenset(
         "claude_thinking_display",
     }
 )
-"""Settings a resumed session must keep (model by its resolved id, the rest as the seed's keys)."""
+"""Settings a resumed session must keep (model by its resolved id, the rest as the ``claude_*`` keys)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -87,7 +87,7 @@ class ResumeViolation:
 
 
 def _thinking_fields(config: ThinkingConfig | None) -> dict[str, Any]:
-    """The effective thinking config spelled as the seed's keys."""
+    """The effective thinking config spelled as the ``claude_*`` keys."""
     fields: dict[str, Any] = dict(config) if config is not None else {}
     return {
         "claude_thinking": fields.get("type"),

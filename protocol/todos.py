@@ -1,10 +1,10 @@
 """The model's todo list, rebuilt from its todo tool calls (a pure reducer).
 
-Two tool families write the list, and the CLI offers one or the other (``sdk-facts.md``):
+Two tool families write the list, and the CLI offers one or the other (``docs/sdk-facts.md``):
 
 * ``TodoWrite`` - the input's ``todos`` array IS the whole list
   (``[{"content", "status", "activeForm"}]``); entries have no id, so the id is the index
-  (the seed's ``todoItemsFromTodoWriteInput``).
+  (as the TypeScript library's ``todoItemsFromTodoWriteInput``).
 * Tasks v2 - ``TaskCreate({"subject", "description", "activeForm"?})`` and
   ``TaskUpdate({"taskId", "status"?, "subject"?, "activeForm"?})``; ``TaskList`` / ``TaskGet``
   only read. The task id is chosen by the CLI and only comes back in the ``TaskCreate``

@@ -1,6 +1,6 @@
 """Token usage in the unified convention, and the arithmetic over it.
 
-Rules (the seed's "UsageStats" contract):
+Rules (the TypeScript library's "UsageStats" contract):
 
 * ``input_tokens`` is the TOTAL input posted to the model: Anthropic's fresh ``input_tokens``
   + ``cache_read_input_tokens`` + ``cache_creation_input_tokens``.

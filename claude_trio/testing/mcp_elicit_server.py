@@ -12,7 +12,7 @@ double as the ``tool_result``:
 
 Why a real MCP server: the elicitation round trip goes CLI -> host -> CLI -> MCP server, and
 only a real server shows what the server was actually told (``cancel`` when the Python SDK
-rejects the request, see ``sdk-facts.md``).
+rejects the request, see ``docs/sdk-facts.md``).
 """
 
 from __future__ import annotations

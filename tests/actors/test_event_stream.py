@@ -48,17 +48,31 @@ async def test_a_producer_over_capacity_waits_until_the_low_water_mark() -> None
     assert woke == [2]
 
 
-@pytest.mark.parametrize("how", ["consumer_gone", "producer_closed"])
-async def test_a_waiting_producer_is_released_when_the_stream_ends(how: str) -> None:
+@pytest.mark.parametrize("how", ["consumer_gone", "producer_closed", "released"])
+async def test_a_waiting_producer_is_released_when_the_stream_ends_or_is_released(
+    how: str, autojump_clock: trio.testing.MockClock
+) -> None:
     stream = EventStream(capacity=2)
     stream.send_nowait(deltas(2))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(stream.wait_writable)
-        await trio.testing.wait_all_tasks_blocked()
-        if how == "consumer_gone":
-            await stream.aclose()
-        else:
-            stream.close()
+    released: list[float] = []
+
+    async def producer() -> None:
+        await stream.wait_writable()
+        released.append(trio.current_time())
+
+    with trio.fail_after(1):  # a producer left waiting would hang here
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(producer)
+            await trio.testing.wait_all_tasks_blocked()
+            assert released == []  # it does wait while the consumer is behind
+            await trio.sleep(0.5)
+            if how == "consumer_gone":
+                await stream.aclose()
+            elif how == "released":
+                stream.release()
+            else:
+                stream.close()
+    assert released == [0.5]
 
 
 async def test_after_the_consumer_closed_events_are_dropped_and_receive_refuses() -> None:

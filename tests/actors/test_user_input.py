@@ -182,7 +182,7 @@ async def test_without_a_handler_questions_are_not_intercepted(
     async with fake_session(fake) as session:
         events = await collect(session)
     assert fake.transport.options.can_use_tool is None
-    assert len(failures) == 1  # the SDK itself refuses: no callback, the seed's "do not intercept"
+    assert len(failures) == 1  # the SDK itself refuses: no callback, "do not intercept"
     assert not resolved(events)
 
 

@@ -66,7 +66,7 @@ pytestmark = pytest.mark.e2e
 
 
 def expected_usage(reply: ReplyUsage, cost: float) -> Usage:
-    """The seed's convention: input = fresh + cache read + cache creation; cache fields subsets."""
+    """The usage convention: input = fresh + cache read + cache creation; cache fields subsets."""
     return Usage(
         input_tokens=reply.input_tokens
         + reply.cache_read_input_tokens
@@ -98,7 +98,7 @@ async def test_thinking_and_text_deltas_messages_and_per_turn_usage_over_two_tur
 ) -> None:
     """Turn 1 thinks and answers; a push while it streams becomes turn 2.
 
-    Usage per turn is the double's usage in the seed's convention and its cost is the difference
+    Usage per turn is the double's usage in the library's convention and its cost is the difference
     of the CLI's cumulative ``total_cost_usd`` (Sonnet 4.5 list prices).
     """
     first_usage = ReplyUsage(

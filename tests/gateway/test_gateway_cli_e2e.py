@@ -125,7 +125,7 @@ async def test_a_real_cli_session_over_the_gateway(
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "you chose: blue"
     seqs = [e.seq for e in events]
     assert seqs == sorted(set(seqs))
-    # Usage over the wire is the double's, in the seed's convention (input includes cache reads).
+    # Usage over the wire is the double's, in the library's convention (input includes cache reads).
     assert result.usage.input_tokens == 120 + 200 + 50
     assert result.usage.output_tokens == 30 + 7
     assert result.usage.cache_read_input_tokens == 50

@@ -1,4 +1,4 @@
-"""The event vocabulary: a closed, frozen, keyword-only set with the seed's names."""
+"""The event vocabulary: a closed, frozen, keyword-only set with the TypeScript library's names."""
 
 from __future__ import annotations
 

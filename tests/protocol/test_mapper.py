@@ -1,4 +1,4 @@
-"""Mapper: one test per row of the seed's event mapping table and per rule of protocol/mapper.py."""
+"""Mapper: one test per row of the event mapping table and per rule of protocol/mapper.py."""
 
 from __future__ import annotations
 
