@@ -48,7 +48,8 @@ class ClaudeCodeAdapter:
                 self._session = None
 
     def push_message(self, text: str) -> bool:
-        """The TypeScript library's ``pushMessage``: True when accepted, False when it will not be delivered."""
+        """The TypeScript library's ``pushMessage``: True when accepted, False when it will not
+        be delivered."""
         if self._session is None:
             return False
         return isinstance(self._session.push_nowait(text), Accepted)

@@ -13,8 +13,8 @@ Every event is a frozen, keyword-only attrs class. They share the fields of :cla
   synthesize (aborts, pushes, user-input bookkeeping).
 
 ``Event`` is the closed union of every kind; match on it with ``match``/``assert_never``.
-Each class has a ``kind`` class attribute with the TypeScript library's snake_case name, used by ``--json`` and
-the gateway codec.
+Each class has a ``kind`` class attribute with the TypeScript library's snake_case name, used by
+``--json`` and the gateway codec.
 
 Terminal events (``TERMINAL_KINDS``): ``result``, ``aborted`` and a fatal ``error`` end a turn;
 nothing after a turn's terminal event belongs to that turn.

@@ -120,8 +120,8 @@ def effective_thinking(
     * ``mode=None`` -> ``None`` (thinking omitted, never ``disabled``), except on adaptive-only
       models: there it is ``{"type": "adaptive", "display": "summarized"}`` (or the display asked
       for). Adaptive is those models' own default anyway; the display undoes their silent
-      ``omitted`` default (the TypeScript library: "passes display: 'summarized' automatically for any model
-      in ADAPTIVE_THINKING_ONLY"), and the SDK carries display only inside the config.
+      ``omitted`` default (the TypeScript library: "passes display: 'summarized' automatically
+      for any model in ADAPTIVE_THINKING_ONLY"), and the SDK carries display only inside the config.
     * ``adaptive`` -> ``{"type": "adaptive"}``.
     * ``enabled`` -> ``{"type": "enabled", "budget_tokens": N}``, or ``adaptive`` for adaptive-only
       models (the budget is then dropped).

@@ -1,6 +1,7 @@
 """``ExecuteParams`` -> ``claude_agent_sdk.ClaudeAgentOptions``, as one pure function.
 
-Rules (the TypeScript library's adapter, checked against claude-agent-sdk 0.2.189 and its bundled CLI):
+Rules (the TypeScript library's adapter, checked against claude-agent-sdk 0.2.189 and its
+bundled CLI):
 
 1. ``model``: resolved through ``models.resolve_model``.
 2. Thinking: ``models.effective_thinking`` - ``enabled`` + budget becomes ``adaptive`` on
@@ -14,8 +15,8 @@ Rules (the TypeScript library's adapter, checked against claude-agent-sdk 0.2.18
 5. Plan mode = a tool allow-list and a deny list: ``tools`` = :data:`READONLY_BUILTINS`,
    ``disallowed_tools`` = :data:`MUTATING_BUILTINS`. Never ``permission_mode="plan"``: it blocks
    every tool, including the read-only MCP tools a plan-mode caller chose to keep.
-6. ``permission_mode="bypassPermissions"`` (the TypeScript library's default, plan mode included). The Python
-   SDK has no ``allow_dangerously_skip_permissions`` field and the CLI does not need
+6. ``permission_mode="bypassPermissions"`` (the TypeScript library's default, plan mode
+   included). The Python SDK has no ``allow_dangerously_skip_permissions`` field and the CLI does not need
    ``--allow-dangerously-skip-permissions`` with ``--permission-mode bypassPermissions``. As root
    the CLI refuses it without ``IS_SANDBOX=1``: see :func:`check_root_bypass`, and
    ``permission_mode="default"`` + a ``can_use_tool`` gate for the root-safe way.

@@ -33,7 +33,8 @@ RESUME_IMMUTABLE: frozenset[str] = frozenset(
         "claude_thinking_display",
     }
 )
-"""Settings a resumed session must keep (model by its resolved id, the rest as the ``claude_*`` keys)."""
+"""Settings a resumed session must keep (model by its resolved id, the rest as the ``claude_*``
+keys)."""
 
 
 @attrs.frozen(kw_only=True)

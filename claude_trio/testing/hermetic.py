@@ -2,8 +2,8 @@
 
 Pass :func:`hermetic_env` as ``ClaudeAgentOptions.env``; point it at a
 :class:`~claude_trio.testing.model_double.ModelDouble`. Each variable is there for a reason that was
-checked against CLI 2.1.332 (see ``docs/sdk-facts.md``): without ``CLAUDE_CONFIG_DIR`` the CLI writes
-``~/.claude``; without ``CLAUDE_CODE_TMPDIR`` it leaves files in the system temp dir; without
+checked against CLI 2.1.332 (see ``docs/sdk-facts.md``): without ``CLAUDE_CONFIG_DIR`` the CLI
+writes ``~/.claude``; without ``CLAUDE_CODE_TMPDIR`` it leaves files in the system temp dir; without
 ``CLAUDE_CODE_MAX_RETRIES=0`` one API error costs ~190 s of retries (401 included); the
 ``DISABLE_*`` switches keep it from phoning home, so the only requests go to ``ANTHROPIC_BASE_URL``.
 """

@@ -155,8 +155,8 @@ def test_unset_thinking_is_omitted_never_disabled(model_id: str | None) -> None:
 
 @pytest.mark.parametrize("model_id", ["claude-fable-5", "claude-opus-4-7", "claude-opus-4-6"])
 def test_unset_thinking_on_adaptive_only_models_is_adaptive_summarized(model_id: str) -> None:
-    # The TypeScript library: display 'summarized' automatically for every ADAPTIVE_THINKING_ONLY model,
-    # undoing Opus 4.7's and Fable 5's silent 'omitted' default; never 'disabled'.
+    # The TypeScript library: display 'summarized' automatically for every ADAPTIVE_THINKING_ONLY
+    # model, undoing Opus 4.7's and Fable 5's silent 'omitted' default; never 'disabled'.
     expected = {"type": "adaptive", "display": "summarized"}
     assert effective_thinking(model_id, mode=None, budget_tokens=None, display=None) == expected
 
