@@ -2,7 +2,8 @@
 
 A consumer uses it to decide what to offer before it starts a session (a push box only when
 ``mid_turn_push``, a skills picker only when ``skills``, ...). The values are the TypeScript
-library's claims for the claude-code adapter, each backed by this library (see the field docs for where).
+library's claims for the claude-code adapter, each backed by this library (see the field docs
+for where).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ bundled CLI):
    ``disallowed_tools`` = :data:`MUTATING_BUILTINS`. Never ``permission_mode="plan"``: it blocks
    every tool, including the read-only MCP tools a plan-mode caller chose to keep.
 6. ``permission_mode="bypassPermissions"`` (the TypeScript library's default, plan mode
-   included). The Python SDK has no ``allow_dangerously_skip_permissions`` field and the CLI does not need
+   included). The Python SDK has no ``allow_dangerously_skip_permissions`` field and the CLI
+   does not need
    ``--allow-dangerously-skip-permissions`` with ``--permission-mode bypassPermissions``. As root
    the CLI refuses it without ``IS_SANDBOX=1``: see :func:`check_root_bypass`, and
    ``permission_mode="default"`` + a ``can_use_tool`` gate for the root-safe way.
