@@ -106,6 +106,10 @@ async def test_abort_mid_tool_returns_at_once_and_the_tool_never_finishes(
     assert effects == []
     aborted = the_aborted(events)
     assert aborted.usage is not None
+    # The interrupted turn is a turn of the usage too, as it is of the execution's total.
+    usage = session.usage()
+    assert usage.turns == (aborted.usage,)
+    assert usage.execution == aborted.usage
     assert fake.transport.exit_code is not None
     assert fake.transport.exit_code != SIGKILL_EXIT_CODE  # it settled: not killed
     assert_no_leak(fake)
