@@ -74,6 +74,7 @@ WireErrorCode = Literal[
     "invalid_params",  # ExecuteParams refused the params (the message names params.<field>)
     "forbidden_field",  # allowed in ExecuteParams, not from a remote client (rule 3)
     "unknown_session",  # (gateway) no session with that id
+    "limit_reached",  # (gateway) a per-client or server limit; the message names it
     "internal",  # (gateway) a bug of ours
 ]
 
