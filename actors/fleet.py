@@ -389,6 +389,11 @@ class FleetSession:
         """User-input requests asked and not yet resolved, oldest first."""
         return tuple(e.event for e in self._pending.values())  # type: ignore[misc]
 
+    @property
+    def subscribers(self) -> int:
+        """How many subscriptions follow the session now (dropped and closed ones do not)."""
+        return len(self._subscribers)
+
     def replay_statistics(self) -> ReplayStatistics:
         buffer = self._buffer
         return ReplayStatistics(

@@ -874,9 +874,7 @@ class _Client:
         if isinstance(subscribed, ResyncRequired):
             assert op_id is not None  # last_seq=None never needs a resync
             self._reply(
-                ResyncRequiredFrame(
-                    id=op_id, session=session.id, oldest_seq=subscribed.oldest_seq
-                )
+                ResyncRequiredFrame(id=op_id, session=session.id, oldest_seq=subscribed.oldest_seq)
             )
             return
         attached.subscription = subscribed
@@ -900,4 +898,3 @@ async def _resolve_cwd(root: str, requested: str | None) -> str | None:
         await trio.lowlevel.checkpoint()
         return None
     return real
-

@@ -66,6 +66,7 @@ DEEP_VALUE_BYTES = 4096
 """What a value nested deeper than ``MAX_WALK_DEPTH`` counts for (such values come only from
 the CLI; a remote client's values are bounded in depth at the wire edge)."""
 
+
 def text_bytes(text: str) -> int:
     """The UTF-8 length of ``text`` (lone surrogates count as 3 bytes, as escaped ones would)."""
     if text.isascii():
@@ -159,9 +160,7 @@ class ReplayBuffer:
         self._entries.append(entry)
         self.bytes += entry.size
         entries = self._entries
-        while len(entries) > 1 and (
-            len(entries) > self.max_events or self.bytes > self.max_bytes
-        ):
+        while len(entries) > 1 and (len(entries) > self.max_events or self.bytes > self.max_bytes):
             old = entries.popleft()
             self.bytes -= old.size
             self.evicted_through = old.seq

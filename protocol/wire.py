@@ -311,13 +311,13 @@ def _check_value(value: Any, where: str, depth: int, op_id: str | None) -> int:
     if isinstance(value, int):
         if not -MAX_INT <= value <= MAX_INT:
             raise WireError(
-                "invalid_field", f"{where}: an integer beyond +-{MAX_INT} is not accepted", op_id
+                _code_at(where), f"{where}: an integer beyond +-{MAX_INT} is not accepted", op_id
             )
         return 20
     if isinstance(value, float):
         if not math.isfinite(value):
             raise WireError(
-                "invalid_field", f"{where}: a number too large for a double is not accepted", op_id
+                _code_at(where), f"{where}: a number too large for a double is not accepted", op_id
             )
         return 24
     if depth >= MAX_DEPTH:
@@ -334,6 +334,11 @@ def _check_value(value: Any, where: str, depth: int, op_id: str | None) -> int:
         for i, item in enumerate(value):
             size += 1 + _check_value(item, f"{where}[{i}]", depth + 1, op_id)
     return size
+
+
+def _code_at(where: str) -> WireErrorCode:
+    """A bad number inside ``params`` is a bad parameter (as ``ExecuteParams`` would say)."""
+    return "invalid_params" if where.startswith("params") else "invalid_field"
 
 
 def _child(where: str, key: str) -> str:

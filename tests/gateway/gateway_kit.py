@@ -43,9 +43,12 @@ async def gateway(
 ) -> AsyncIterator[tuple[Fleet, int]]:
     """A fleet of ``fake`` sessions behind a gateway; yields ``(fleet, port)``."""
     gateway_options.setdefault("allowed_origins", {ORIGIN})
-    async with open_fleet(
-        transport_factory=fake, replay_buffer=replay_buffer, **(fleet_options or {})
-    ) as fleet, trio.open_nursery() as nursery:
+    async with (
+        open_fleet(
+            transport_factory=fake, replay_buffer=replay_buffer, **(fleet_options or {})
+        ) as fleet,
+        trio.open_nursery() as nursery,
+    ):
         port = await nursery.start(partial(serve_gateway, fleet, token=TOKEN, **gateway_options))
         yield fleet, port
         nursery.cancel_scope.cancel()

@@ -396,4 +396,3 @@ def test_the_buffer_keeps_the_newest_suffix_within_its_bounds(
         assert buffer.bytes <= max_bytes or len(held) == 1
         assert buffer.bytes == sum(e.size for e in buffer.entries())
         assert buffer.evicted_through == held[0] - 1
-

@@ -237,9 +237,7 @@ _scalar = st.one_of(
 )
 _json = st.recursive(
     _scalar,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(_text, inner, max_size=3)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_text, inner, max_size=3)),
     max_leaves=12,
 )
 
@@ -274,8 +272,14 @@ def _op(draw: st.DrawFn) -> Any:
         op["op"] = draw(st.one_of(st.sampled_from(OP_NAMES), _value))
     if draw(st.integers(0, 9)):
         op["id"] = draw(st.one_of(_text, _value))
-    for key in draw(st.lists(st.sampled_from(["session", "text", "request", "answer",
-                                              "last_seq", "params", "extra"]), max_size=4)):
+    for key in draw(
+        st.lists(
+            st.sampled_from(
+                ["session", "text", "request", "answer", "last_seq", "params", "extra"]
+            ),
+            max_size=4,
+        )
+    ):
         op[key] = draw(_params()) if key == "params" else draw(_value)
     return draw(st.one_of(st.just(op), _value))
 
