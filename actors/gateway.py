@@ -556,7 +556,7 @@ class _Client:
         self._sending = False
         self._writer_done = trio.Event()
         self._close_code: int | None = None
-        self._close_reason = ""
+        self._close_text = ""
         self._close_wanted = trio.Event()
 
     async def run(self) -> None:
@@ -580,7 +580,7 @@ class _Client:
         code = self._close_code
         if code is None:
             return
-        log.debug("gateway: closing %s: %d %s", self._peer, code, self._close_reason)
+        log.debug("gateway: closing %s: %d %s", self._peer, code, self._close_text)
         grace = self._limits.close_grace
         with trio.move_on_after(grace):
             await self._writer_done.wait()  # the writer stops before its next frame
@@ -588,7 +588,7 @@ class _Client:
             await self._stream.aclose()  # stuck mid-frame: a close frame cannot follow it
             return
         with trio.move_on_after(grace):
-            await self._ws.aclose(code, self._close_reason)
+            await self._ws.aclose(code, self._close_text)
         if self._ws.closed is None or not self._writer_done.is_set():
             await self._stream.aclose()
 
@@ -598,7 +598,7 @@ class _Client:
         if self._close_wanted.is_set():
             return
         self._close_code = None if cut else code
-        self._close_reason = clip_reason(reason)
+        self._close_text = clip_reason(reason)
         self._close_wanted.set()
         self._wake.set()
         self._reply_room.set()
