@@ -52,7 +52,9 @@ reached) gets an ``error`` frame and the connection goes on.
 Backpressure (the documented policy): each connection has one writer task that sends, in this
 order, the replies waiting (``reply``, ``error``, ``opened``, ``resync_required``; at most
 ``max_pending_replies``, then the connection's ops are not read until some are sent, so a
-flooding client is slowed by TCP), then one event of each attached session in turn. Replies
+flooding client is slowed by TCP), then one event of each attached session in turn. Ops are
+read at most ``limits.ops_per_second`` (bursts of ``ops_burst``), so a flood costs the
+server a bounded share of its CPU. Replies
 never wait behind events. Events wait in the fleet's per-subscription queue (at most
 ``client_queue`` events and ``limits.client_queue_bytes`` counted bytes; deltas merge when it
 is full); when a session's events do not fit, the fleet drops the subscription and the client
@@ -101,6 +103,7 @@ from claude_trio.protocol.remote import (
     Admission,
     GatewayLimits,
     RemotePolicy,
+    TokenBucket,
     connection_cap,
     cwd_candidate,
     is_inside,
@@ -405,12 +408,20 @@ async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -
                     reader_done.set()
 
             nursery.start_soon(read)
+            accepted = False
             try:
                 request = await _handshake(server, connection, reader_done, peer)
                 server.admission.handshake_done(host)
                 in_handshake = False
-                if request is not None:
-                    await _accept_or_refuse(server, request, connection, stream, peer, host)
+                refusal = None if request is None else _refusal(config, request)
+                if refusal is not None:
+                    assert request is not None
+                    await _refuse(server, request, refusal, peer)
+                elif request is not None:
+                    ws = await request.accept()
+                    accepted = True
+                    log.debug("gateway: %s connected", peer)
+                    await _Client(server, ws, stream, peer, host).run()
             except Exception as exc:
                 # A bug met by one connection must not end the server and its other clients.
                 # Logged with its traceback once per exception type, then counted.
@@ -419,8 +430,11 @@ async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -
                 server.notices.note(f"error {type(exc).__name__}", peer, level=logging.ERROR)
                 code, reason = INTERNAL_ERROR, "internal error"
             finally:
-                with trio.move_on_after(config.limits.close_grace, shield=True):
-                    await connection.aclose(code, reason)
+                # Only an accepted websocket has a closing handshake; a refused or unfinished
+                # one just loses its TCP connection (below).
+                if accepted:
+                    with trio.move_on_after(config.limits.close_grace, shield=True):
+                        await connection.aclose(code, reason)
                 reader_scope.cancel()
                 nursery.cancel_scope.cancel()
     finally:
@@ -457,26 +471,16 @@ async def _handshake(
     return request
 
 
-async def _accept_or_refuse(
-    server: _Server,
-    request: WebSocketRequest,
-    connection: WebSocketConnection,
-    stream: trio.SocketStream,
-    peer: str,
-    host: str,
+async def _refuse(
+    server: _Server, request: WebSocketRequest, refusal: tuple[int, str], peer: str
 ) -> None:
-    refusal = _refusal(server.config, request)
-    if refusal is not None:
-        status, why = refusal
-        server.notices.note(f"refused handshakes: HTTP {status}, {why}", peer, level=logging.INFO)
-        headers = [(b"content-type", b"text/plain; charset=utf-8")]
-        if status == 401:
-            headers.append((b"www-authenticate", b"Bearer"))
+    status, why = refusal
+    server.notices.note(f"refused handshakes: HTTP {status}, {why}", peer, level=logging.INFO)
+    headers = [(b"content-type", b"text/plain; charset=utf-8")]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    with contextlib.suppress(ConnectionClosed):  # the client may go before it has the answer
         await request.reject(status, extra_headers=headers, body=why.encode() + b"\n")
-        return
-    ws = await request.accept()
-    log.debug("gateway: %s connected", peer)
-    await _Client(server, ws, stream, peer, host).run()
 
 
 def _refusal(config: _Config, request: WebSocketRequest) -> tuple[int, str] | None:
@@ -722,11 +726,18 @@ class _Client:
 
     async def _reader(self) -> None:
         await trio.lowlevel.checkpoint()
-        limit = self._limits.max_pending_replies
+        limits = self._limits
+        limit = limits.max_pending_replies
+        bucket = TokenBucket(
+            rate=limits.ops_per_second, burst=limits.ops_burst, now=trio.current_time()
+        )
         while True:
             while len(self._replies) >= limit and not self._close_wanted.is_set():
                 self._reply_room = trio.Event()
                 await self._reply_room.wait()
+            wait = bucket.take(trio.current_time())
+            if wait:
+                await trio.sleep(wait)  # a client faster than its op rate waits (TCP slows it)
             try:
                 message = await self._ws.get_message()
             except ConnectionClosed as exc:
@@ -809,6 +820,11 @@ class _Client:
     def _limit_reached(self) -> str | None:
         limits = self._limits
         fleet = self._fleet
+        if len(self._attached) >= limits.max_attached_per_client:
+            return (
+                f"this connection already follows {limits.max_attached_per_client} sessions "
+                "(the limit); detach one first"
+            )
         mine = fleet.owner_statistics(self._owner)
         if mine.active >= limits.max_sessions_per_client:
             return (
@@ -860,6 +876,17 @@ class _Client:
     def _attach(self, op_id: str | None, session: FleetSession, last_seq: int | None) -> None:
         """Subscribe to ``session``; ``op_id`` None for the attach that ``open`` implies (it
         gets no reply: ``opened`` is the reply)."""
+        limit = self._limits.max_attached_per_client
+        if session.id not in self._attached and len(self._attached) >= limit:
+            self._reply(
+                ErrorFrame(
+                    id=op_id,
+                    code="limit_reached",
+                    message=f"this connection already follows {limit} sessions (the limit); "
+                    "detach one first",
+                )
+            )
+            return
         attached = _Attached(session_id=session.id, subscription=None)  # type: ignore[arg-type]
         try:
             subscribed = session.subscribe(

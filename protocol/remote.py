@@ -206,6 +206,12 @@ def _seconds(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None
         raise InvalidParamsError(attribute.name, value, "a number of seconds > 0 (at most a day)")
 
 
+def _rate(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (ok and 0 < value <= 1e9):
+        raise InvalidParamsError(attribute.name, value, "a number of operations per second > 0")
+
+
 @attrs.frozen(kw_only=True)
 class GatewayLimits:
     """Every bound of a gateway the operator may set (all checked: positive ints, seconds).
@@ -224,14 +230,18 @@ class GatewayLimits:
     ``client_queue_bytes`` counted bytes of events waiting per attached session (with
     ``client_queue`` events, the slow-client bound), ``max_pending_replies`` replies waiting
     (then its ops are not read until they are sent), ``max_sessions_per_client`` sessions not
-    ended and ``max_waiting_per_client`` of them waiting for a slot. In total:
-    ``max_sessions`` sessions not ended in the fleet.
+    ended and ``max_waiting_per_client`` of them waiting for a slot, and
+    ``max_attached_per_client`` sessions followed by one connection (so a client holds at most
+    that many times ``client_queue_bytes``). In total: ``max_sessions`` sessions not ended in
+    the fleet. A connection's ops are read at most ``ops_per_second`` on average, in bursts of
+    ``ops_burst`` (:class:`TokenBucket`): a flooding client is slowed by TCP, not answered
+    faster than that, so it cannot take the server's CPU from the others.
     """
 
     max_connections: int = attrs.field(default=512, validator=_positive_int)
-    max_connections_per_peer: int = attrs.field(default=32, validator=_positive_int)
-    max_handshakes: int = attrs.field(default=64, validator=_positive_int)
-    max_handshakes_per_peer: int = attrs.field(default=8, validator=_positive_int)
+    max_connections_per_peer: int = attrs.field(default=64, validator=_positive_int)
+    max_handshakes: int = attrs.field(default=256, validator=_positive_int)
+    max_handshakes_per_peer: int = attrs.field(default=16, validator=_positive_int)
     fd_reserve: int = attrs.field(default=64, validator=_positive_int)
     handshake_timeout: float = attrs.field(default=10.0, validator=_seconds)
     ping_interval: float = attrs.field(default=20.0, validator=_seconds)
@@ -242,6 +252,9 @@ class GatewayLimits:
     max_sessions: int = attrs.field(default=256, validator=_positive_int)
     max_sessions_per_client: int = attrs.field(default=16, validator=_positive_int)
     max_waiting_per_client: int = attrs.field(default=8, validator=_positive_int)
+    max_attached_per_client: int = attrs.field(default=32, validator=_positive_int)
+    ops_per_second: float = attrs.field(default=50.0, validator=_rate)
+    ops_burst: int = attrs.field(default=100, validator=_positive_int)
 
 
 def connection_cap(limits: GatewayLimits, descriptor_limit: int | None) -> int:
@@ -250,3 +263,23 @@ def connection_cap(limits: GatewayLimits, descriptor_limit: int | None) -> int:
     if descriptor_limit is None or descriptor_limit <= 0:
         return limits.max_connections
     return max(1, min(limits.max_connections, descriptor_limit - limits.fd_reserve))
+
+
+class TokenBucket:
+    """At most ``rate`` operations per second on average, ``burst`` at once (rule 6's CPU
+    counterpart). ``take(now)`` spends a token and says how long to wait before using it."""
+
+    def __init__(self, *, rate: float, burst: int, now: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._tokens = float(burst)
+        self._last = now
+
+    def take(self, now: float) -> float:
+        """Seconds to wait before the next operation (0.0 when a token is there)."""
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        self._tokens -= 1
+        if self._tokens >= -1e-9:  # float dust from the refill is not worth a sleep
+            return 0.0
+        return -self._tokens / self.rate

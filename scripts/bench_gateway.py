@@ -24,11 +24,12 @@ for throughput, bare / gateway for CPU: both ``>= 0.8`` is the target).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import warnings
 import os
 import statistics
 import sys
+import warnings
 from functools import partial
 
 import trio
@@ -49,6 +50,7 @@ PARAMS = ExecuteParams(prompt="stream please")
 SESSION_ID = "00000000-bench-0000-0000-000000000000"
 TARGET = 0.8
 _TICK = os.sysconf("SC_CLK_TCK")
+_HERE_SCRIPT = os.path.abspath(__file__)
 
 
 # -- the recorded session ------------------------------------------------------------------------
@@ -108,10 +110,8 @@ async def serve_bare(deltas: int) -> None:
         await go.wait()
         for frame in frames:
             await ws.send_message(frame)
-        try:
+        with contextlib.suppress(ConnectionClosed):
             await ws.get_message()  # until the client closes
-        except ConnectionClosed:
-            pass
 
     async with trio.open_nursery() as nursery:
         server = await nursery.start(
@@ -135,27 +135,29 @@ async def serve_gateway_side(deltas: int, clients: int) -> None:
         ping_interval=3600,
     )
     factory = replay_factory(recording, release=release)
-    async with open_fleet(transport_factory=factory, max_live=1) as fleet:
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(
-                partial(
-                    serve_gateway,
-                    fleet,
-                    token=TOKEN,
-                    allowed_origins=None,
-                    client_queue=10 * expected,
-                    limits=limits,
-                )
+    async with (
+        open_fleet(transport_factory=factory, max_live=1) as fleet,
+        trio.open_nursery() as nursery,
+    ):
+        port = await nursery.start(
+            partial(
+                serve_gateway,
+                fleet,
+                token=TOKEN,
+                allowed_origins=None,
+                client_queue=10 * expected,
+                limits=limits,
             )
-            session = await fleet.start(PARAMS)
-            print(port, session.id, expected, flush=True)
-            await _wait_go()
-            start = trio.current_time()
-            release.set()
-            await session.wait_ended()
-            # How fast the session itself ran while fanning out (its own progress first).
-            print(session.last_seq / (trio.current_time() - start), flush=True)
-            await trio.sleep_forever()
+        )
+        session = await fleet.start(PARAMS)
+        print(port, session.id, expected, flush=True)
+        await _wait_go()
+        start = trio.current_time()
+        release.set()
+        await session.wait_ended()
+        # How fast the session itself ran while fanning out (its own progress first).
+        print(session.last_seq / (trio.current_time() - start), flush=True)
+        await trio.sleep_forever()
 
 
 # -- the clients (this process) -----------------------------------------------------------------
@@ -249,8 +251,7 @@ async def _client(
 
 async def run_side(mode: str, deltas: int, clients: int) -> tuple[float, float, int, float]:
     """One run: ``(wall seconds, server CPU seconds, frames delivered, session events/s)``."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    command = [sys.executable, os.path.join(here, "bench_gateway.py"), "serve", mode, str(deltas)]
+    command = [sys.executable, _HERE_SCRIPT, "serve", mode, str(deltas)]
     command.append(str(clients))
     async with trio.open_nursery() as nursery:
         proc = await nursery.start(
@@ -343,9 +344,10 @@ def main(argv: list[str]) -> int:
     warnings.simplefilter("ignore")
     if argv[:1] == ["serve"]:
         mode, deltas, clients = argv[1], int(argv[2]), int(argv[3])
-        trio.run(serve_bare if mode == "bare" else serve_gateway_side, *(
-            (deltas,) if mode == "bare" else (deltas, clients)
-        ))
+        trio.run(
+            serve_bare if mode == "bare" else serve_gateway_side,
+            *((deltas,) if mode == "bare" else (deltas, clients)),
+        )
         return 0
     parser = argparse.ArgumentParser(prog="bench_gateway.py", description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)

@@ -7,6 +7,11 @@ Sections (all by default; pick with ``--only``):
 * ``memory``: memory per parked session, bare SDK vs ``open_session``, 1,000 at once.
 * ``cli``: the real CLI against the Messages API double: time to first event, cold (raw SDK vs
   ours) and warm vs cold (``open_cli_pool``), and abort -> terminal event -> CLI reaped.
+* ``gateway``: one session fanned out to 50 websocket clients, ``serve_gateway`` vs a bare
+  trio-websocket server sending the same frames: frames/s and server CPU per 1,000 frames.
+* ``soak``: about 200 clients (reading, slow, never-reading, silent, flooding) against one
+  gateway: server RSS and descriptors over time, the reading clients' latency with and
+  without the others, every close code.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -25,7 +30,7 @@ from importlib.metadata import version
 import trio
 from bench_replay import record_stream
 
-SECTIONS = ("hot", "memory", "cli")
+SECTIONS = ("hot", "memory", "cli", "gateway", "soak")
 
 
 def _load() -> str:
@@ -50,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         "--cli-rounds", type=int, help="time-to-first-event rounds (raw vs ours, warm vs cold)"
     )
     parser.add_argument("--aborts", type=int, help="aborts in the abort benchmark")
+    parser.add_argument("--clients", type=int, help="soak clients (all kinds together)")
+    parser.add_argument("--soak-seconds", type=float, help="length of the soak's second phase")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
@@ -94,6 +101,18 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\n[3] real CLI against the Messages API double (127.0.0.1), wall clock")
         bench_cli.run(rounds=cli_rounds, aborts=aborts)
+    if "gateway" in only:
+        import bench_gateway
+
+        print("\n[4] gateway fan-out vs a bare trio-websocket server (50 clients, 127.0.0.1)")
+        bench_gateway.run(rounds=2 if quick else 5, deltas=2000, clients=50)
+    if "soak" in only:
+        import bench_soak
+
+        print("\n[5] soak: hostile and well-behaved clients against one gateway")
+        bench_soak.run(
+            clients=args.clients or 200, seconds=args.soak_seconds or (10.0 if quick else 30.0)
+        )
     print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
 

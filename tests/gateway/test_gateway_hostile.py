@@ -439,7 +439,11 @@ async def test_a_steady_reader_with_a_small_queue_gets_every_reply_and_is_not_cl
         await turn.text(text, chunk=1)
 
     with trio.fail_after(20):
-        async with gateway(FakeCLI(stream), client_queue=8) as (_, port), client(port) as c:
+        limits = GatewayLimits(ops_per_second=10_000, ops_burst=1000)
+        async with (
+            gateway(FakeCLI(stream), client_queue=8, limits=limits) as (_, port),
+            client(port) as c,
+        ):
             sid = await c.open(ExecuteParams(prompt="hi"))
             for i in range(300):
                 await c.send("detach", id=f"d{i}", session=f"nope-{i}")
@@ -495,3 +499,33 @@ async def _attached_client(port: int, sid: str, i: int, attached: trio.Event) ->
         assert await c.receive() == ReplyFrame(id="a", ok=True)
         attached.set()
         await c.events_until_final()
+
+
+async def test_a_connection_follows_a_bounded_number_of_sessions() -> None:
+    release = trio.Event()
+
+    async def script(turn: FakeTurn) -> None:
+        await release.wait()
+
+    limits = GatewayLimits(max_attached_per_client=2)
+    with trio.fail_after(10):
+        async with (
+            gateway(FakeCLI(script), limits=limits) as (fleet, port),
+            client(port) as c,
+        ):
+            first = await c.open(ExecuteParams(prompt="one"), op_id="o1")
+            await c.open(ExecuteParams(prompt="two"), op_id="o2")
+            await c.send("open", id="o3", params={"prompt": "three"})
+            refused = await c.receive_until(lambda f: isinstance(f, ErrorFrame))
+            assert refused[-1].code == "limit_reached"  # type: ignore[union-attr]
+            other = await fleet.start(ExecuteParams(prompt="elsewhere"))
+            await c.send("attach", id="a", session=other.id)
+            refused = await c.receive_until(lambda f: isinstance(f, ErrorFrame))
+            assert refused[-1].code == "limit_reached"  # type: ignore[union-attr]
+            assert "detach one first" in refused[-1].message  # type: ignore[union-attr]
+            await c.send("detach", id="d", session=first)
+            await c.receive_until(lambda f: isinstance(f, ReplyFrame) and f.id == "d")
+            await c.send("attach", id="a2", session=other.id)
+            got = await c.receive_until(lambda f: isinstance(f, ReplyFrame) and f.id == "a2")
+            assert got[-1] == ReplyFrame(id="a2", ok=True)
+            release.set()

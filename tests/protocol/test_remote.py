@@ -13,6 +13,7 @@ from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.remote import (
     Admission,
     RemotePolicy,
+    TokenBucket,
     cwd_candidate,
     is_inside,
     remote_event,
@@ -121,3 +122,13 @@ def test_admission_counts_per_peer_and_in_total_and_names_the_cap() -> None:
     assert busy.admit("x") is None
     assert busy.admit("y") is None
     assert busy.admit("z") == "handshakes"
+
+
+def test_the_token_bucket_allows_bursts_then_the_rate() -> None:
+    bucket = TokenBucket(rate=10.0, burst=3, now=100.0)
+    assert [bucket.take(100.0) for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert bucket.take(100.0) == pytest.approx(0.1)  # the 4th waits for one token
+    assert bucket.take(100.1) == pytest.approx(0.1)  # the 5th: the 4th took the new one
+    assert bucket.take(100.3) == 0.0
+    # A long pause refills at most `burst` tokens.
+    assert [bucket.take(200.0) for _ in range(4)] == [0.0, 0.0, 0.0, pytest.approx(0.1)]
