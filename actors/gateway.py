@@ -474,6 +474,7 @@ async def _handshake(
 async def _refuse(
     server: _Server, request: WebSocketRequest, refusal: tuple[int, str], peer: str
 ) -> None:
+    await trio.lowlevel.checkpoint()
     status, why = refusal
     server.notices.note(f"refused handshakes: HTTP {status}, {why}", peer, level=logging.INFO)
     headers = [(b"content-type", b"text/plain; charset=utf-8")]
