@@ -32,13 +32,13 @@ max_message_size=...)`` (documented, "users are discouraged from directly instan
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import trio
 from trio_websocket import WebSocketConnection, WebSocketRequest
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
-from wsproto.events import CloseConnection, Event
+from wsproto.events import CloseConnection, Event, Message
 
 #: RFC 6455 5.5: a control frame's payload is at most 125 bytes, 2 of them the close code.
 MAX_CLOSE_REASON_BYTES = 123
@@ -50,8 +50,13 @@ def clip_reason(reason: str) -> str:
     return data.decode(errors="ignore")
 
 
+#: How much data a peer may still send once our close frame is out before it is cut off.
+MAX_DATA_AFTER_CLOSE = 64 * 1024
+
+
 class FailingWSConnection(WSConnection):
-    """A server ``WSConnection`` that sends the close frame for frames it cannot parse.
+    """A server ``WSConnection`` that sends the close frame for frames it cannot parse, and
+    reports a peer that floods after our close frame.
 
     wsproto reports an invalid incoming frame (text that is not UTF-8: 1007; a bad opcode,
     reserved bits, an unmasked client frame: 1002) as a ``CloseConnection`` event while its
@@ -60,11 +65,19 @@ class FailingWSConnection(WSConnection):
     code (checked on the wire). Here such an event reports REMOTE_CLOSING until
     trio-websocket answers it; the answer goes out as our own close frame with wsproto's code
     and reason, as RFC 6455 7.1.7 ("Fail the WebSocket Connection") asks.
+
+    Once our close frame is sent, trio-websocket reads and discards whatever the peer sends
+    until its close frame comes (no backpressure then: nobody receives messages any more). A
+    peer that keeps sending data instead would make the server parse it as fast as it comes,
+    for the whole closing handshake; past ``MAX_DATA_AFTER_CLOSE`` bytes ``on_flood`` is
+    called (once), and the gateway cuts the TCP connection.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_flood: Callable[[], None] | None = None) -> None:
         super().__init__(ConnectionType.SERVER)
         self._failure: CloseConnection | None = None
+        self._on_flood = on_flood
+        self._after_close = 0
 
     @property
     def state(self) -> ConnectionState:
@@ -74,8 +87,14 @@ class FailingWSConnection(WSConnection):
 
     def events(self) -> Generator[Event, None, None]:
         for event in super().events():
-            if isinstance(event, CloseConnection) and super().state is ConnectionState.OPEN:
+            state = super().state
+            if isinstance(event, CloseConnection) and state is ConnectionState.OPEN:
                 self._failure = event
+            elif isinstance(event, Message) and state is ConnectionState.LOCAL_CLOSING:
+                self._after_close += len(event.data)
+                if self._after_close > MAX_DATA_AFTER_CLOSE and self._on_flood is not None:
+                    on_flood, self._on_flood = self._on_flood, None
+                    on_flood()
             yield event
 
     def send(self, event: Event) -> bytes:
@@ -87,9 +106,14 @@ class FailingWSConnection(WSConnection):
         return super().send(event)
 
 
-def server_connection(stream: trio.SocketStream, *, max_message_size: int) -> WebSocketConnection:
-    """A server-side connection over ``stream`` that answers bad frames with their close code."""
-    return WebSocketConnection(stream, FailingWSConnection(), max_message_size=max_message_size)
+def server_connection(
+    stream: trio.SocketStream, *, max_message_size: int, on_flood: Callable[[], None]
+) -> WebSocketConnection:
+    """A server-side connection over ``stream`` that answers bad frames with their close code
+    and calls ``on_flood`` when the peer floods during the closing handshake."""
+    return WebSocketConnection(
+        stream, FailingWSConnection(on_flood), max_message_size=max_message_size
+    )
 
 
 async def run_reader(connection: WebSocketConnection) -> None:

@@ -390,7 +390,10 @@ async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -
     """One TCP connection: the handshake, the policy checks, then the client."""
     config = server.config
     peer = _peer(stream)
-    connection = server_connection(stream, max_message_size=config.max_message_size)
+    flooding = trio.Event()
+    connection = server_connection(
+        stream, max_message_size=config.max_message_size, on_flood=flooding.set
+    )
     in_handshake = True
     code, reason = GOING_AWAY, "server shutting down"
     try:
@@ -408,6 +411,13 @@ async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -
                     reader_done.set()
 
             nursery.start_soon(read)
+
+            async def cut_a_flood() -> None:
+                await flooding.wait()
+                server.notices.note("cutting clients that flood while being closed", peer)
+                await stream.aclose()
+
+            nursery.start_soon(cut_a_flood)
             accepted = False
             try:
                 request = await _handshake(server, connection, reader_done, peer)

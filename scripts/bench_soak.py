@@ -5,8 +5,9 @@ with the default limits, except shorter pings and handshakes so that their effec
 the run. Each client comes from its own loopback address (127.0.x.y), as distinct peers would.
 Kinds of clients (``--clients`` in total, split evenly; reconnecting whenever closed):
 
-* **reading**: open a session (a short streamed answer), read it to the end, again; the
-  well-behaved ones whose latency is measured: open -> first event, open -> final result.
+* **reading**: open a session (a short streamed answer), read it to the end, pause a quarter
+  of a second, again; the well-behaved ones whose latency is measured: open -> first event,
+  open -> final result.
 * **slow**: attach to a shared, never-ending "news" session (a 16 KiB tool call every 50 ms)
   and read one frame every 200 ms: they lag, and are closed 1008 when their queue overflows.
 * **never-reading**: attach to the news session and read nothing (4 KiB receive buffer).
@@ -14,7 +15,11 @@ Kinds of clients (``--clients`` in total, split evenly; reconnecting whenever cl
 * **flooding**: send ops as fast as TCP takes them, without reading: malformed JSON, unknown
   ops, pushes to unknown sessions, and now and then an oversize or a binary message.
 
-A first phase runs only the reading clients (the baseline); the second runs all kinds at once.
+A first phase runs only the reading clients (the baseline); the second runs all kinds at once,
+the hostile ones from a second client process (so the reading clients' latency is measured in
+a process that does nothing else), at a lower CPU priority (``nice 10``): on this 2-core
+machine they share the cores with the server and the measuring process, where real attackers
+would use CPUs of their own.
 Printed: the server's RSS and open descriptors sampled every second, the reading clients'
 latencies in both phases and their ratio, and every close code each kind saw (``cut`` = the
 TCP connection ended without a close frame; ``503`` = shed before the handshake; ``refused``
@@ -30,6 +35,7 @@ import os
 import socket
 import statistics
 import sys
+import time
 import warnings
 from functools import partial
 from typing import Any
@@ -103,6 +109,9 @@ class Tally:
         self.first: list[float] = []
         self.final: list[float] = []
         self.sessions = 0
+        self.cpu_start = (0.0, 0.0, 0.0)
+        #: (server, this client process) CPU seconds per second of the phase.
+        self.cpu = (0.0, 0.0)
 
 
 async def _stream(port: int, source: str, rcvbuf: int | None = None) -> trio.SocketStream:
@@ -192,6 +201,7 @@ async def reading(port: int, source: str, tally: Tally, stop: trio.Event) -> Non
             tally.first.append(first or 0.0)
             tally.final.append(trio.current_time() - start)
             tally.sessions += 1
+            await trio.sleep(0.25)  # a user reading the answer: the server is not saturated
         await ws.aclose()
 
     while not stop.is_set():
@@ -261,13 +271,17 @@ async def flooding(port: int, source: str, tally: Tally, stop: trio.Event) -> No
         '{"op":"push","id":"p","session":"nope","text":"hi"}',
     ]
 
+    # Half of them end their flood with an oversize message (1009), a quarter with a binary
+    # one (1002), the rest just go on (until the server cuts them for not reading its pings).
+    ending = int(source.rsplit(".", 1)[1]) % 4
+
     async def flood(ws: Any) -> None:
         i = 0
         while True:
             i += 1
-            if i % 500 == 0:
+            if i % 150 == 0 and ending in (0, 1):
                 await ws.send_message("x" * (32 * 1024))  # oversize: 1009
-            elif i % 777 == 0:
+            elif i % 150 == 0 and ending == 2:
                 await ws.send_message(b"\x00binary")  # binary: 1002
             else:
                 await ws.send_message(junk[i % len(junk)])
@@ -281,6 +295,12 @@ async def flooding(port: int, source: str, tally: Tally, stop: trio.Event) -> No
 
     while not stop.is_set():
         await _connected(port, source, "flooding", tally, body)
+
+
+def _cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_and_fds(pid: int) -> tuple[int, int]:
@@ -299,32 +319,82 @@ async def _sample(pid: int, samples: list[tuple[float, int, int]], stop: trio.Ev
             await stop.wait()
 
 
+def _start_clients(
+    nursery: trio.Nursery,
+    port: int,
+    news: str,
+    counts: dict[str, int],
+    tally: Tally,
+    stop: trio.Event,
+    network: int,
+) -> None:
+    n = 0
+    for kind in KINDS:
+        for _ in range(counts.get(kind, 0)):
+            n += 1
+            source = f"127.{network}.{n // 250}.{n % 250 + 1}"
+            match kind:
+                case "reading":
+                    nursery.start_soon(reading, port, source, tally, stop)
+                case "slow":
+                    nursery.start_soon(slow, port, source, news, tally, stop)
+                case "never-reading":
+                    nursery.start_soon(never_reading, port, source, news, tally, stop)
+                case "silent":
+                    nursery.start_soon(silent, port, source, tally, stop)
+                case "flooding":
+                    nursery.start_soon(flooding, port, source, tally, stop)
+
+
+async def hostile(port: int, news: str, per_kind: int, seconds: float) -> None:
+    """The hostile kinds, in their own process (so the reading clients' latency is measured
+    in a process that does nothing else); prints how their connections ended, as JSON."""
+    tally = Tally()
+    stop = trio.Event()
+    only = os.environ.get("SOAK_HOSTILE")  # for a closer look: e.g. SOAK_HOSTILE=silent,slow
+    counts = {
+        kind: per_kind
+        for kind in KINDS
+        if kind != "reading" and (not only or kind in only.split(","))
+    }
+    async with trio.open_nursery() as nursery:
+        _start_clients(nursery, port, news, counts, tally, stop, 30)
+        await trio.sleep(seconds)
+        stop.set()
+        nursery.cancel_scope.deadline = trio.current_time() + 5
+    print(json.dumps({kind: dict(c) for kind, c in tally.closes.items()}), flush=True)
+
+
 async def phase(
-    port: int, news: str, pid: int, counts: dict[str, int], seconds: float, phase_no: int
+    port: int, news: str, pid: int, per_kind: int, seconds: float, with_hostile: bool
 ) -> tuple[Tally, list[tuple[float, int, int]]]:
     tally = Tally()
+    tally.cpu_start = (_cpu(pid), time.process_time(), trio.current_time())
     samples: list[tuple[float, int, int]] = []
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_sample, pid, samples, stop)
-        n = 0
-        for kind in KINDS:
-            for _ in range(counts.get(kind, 0)):
-                n += 1
-                source = f"127.{10 + phase_no}.{n // 250}.{n % 250 + 1}"
-                match kind:
-                    case "reading":
-                        nursery.start_soon(reading, port, source, tally, stop)
-                    case "slow":
-                        nursery.start_soon(slow, port, source, news, tally, stop)
-                    case "never-reading":
-                        nursery.start_soon(never_reading, port, source, news, tally, stop)
-                    case "silent":
-                        nursery.start_soon(silent, port, source, tally, stop)
-                    case "flooding":
-                        nursery.start_soon(flooding, port, source, tally, stop)
+        network = 20 if with_hostile else 10
+        _start_clients(nursery, port, news, {"reading": per_kind}, tally, stop, network)
+        proc = None
+        if with_hostile:
+            command = [sys.executable, _HERE_SCRIPT, "hostile", str(port), news]
+            command += [str(per_kind), str(seconds)]
+            proc = await nursery.start(partial(trio.run_process, command, stdout=-1, check=False))
         await trio.sleep(seconds)
+        server, client, wall = _cpu(pid), time.process_time(), trio.current_time()
+        s0, c0, w0 = tally.cpu_start
+        tally.cpu = ((server - s0) / (wall - w0), (client - c0) / (wall - w0))
         stop.set()
+        if proc is not None:
+            out = b""
+            while not out.endswith(b"\n"):
+                chunk = await proc.stdout.receive_some(65536)
+                if not chunk:
+                    break
+                out += chunk
+            for kind, seen in json.loads(out or b"{}").items():
+                tally.closes[kind].update(seen)
         nursery.cancel_scope.deadline = trio.current_time() + 5
     return tally, samples
 
@@ -343,12 +413,8 @@ async def soak(clients: int, seconds: float) -> dict[str, Any]:
             line += await proc.stdout.receive_some(1024)
         port_text, news = line.decode().split()
         port = int(port_text)
-        base, base_samples = await phase(
-            port, news, proc.pid, {"reading": per_kind}, seconds / 2, 0
-        )
-        full, samples = await phase(
-            port, news, proc.pid, dict.fromkeys(KINDS, per_kind), seconds, 1
-        )
+        base, base_samples = await phase(port, news, proc.pid, per_kind, seconds / 2, False)
+        full, samples = await phase(port, news, proc.pid, per_kind, seconds, True)
         proc.kill()
     print(
         f"  clients: {per_kind} of each kind {KINDS}; phases of {seconds / 2:.0f} s "
@@ -374,6 +440,11 @@ async def soak(clients: int, seconds: float) -> dict[str, Any]:
         seen = full.closes.get(kind)
         text = ", ".join(f"{code}: {n}" for code, n in sorted(seen.items())) if seen else "-"
         print(f"    {kind:14s} {text}")
+    for label, t in (("reading only", base), ("all kinds", full)):
+        print(
+            f"  CPU, {label}: server {t.cpu[0] * 100:.0f}% of a core, the reading clients' "
+            f"process {t.cpu[1] * 100:.0f}%"
+        )
     peak_rss = max(rss for _, rss, _ in samples) / 1024
     peak_fds = max(fds for _, _, fds in samples)
     print(f"  peak server RSS {peak_rss:.0f} MiB, peak descriptors {peak_fds}")
@@ -393,6 +464,12 @@ def main(argv: list[str]) -> int:
     warnings.simplefilter("ignore")  # the SDK's CanUseToolShadowedWarning for manual answers
     if argv[:1] == ["serve"]:
         trio.run(serve)
+        return 0
+    if argv[:1] == ["hostile"]:
+        # Real attackers use their own machines' CPUs; here they share 2 cores with the server
+        # and the measuring clients, so they run at a lower priority.
+        os.nice(10)
+        trio.run(hostile, int(argv[1]), argv[2], int(argv[3]), float(argv[4]))
         return 0
     parser = argparse.ArgumentParser(prog="bench_soak.py", description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=200)

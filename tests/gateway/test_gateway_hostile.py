@@ -529,3 +529,31 @@ async def test_a_connection_follows_a_bounded_number_of_sessions() -> None:
             got = await c.receive_until(lambda f: isinstance(f, ReplyFrame) and f.id == "a2")
             assert got[-1] == ReplyFrame(id="a2", ok=True)
             release.set()
+
+
+async def test_a_peer_that_floods_during_the_closing_handshake_is_cut(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # After our close frame, trio-websocket discards what the peer sends until its close
+    # frame: no backpressure. A peer that keeps flooding instead is cut after 64 KiB, not read
+    # for the whole close grace (a minute here: the test would time out).
+    from wsproto.events import BytesMessage
+
+    limits = GatewayLimits(close_grace=60, ops_per_second=1e6, ops_burst=10**6)
+    with trio.fail_after(10):
+        async with gateway(FakeCLI(), limits=limits) as (_, port):
+            peer = await raw_peer(port)
+            assert isinstance(peer, RawPeer)
+            await peer.stream.send_all(peer.ws.send(BytesMessage(data=b"binary")))  # -> 1002
+            chunk = b"".join(
+                peer.ws.send(TextMessage(data='{"op":"abort","id":"x","session":"s"}'))
+                for _ in range(1000)
+            )
+            sent = 0
+            with pytest.raises((trio.BrokenResourceError, trio.ClosedResourceError)):
+                while True:
+                    await peer.stream.send_all(chunk)
+                    sent += len(chunk)
+            await peer.stream.aclose()
+    assert sent > 64 * 1024
+    assert any("flood while being closed" in r.getMessage() for r in caplog.records)
