@@ -50,8 +50,9 @@ def clip_reason(reason: str) -> str:
     return data.decode(errors="ignore")
 
 
-#: How much data a peer may still send once our close frame is out before it is cut off.
-MAX_DATA_AFTER_CLOSE = 64 * 1024
+#: How much data a peer may still send once our close frame is out before it is cut off
+#: (what a well-behaved peer had in flight when our close frame reached it).
+MAX_DATA_AFTER_CLOSE = 16 * 1024
 
 
 class FailingWSConnection(WSConnection):

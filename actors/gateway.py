@@ -53,8 +53,8 @@ Backpressure (the documented policy): each connection has one writer task that s
 order, the replies waiting (``reply``, ``error``, ``opened``, ``resync_required``; at most
 ``max_pending_replies``, then the connection's ops are not read until some are sent, so a
 flooding client is slowed by TCP), then one event of each attached session in turn. Ops are
-read at most ``limits.ops_per_second`` (bursts of ``ops_burst``), so a flood costs the
-server a bounded share of its CPU. Replies
+read at most ``limits.ops_per_second`` per peer (bursts of ``ops_burst``; the budget is the
+peer's, shared by its connections), so a flood costs the server a bounded share of its CPU. Replies
 never wait behind events. Events wait in the fleet's per-subscription queue (at most
 ``client_queue`` events and ``limits.client_queue_bytes`` counted bytes; deltas merge when it
 is full); when a session's events do not fit, the fleet drops the subscription and the client
@@ -197,6 +197,32 @@ class _Server:
     config: _Config
     admission: Admission
     notices: _Notices = attrs.field(factory=_Notices)
+    #: One op budget per peer, shared by its connections: a reconnect gets no fresh burst.
+    #: A peer's budget is forgotten once it has no connection and has refilled (forgetting it
+    #: then changes nothing), so this holds about as many entries as there are connections.
+    buckets: dict[str, TokenBucket] = attrs.field(factory=dict)
+
+    def bucket(self, host: str) -> TokenBucket:
+        bucket = self.buckets.get(host)
+        if bucket is None:
+            now = trio.current_time()
+            if len(self.buckets) > 2 * self.admission.connections + 64:
+                for idle in [h for h, b in self.buckets.items() if self._forgettable(h, b, now)]:
+                    del self.buckets[idle]
+            limits = self.config.limits
+            bucket = self.buckets[host] = TokenBucket(
+                rate=limits.ops_per_second, burst=limits.ops_burst, now=now
+            )
+        return bucket
+
+    def _forgettable(self, host: str, bucket: TokenBucket, now: float) -> bool:
+        return self.admission.of(host) == (0, 0) and bucket.full(now)
+
+    def closed(self, host: str, *, in_handshake: bool) -> None:
+        self.admission.closed(host, in_handshake=in_handshake)
+        bucket = self.buckets.get(host)
+        if bucket is not None and self._forgettable(host, bucket, trio.current_time()):
+            del self.buckets[host]
 
 
 def _check_options(
@@ -448,7 +474,7 @@ async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -
                 reader_scope.cancel()
                 nursery.cancel_scope.cancel()
     finally:
-        server.admission.closed(host, in_handshake=in_handshake)
+        server.closed(host, in_handshake=in_handshake)
         with trio.CancelScope(shield=True):
             await stream.aclose()
 
@@ -737,11 +763,8 @@ class _Client:
 
     async def _reader(self) -> None:
         await trio.lowlevel.checkpoint()
-        limits = self._limits
-        limit = limits.max_pending_replies
-        bucket = TokenBucket(
-            rate=limits.ops_per_second, burst=limits.ops_burst, now=trio.current_time()
-        )
+        limit = self._limits.max_pending_replies
+        bucket = self._server.bucket(self._owner)
         while True:
             while len(self._replies) >= limit and not self._close_wanted.is_set():
                 self._reply_room = trio.Event()

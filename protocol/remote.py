@@ -233,9 +233,10 @@ class GatewayLimits:
     ended and ``max_waiting_per_client`` of them waiting for a slot, and
     ``max_attached_per_client`` sessions followed by one connection (so a client holds at most
     that many times ``client_queue_bytes``). In total: ``max_sessions`` sessions not ended in
-    the fleet. A connection's ops are read at most ``ops_per_second`` on average, in bursts of
-    ``ops_burst`` (:class:`TokenBucket`): a flooding client is slowed by TCP, not answered
-    faster than that, so it cannot take the server's CPU from the others.
+    the fleet. A peer's ops (all its connections together) are read at most
+    ``ops_per_second`` on average, in bursts of ``ops_burst`` (:class:`TokenBucket`): a
+    flooding client is slowed by TCP, not answered faster than that, so it cannot take the
+    server's CPU from the others.
     """
 
     max_connections: int = attrs.field(default=512, validator=_positive_int)
@@ -274,6 +275,10 @@ class TokenBucket:
         self.burst = burst
         self._tokens = float(burst)
         self._last = now
+
+    def full(self, now: float) -> bool:
+        """True when the bucket would be full at ``now`` (forgetting it then changes nothing)."""
+        return self._tokens + (now - self._last) * self.rate >= self.burst
 
     def take(self, now: float) -> float:
         """Seconds to wait before the next operation (0.0 when a token is there)."""

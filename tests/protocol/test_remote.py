@@ -132,3 +132,12 @@ def test_the_token_bucket_allows_bursts_then_the_rate() -> None:
     assert bucket.take(100.3) == 0.0
     # A long pause refills at most `burst` tokens.
     assert [bucket.take(200.0) for _ in range(4)] == [0.0, 0.0, 0.0, pytest.approx(0.1)]
+
+
+def test_a_bucket_is_full_again_after_burst_over_rate_seconds() -> None:
+    bucket = TokenBucket(rate=10.0, burst=5, now=0.0)
+    assert bucket.full(0.0)
+    for _ in range(5):
+        bucket.take(0.0)
+    assert not bucket.full(0.4)
+    assert bucket.full(0.5)
