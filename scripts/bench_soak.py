@@ -8,7 +8,7 @@ Kinds of clients (``--clients`` in total, split evenly; reconnecting whenever cl
 * **reading**: open a session (a short streamed answer), read it to the end, pause a quarter
   of a second, again; the well-behaved ones whose latency is measured: open -> first event,
   open -> final result.
-* **slow**: attach to a shared, never-ending "news" session (a 16 KiB tool call every 50 ms)
+* **slow**: attach to a shared, never-ending "news" session (a 4 KiB tool call every 50 ms)
   and read one frame every 200 ms: they lag, and are closed 1008 when their queue overflows.
 * **never-reading**: attach to the news session and read nothing (4 KiB receive buffer).
 * **silent**: open a TCP connection and send nothing.
@@ -17,7 +17,7 @@ Kinds of clients (``--clients`` in total, split evenly; reconnecting whenever cl
 
 A first phase runs only the reading clients (the baseline); the second runs all kinds at once,
 the hostile ones from a second client process (so the reading clients' latency is measured in
-a process that does nothing else), at a lower CPU priority (``nice 10``): on this 2-core
+a process that does nothing else), at the lowest CPU priority (``nice 19``): on this 2-core
 machine they share the cores with the server and the measuring process, where real attackers
 would use CPUs of their own.
 Printed: the server's RSS and open descriptors sampled every second, the reading clients'
@@ -53,7 +53,7 @@ from claude_trio.testing import FakeCLI, FakeTurn
 TOKEN = "bench-soak-token-0123456789abcdef"
 AUTH = [(b"authorization", f"Bearer {TOKEN}".encode())]
 KINDS = ("reading", "slow", "never-reading", "silent", "flooding")
-BLOB = "n" * (16 * 1024)
+BLOB = "n" * (4 * 1024)
 _HERE_SCRIPT = os.path.abspath(__file__)
 
 
@@ -468,7 +468,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["hostile"]:
         # Real attackers use their own machines' CPUs; here they share 2 cores with the server
         # and the measuring clients, so they run at a lower priority.
-        os.nice(10)
+        os.nice(19)
         trio.run(hostile, int(argv[1]), argv[2], int(argv[3]), float(argv[4]))
         return 0
     parser = argparse.ArgumentParser(prog="bench_soak.py", description=__doc__.split("\n")[0])
