@@ -173,6 +173,10 @@ class _Notices:
         self._last: dict[str, float] = {}
         self._counts: Counter[str] = Counter()
 
+    def seen(self, cause: str) -> bool:
+        """True once ``cause`` was logged (its later occurrences are only counted)."""
+        return cause in self._last
+
     def note(self, cause: str, detail: str = "", *, level: int = logging.WARNING) -> None:
         now = trio.current_time()
         last = self._last.get(cause)
@@ -461,7 +465,7 @@ async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -
             except Exception as exc:
                 # A bug met by one connection must not end the server and its other clients.
                 # Logged with its traceback once per exception type, then counted.
-                if server.notices._last.get(f"error {type(exc).__name__}") is None:
+                if not server.notices.seen(f"error {type(exc).__name__}"):
                     log.exception("gateway: the connection of %s failed", peer)
                 server.notices.note(f"error {type(exc).__name__}", peer, level=logging.ERROR)
                 code, reason = INTERNAL_ERROR, "internal error"

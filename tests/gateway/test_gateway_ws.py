@@ -1,7 +1,7 @@
 """The websocket gateway over real sockets on 127.0.0.1, with FakeCLI-backed fleet sessions.
 
 Real time (autojump cannot drive sockets): every test is short and runs under
-``trio.fail_after(10)``. Scripts that must wait for the client block on ``trio.Event`` s the
+``trio.fail_after``. Scripts that must wait for the client block on ``trio.Event`` s the
 test sets, never on wall-clock sleeps.
 """
 
