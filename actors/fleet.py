@@ -15,16 +15,22 @@ Why it is built this way:
 * **The cap.** Each session runs in its own task in the fleet's nursery and holds one of
   ``max_live`` slots for as long as its CLI exists (``open_session`` from connect to
   disconnect). ``start()`` asks for the slot synchronously and only spawns the task, so it never
-  waits. Slots are granted in ``start()`` order: a freed slot is handed straight to the oldest
-  waiting session. (Not ``trio.CapacityLimiter``: it is FIFO in the order its waiters *ran*,
-  and trio deliberately shuffles the order in which newly spawned tasks first run.)
-* **Fan-out never slows a session.** The session task drains ``session.events`` at once into a
-  bounded replay buffer (``deque(maxlen=replay_buffer)``) and offers each event to every
-  subscriber without waiting. A subscriber's queue is bounded (``max_queue``); when it is full,
-  adjacent deltas of one message are merged (``protocol/coalesce.py``); when that frees nothing,
-  the subscriber is dropped (``SlowSubscriberError``). The session and the other subscribers are
-  unaffected, and the dropped client can re-subscribe with its last seq for an exact replay.
-  Memory per session is bounded by ``replay_buffer`` plus ``max_queue`` per subscriber.
+  waits. A freed slot is handed straight to a waiting session: the owners that wait take turns
+  (``start(params, owner=...)``; the gateway passes its client), and each owner's sessions go
+  in ``start()`` order (``protocol/slots.py``). With one owner that is simply start order.
+  (Not ``trio.CapacityLimiter``: it is FIFO in the order its waiters *ran*, and trio
+  deliberately shuffles the order in which newly spawned tasks first run.)
+* **Fan-out never slows a session.** The session task drains ``session.events`` (everything
+  ready at each wake-up, so a busy scheduler costs it one turn per batch, not per event) into
+  a replay buffer bounded in events and in bytes, and offers each event to every subscriber
+  without waiting. A subscriber's queue is bounded (``max_queue`` events, ``max_bytes``);
+  when it is full, adjacent deltas of one message are merged; when that does not make room,
+  the subscriber is dropped (``SlowSubscriberError``). The session and the other subscribers
+  are unaffected, and the dropped client can re-subscribe with its last seq for an exact
+  replay. What is kept, merged and dropped, and how bytes are counted, is decided by
+  ``protocol/replay.py``: events are kept without their ``raw`` field (subscribers get
+  ``raw=None``). Memory per session is bounded by ``replay_bytes`` plus ``max_bytes`` per
+  subscriber.
 * **Reattach.** ``subscribe(last_seq)`` replays exactly the buffered events after ``last_seq``
   (or says ``ResyncRequired`` when some of them were evicted), preceded by the user-input
   requests still pending that the replay would not include, so a reconnecting client sees its
@@ -41,7 +47,7 @@ from __future__ import annotations
 
 import collections
 import uuid as uuid_module
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Literal
@@ -49,7 +55,6 @@ from typing import Any, Literal
 import attrs
 import trio
 
-from claude_trio.protocol.coalesce import compact, merge_deltas
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError, LocalProtocolError
 from claude_trio.protocol.events import (
     Aborted,
@@ -63,8 +68,11 @@ from claude_trio.protocol.events import (
 )
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
+from claude_trio.protocol.replay import Entry, ReplayBuffer, SubscriberQueue
+from claude_trio.protocol.slots import SlotQueue
 
 from .broker import AnswerAccepted, AnswerRejected
+from .driver import DriverConfig
 from .event_stream import QueueReceiveChannel
 from .session import Session, open_session
 
@@ -72,6 +80,11 @@ SESSION_OPTIONS: frozenset[str] = frozenset(
     {"transport_factory", "env", "cli_path", "stderr", "max_buffer_size", "config", "pool"}
 )
 """The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual)."""
+
+DEFAULT_REPLAY_BYTES = 8 * 2**20
+"""Counted bytes a session's replay buffer keeps by default (``protocol/replay.py``)."""
+DEFAULT_SUBSCRIBER_BYTES = 8 * 2**20
+"""Counted bytes a subscriber's queue may hold by default before it is dropped."""
 
 SessionState = Literal["waiting", "live", "ended"]
 
@@ -109,12 +122,43 @@ class FleetStatistics:
     finished: int
 
 
+@attrs.frozen(kw_only=True)
+class OwnerStatistics:
+    """One owner's sessions: ``live`` (holding a slot), ``waiting`` (for one), and ``active``
+    (started and not ended yet: live, waiting, or between the two)."""
+
+    live: int
+    waiting: int
+    active: int
+
+
+@attrs.frozen(kw_only=True)
+class ReplayStatistics:
+    """A session's replay buffer: events held, their counted bytes, the limits."""
+
+    events: int
+    bytes: int
+    max_events: int
+    max_bytes: int
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _check_int(name: str, value: object, minimum: int) -> None:
-    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
+    if not (_is_int(value) and value >= minimum):  # type: ignore[operator]
         raise InvalidParamsError(name, value, f"an int >= {minimum}")
 
 
+def _check_text(name: str, value: object) -> None:
+    if not (isinstance(value, str) and value and "\x00" not in value):
+        raise InvalidParamsError(name, value, "a non-empty string without NUL characters")
+
+
 def _check_session_options(options: Mapping[str, Any]) -> None:
+    """Refuse an unknown key or a value of the wrong type by name, before any session starts
+    (a wrong value would otherwise fail every session later, each with a misleading error)."""
     for key, value in options.items():
         if key == "on_user_input":
             raise InvalidParamsError(
@@ -126,6 +170,33 @@ def _check_session_options(options: Mapping[str, Any]) -> None:
             raise InvalidParamsError(
                 "session option", key, "one of " + ", ".join(sorted(SESSION_OPTIONS))
             )
+        if value is None or key == "pool":
+            continue
+        match key:
+            case "transport_factory" | "stderr":
+                if not callable(value):
+                    raise InvalidParamsError(key, value, "a callable or None")
+            case "env":
+                if not isinstance(value, Mapping):
+                    raise InvalidParamsError("env", value, "a mapping of str -> str or None")
+                for name, item in value.items():
+                    if not (isinstance(name, str) and name and "=" not in name):
+                        raise InvalidParamsError(
+                            f"env[{name!r}]", name, "a non-empty name without '='"
+                        )
+                    if not isinstance(item, str):
+                        raise InvalidParamsError(f"env[{name!r}]", item, "a string")
+                    if "\x00" in name or "\x00" in item:
+                        raise InvalidParamsError(
+                            f"env[{name!r}]", item, "a string without NUL characters"
+                        )
+            case "cli_path":
+                _check_text("cli_path", value)
+            case "max_buffer_size":
+                _check_int("max_buffer_size", value, 1)
+            case "config":
+                if not isinstance(value, DriverConfig):
+                    raise InvalidParamsError("config", value, "a DriverConfig or None")
 
 
 class Subscription(QueueReceiveChannel):
@@ -138,80 +209,104 @@ class Subscription(QueueReceiveChannel):
     the session's final event (and everything queued before it) ``trio.EndOfChannel``.
     """
 
-    def __init__(self, owner: FleetSession, head: list[Event], *, max_queue: int) -> None:
+    def __init__(
+        self,
+        owner: FleetSession,
+        head: list[Entry],
+        *,
+        max_queue: int,
+        max_bytes: int,
+        notify: Callable[[], None] | None,
+    ) -> None:
         self._owner = owner
-        # Re-shown questions and the replay: bounded by the replay buffer (plus the pending
-        # questions, one per open CLI control request), never coalesced nor counted as lag.
-        self._head: collections.deque[Event] = collections.deque(head)
-        # Live events not yet received: at most ``max_queue`` (the slow-subscriber policy).
-        self._live: collections.deque[Event] = collections.deque()
-        self._max_queue = max_queue
+        # Re-shown questions and the replay: references to the buffer's entries (bounded by
+        # it, plus one pending question per open CLI control request), never merged.
+        self._head: list[Entry] = head
+        self._head_next = 0
+        # Live events not yet received: the slow-subscriber policy (protocol/replay.py).
+        self._live = SubscriberQueue(max_events=max_queue, max_bytes=max_bytes)
+        self._notify = notify
         self._ended = False
         self._closed = False
         self._readable = trio.Event()
         #: Why the subscription was dropped (``None`` while it is not).
         self.dropped_reason: str | None = None
-        #: How many deltas were merged into an earlier one to make room.
-        self.coalesced = 0
 
     @property
     def session_id(self) -> str:
         return self._owner.id
 
+    @property
+    def coalesced(self) -> int:
+        """How many deltas were merged into an earlier one to make room."""
+        return self._live.coalesced
+
+    @property
+    def queued_bytes(self) -> int:
+        """Counted bytes of the live events not received yet (``protocol/replay.py``)."""
+        return self._live.bytes
+
+    @property
+    def queued(self) -> int:
+        """Live events (merged runs count once) and replayed ones not received yet."""
+        return len(self._live) + len(self._head) - self._head_next
+
     # -- the session's side ------------------------------------------------------------------
 
-    def _offer(self, event: Event) -> None:
+    def _offer(self, entry: Entry) -> None:
         if self._closed or self.dropped_reason is not None:
             return
-        if len(self._live) >= self._max_queue:
-            merged = merge_deltas(self._live[-1], event)
-            if merged is not None:
-                self._live[-1] = merged
-                self.coalesced += 1
-                return
-            compacted = compact(self._live)
-            if len(compacted) < len(self._live):
-                self.coalesced += len(self._live) - len(compacted)
-                self._live = collections.deque(compacted)
-            if len(self._live) >= self._max_queue:
-                self._drop(
-                    f"slow consumer: {self._max_queue} events queued and no deltas left to merge"
-                )
-                return
-        self._live.append(event)
+        if not self._live.offer(entry):
+            assert self._live.dropped_reason is not None
+            self._drop(self._live.dropped_reason)
+            return
+        self._wake()
+
+    def _wake(self) -> None:
         self._readable.set()
+        if self._notify is not None:
+            self._notify()
 
     def _drop(self, reason: str) -> None:
         self.dropped_reason = reason
-        self._head.clear()
+        self._head = []
         self._live.clear()
         self._owner._detach(self)
-        self._readable.set()
+        self._wake()
 
     def _end(self) -> None:
         self._ended = True
-        self._readable.set()
+        self._wake()
 
     # -- the subscriber's side ---------------------------------------------------------------
 
-    def receive_nowait(self) -> Event:
+    def receive_entry_nowait(self) -> Entry:
+        """Like ``receive_nowait``, with the event's :class:`~claude_trio.protocol.replay.Entry`
+        (a serving layer caches the event's wire encoding in ``entry.wire``)."""
         if self._closed:
             raise trio.ClosedResourceError("this subscription was closed")
         if self.dropped_reason is not None:
             raise SlowSubscriberError(self.dropped_reason)
-        if self._head:
-            return self._head.popleft()
-        if self._live:
-            return self._live.popleft()
+        if self._head_next < len(self._head):
+            entry = self._head[self._head_next]
+            self._head_next += 1
+            if self._head_next == len(self._head):
+                self._head, self._head_next = [], 0
+            return entry
+        entry_or_none = self._live.take()
+        if entry_or_none is not None:
+            return entry_or_none
         if self._ended:
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
+    def receive_nowait(self) -> Event:
+        return self.receive_entry_nowait().event
 
     def close(self) -> None:
         """Detach from the session and discard what is queued. Idempotent."""
         self._closed = True
-        self._head.clear()
+        self._head = []
         self._live.clear()
         self._owner._detach(self)
         self._readable.set()
@@ -248,21 +343,24 @@ class FleetSession:
         params: ExecuteParams,
         options: Mapping[str, Any],
         *,
+        owner: Hashable,
         replay_buffer: int,
+        replay_bytes: int,
     ) -> None:
         self.id = str(uuid_module.uuid4())
         self.params = params
+        #: Who started it (``Fleet.start(owner=...)``): slots are granted fairly between owners.
+        self.owner = owner
         #: The CLI's own session id once it reported one (for ``resume_session_id``).
         self.claude_session_id: str | None = None
         self._fleet = fleet
         self._options = dict(options)
-        self._buffer: collections.deque[Event] = collections.deque(maxlen=replay_buffer)
-        self._evicted_through = 0  # the highest seq no longer in the buffer
+        self._buffer = ReplayBuffer(max_events=replay_buffer, max_bytes=replay_bytes)
         self._last_seq = 0
         self._last_turn = 0
         self._final_seen = False
         self._subscribers: dict[Subscription, None] = {}  # insertion-ordered set
-        self._pending: dict[str, UserInputRequest] = {}
+        self._pending: dict[str, Entry] = {}
         self._session: Session | None = None
         self._state: SessionState = "waiting"
         self._ended = trio.Event()
@@ -289,7 +387,21 @@ class FleetSession:
     @property
     def pending_requests(self) -> tuple[UserInputRequest, ...]:
         """User-input requests asked and not yet resolved, oldest first."""
-        return tuple(self._pending.values())
+        return tuple(e.event for e in self._pending.values())  # type: ignore[misc]
+
+    @property
+    def subscribers(self) -> int:
+        """How many subscriptions follow the session now (dropped and closed ones do not)."""
+        return len(self._subscribers)
+
+    def replay_statistics(self) -> ReplayStatistics:
+        buffer = self._buffer
+        return ReplayStatistics(
+            events=len(buffer),
+            bytes=buffer.bytes,
+            max_events=buffer.max_events,
+            max_bytes=buffer.max_bytes,
+        )
 
     async def wait_ended(self) -> None:
         await self._ended.wait()
@@ -335,30 +447,49 @@ class FleetSession:
             await self._session.abort()
         await self._ended.wait()
 
-    def subscribe(self, last_seq: int | None, *, max_queue: int) -> Subscription | ResyncRequired:
+    def subscribe(
+        self,
+        last_seq: int | None,
+        *,
+        max_queue: int,
+        max_bytes: int = DEFAULT_SUBSCRIBER_BYTES,
+        notify: Callable[[], None] | None = None,
+    ) -> Subscription | ResyncRequired:
         """A new subscription: the events after ``last_seq``, then live ones.
 
         ``last_seq=None``: everything the replay buffer still holds (a new client; never a
         resync). Otherwise exactly the events with ``seq > last_seq``, or
         :class:`ResyncRequired` when some of them were evicted. Either way, the pending
         user-input requests the replay does not include come first, with their own seq.
+        ``max_queue`` / ``max_bytes``: how far the subscriber may lag behind the live events
+        before it is dropped. ``notify``: called (synchronously, from the session's task)
+        whenever the subscription becomes readable, was dropped or ended; for a consumer that
+        waits on several subscriptions at once.
         """
         _check_int("max_queue", max_queue, 1)
+        _check_int("max_bytes", max_bytes, 1)
+        if notify is not None and not callable(notify):
+            raise InvalidParamsError("notify", notify, "a callable or None")
+        buffer = self._buffer
         if last_seq is not None:
-            if not (isinstance(last_seq, int) and not isinstance(last_seq, bool)):
+            if not _is_int(last_seq):
                 raise InvalidParamsError("last_seq", last_seq, "an int >= 0 or None")
             if not 0 <= last_seq <= self._last_seq:
                 raise InvalidParamsError(
                     "last_seq", last_seq, f"between 0 and the session's last seq {self._last_seq}"
                 )
-            if last_seq < self._evicted_through:
-                return ResyncRequired(session_id=self.id, oldest_seq=self._buffer[0].seq)
-        covered_through = self._evicted_through if last_seq is None else last_seq
-        head: list[Event] = [r for r in self._pending.values() if r.seq <= covered_through]
-        head.extend(e for e in self._buffer if e.seq > covered_through)
-        subscription = Subscription(self, head, max_queue=max_queue)
+        covered_through = buffer.evicted_through if last_seq is None else last_seq
+        replay = buffer.after(covered_through)
+        if replay is None:
+            assert buffer.oldest_seq is not None
+            return ResyncRequired(session_id=self.id, oldest_seq=buffer.oldest_seq)
+        head = [r for r in self._pending.values() if r.seq <= covered_through]
+        head.extend(replay)
+        subscription = Subscription(
+            self, head, max_queue=max_queue, max_bytes=max_bytes, notify=notify
+        )
         if self.ended:
-            subscription._end()
+            subscription._ended = True
         else:
             self._subscribers[subscription] = None
         return subscription
@@ -369,15 +500,14 @@ class FleetSession:
         self._subscribers.pop(subscription, None)
 
     def _publish(self, event: Event) -> None:
-        if self._buffer.maxlen is not None and len(self._buffer) == self._buffer.maxlen:
-            self._evicted_through = self._buffer[0].seq
-        self._buffer.append(event)
+        entry = self._buffer.append(event)
+        event = entry.event
         self._last_seq = event.seq
         self._last_turn = event.turn
         self._final_seen = is_terminal(event) and getattr(event, "final", True)
         match event:
             case UserInputRequest():
-                self._pending[event.request_id] = event
+                self._pending[event.request_id] = entry
             case UserInputResolved():
                 self._pending.pop(event.request_id, None)
             case TurnStarted() | Result() | Aborted() if event.session_id:
@@ -385,7 +515,7 @@ class FleetSession:
             case _:
                 pass
         for subscription in list(self._subscribers):
-            subscription._offer(event)
+            subscription._offer(entry)
 
     def _end(self) -> None:
         if self._ended.is_set():
@@ -396,6 +526,7 @@ class FleetSession:
             subscription._end()
         self._subscribers.clear()
         self._ended.set()
+        self._fleet._session_ended(self)
 
     # ASYNC910: every path goes through ``await self._slot.wait()`` (a checkpoint, even when
     # the scope is already cancelled); the linter cannot see that past ``except Exception``.
@@ -409,7 +540,7 @@ class FleetSession:
                     await self._run_session()
                 finally:
                     if self._slot.is_set():
-                        fleet._release_slot()
+                        fleet._release_slot(self)
                     else:
                         fleet._withdraw(self)
         except Exception as exc:  # one session's failure must not take the fleet down
@@ -424,8 +555,17 @@ class FleetSession:
     async def _run_session(self) -> None:
         async with open_session(self.params, on_user_input="manual", **self._options) as session:
             self._session = session
-            async for event in session.events:
+            events = session.events
+            async for event in events:
                 self._publish(event)
+                # Everything else already queued, without a checkpoint per event: with many
+                # busy clients the scheduler runs this task once per batch, not per event.
+                while True:
+                    try:
+                        event = events.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    self._publish(event)
             # The final event is published: end now, not after the CLI is closed (the slot is
             # held until then, but subscribers and abort() need not wait for it).
             self._end()
@@ -445,37 +585,54 @@ class Fleet:
         *,
         max_live: int,
         replay_buffer: int,
+        replay_bytes: int,
         keep_finished: int,
         session_options: Mapping[str, Any],
     ) -> None:
         self._nursery = nursery
-        self._max_live = max_live
-        self._slots_used = 0
-        self._queue: collections.deque[FleetSession] = collections.deque()  # waiting, oldest first
+        self._slots: SlotQueue[FleetSession] = SlotQueue(max_live)
         self._replay_buffer = replay_buffer
+        self._replay_bytes = replay_bytes
         self._keep_finished = keep_finished
         self._options = dict(session_options)
         self._sessions: dict[str, FleetSession] = {}
+        self._active: dict[Hashable, int] = {}  # owner -> sessions started and not ended
         self._finished_ids: collections.deque[str] = collections.deque()
         self._finished = 0
         self._closed = False
 
-    async def start(self, params: ExecuteParams, **session_options: Any) -> FleetSession:
+    async def start(
+        self, params: ExecuteParams, *, owner: Hashable = None, **session_options: Any
+    ) -> FleetSession:
         """Start a session; it runs as soon as a slot is free. Never waits for the slot.
 
-        ``session_options`` override the fleet's ``open_session`` keywords for this session.
+        ``owner``: who asks (any hashable; the gateway passes its client's key). Waiting
+        sessions of different owners get slots in turn, so one owner's long queue does not
+        hold up another's first session. ``session_options`` override the fleet's
+        ``open_session`` keywords for this session.
         """
         await trio.lowlevel.checkpoint()
         if not isinstance(params, ExecuteParams):
             raise InvalidParamsError("params", params, "an ExecuteParams")
+        try:
+            hash(owner)
+        except TypeError:
+            raise InvalidParamsError("owner", owner, "a hashable value or None") from None
         _check_session_options(session_options)
         if self._closed:
             raise LocalProtocolError("the fleet is closed: start sessions inside open_fleet")
         session = FleetSession(
-            self, params, self._options | session_options, replay_buffer=self._replay_buffer
+            self,
+            params,
+            self._options | session_options,
+            owner=owner,
+            replay_buffer=self._replay_buffer,
+            replay_bytes=self._replay_bytes,
         )
         self._sessions[session.id] = session
-        self._request_slot(session)
+        self._active[owner] = self._active.get(owner, 0) + 1
+        if self._slots.request(session, owner):
+            session._slot.set()
         self._nursery.start_soon(session._run, name=f"fleet session {session.id}")
         return session
 
@@ -485,25 +642,32 @@ class Fleet:
 
     def statistics(self) -> FleetStatistics:
         return FleetStatistics(
-            live=self._slots_used, waiting=len(self._queue), finished=self._finished
+            live=self._slots.live, waiting=self._slots.waiting, finished=self._finished
         )
 
-    def _request_slot(self, session: FleetSession) -> None:
-        if self._slots_used < self._max_live:
-            self._slots_used += 1
-            session._slot.set()
-        else:
-            self._queue.append(session)
+    def owner_statistics(self, owner: Hashable) -> OwnerStatistics:
+        """How many sessions of ``owner`` are live, waiting, and not ended."""
+        return OwnerStatistics(
+            live=self._slots.live_of(owner),
+            waiting=self._slots.waiting_of(owner),
+            active=self._active.get(owner, 0),
+        )
 
-    def _release_slot(self) -> None:
-        if self._queue:
-            self._queue.popleft()._slot.set()  # handed over: the count of used slots stays
-        else:
-            self._slots_used -= 1
+    def _release_slot(self, session: FleetSession) -> None:
+        granted = self._slots.release(session)
+        if granted is not None:
+            granted._slot.set()  # handed over: the count of used slots stays
 
     def _withdraw(self, session: FleetSession) -> None:
         """A waiting session gave up (aborted, or the fleet closed) before it got a slot."""
-        self._queue.remove(session)
+        self._slots.withdraw(session, session.owner)
+
+    def _session_ended(self, session: FleetSession) -> None:
+        count = self._active[session.owner] - 1
+        if count:
+            self._active[session.owner] = count
+        else:
+            del self._active[session.owner]
 
     def _finished_session(self, session: FleetSession) -> None:
         self._finished += 1
@@ -517,18 +681,22 @@ async def open_fleet(
     *,
     max_live: int = 4,
     replay_buffer: int = 2000,
+    replay_bytes: int = DEFAULT_REPLAY_BYTES,
     keep_finished: int = 256,
     **session_options: Any,
 ) -> AsyncIterator[Fleet]:
     """A fleet of sessions with at most ``max_live`` CLIs at once.
 
-    ``replay_buffer``: events kept per session for replay. ``keep_finished``: ended sessions
-    still reachable with ``get()`` (the oldest is forgotten first). ``session_options``:
-    ``open_session`` keywords for every session (see :data:`SESSION_OPTIONS`).
+    ``replay_buffer`` / ``replay_bytes``: events, and counted bytes, kept per session for
+    replay (the oldest are evicted first; see ``protocol/replay.py``). ``keep_finished``:
+    ended sessions still reachable with ``get()`` (the oldest is forgotten first).
+    ``session_options``: ``open_session`` keywords for every session (see
+    :data:`SESSION_OPTIONS`), checked by name and type here.
     Leaving the block ends every session still waiting or running.
     """
     _check_int("max_live", max_live, 1)
     _check_int("replay_buffer", replay_buffer, 1)
+    _check_int("replay_bytes", replay_bytes, 1)
     _check_int("keep_finished", keep_finished, 0)
     _check_session_options(session_options)
     async with trio.open_nursery() as nursery:
@@ -536,6 +704,7 @@ async def open_fleet(
             nursery,
             max_live=max_live,
             replay_buffer=replay_buffer,
+            replay_bytes=replay_bytes,
             keep_finished=keep_finished,
             session_options=session_options,
         )

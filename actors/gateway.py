@@ -4,12 +4,28 @@
 
     async with open_fleet(max_live=4) as fleet:
         port = await nursery.start(
-            partial(serve_gateway, fleet, token=secret, allowed_origins={"https://app.example"})
+            partial(serve_gateway, fleet, token=secret, allowed_origins={"https://app.example"},
+                    cwd_root="/srv/work")
         )
 
 Remote clients speak the JSON protocol of :mod:`claude_trio.protocol.wire` (one op or frame per
-text message). This module only moves bytes and enforces the connection policy; every decision
-about what a message means is made by ``decode_op`` and by the fleet.
+text message). This module moves bytes and enforces the connection policy; what a message
+means is decided by ``decode_op``, what a remote session may do by ``protocol/remote.py``, and
+what a slow subscriber keeps by the fleet (``protocol/replay.py``).
+
+**What a remote session can do by default**: read files and search them (Read, Grep, Glob)
+under the server's user, fetch and search the web, keep a todo list and ask its client
+questions; it cannot run commands, edit or write files, start subagents or MCP servers, set
+its environment or its working directory. ``remote_tools="all"`` opts in to every tool;
+``cwd_root`` is the folder sessions run in (``allow_cwd`` lets clients pick one below it);
+``allow_env`` lets them set the CLI's environment. See ``protocol/remote.py``.
+
+Connections (before anything else): at most ``limits.max_connections`` (kept below the
+process's descriptor limit), ``max_connections_per_peer``, and as many handshakes in progress
+(``max_handshakes``, ``max_handshakes_per_peer``); over a cap, a connection gets ``HTTP 503``
+and is closed at once. A handshake must complete within ``handshake_timeout``. Every such
+event is logged once per cause, then counted and summarised at most once a minute: a flood
+never writes a line (or a traceback) per connection.
 
 Handshake (before the websocket is accepted, so a refused client never gets a socket):
 
@@ -21,45 +37,58 @@ Handshake (before the websocket is accepted, so a refused client never gets a so
   -> HTTP 403. A request without ``Origin`` is not a browser (browsers always send it on a
   websocket handshake), so cross-site websocket hijacking does not apply and it is allowed.
   ``allowed_origins=None`` turns the check off.
+* A request with more than one ``Authorization`` or ``Origin`` header -> HTTP 400 (which one
+  would count is exactly what an attacker would like to choose).
 
 Close codes: a message longer than ``max_message_size`` (``len()`` of the text, i.e.
 characters; trio-websocket's measure) -> 1009; a text frame that is not UTF-8 -> 1007; a
 frame wsproto rejects -> 1002; a binary message (the protocol is JSON text) -> 1002; a slow
 client -> 1008 ``"slow consumer: ..."``; server shutdown -> 1001; a bug in the gateway -> 1011
-(logged; that connection only). Anything wrong *inside* a
-well-formed text message (malformed JSON, unknown op, unknown session, missing field, invalid
-params) gets an ``error`` frame and the connection goes on.
+(logged; that connection only). A peer that does not answer a ping within ``ping_timeout`` is
+presumed gone and its TCP connection is closed. Anything wrong *inside* a well-formed text
+message (malformed JSON, unknown op, unknown session, missing field, invalid params, a limit
+reached) gets an ``error`` frame and the connection goes on.
 
-Backpressure (the documented policy): every connection has ONE outgoing queue of at most
-``client_queue`` encoded frames, drained by one writer task. Event frames wait for room, so a
-burst is absorbed by the fleet's per-subscription queue (``max_queue=client_queue``), which
-merges adjacent deltas; when that overflows too, the fleet drops the subscription
-(``SlowSubscriberError``) and the client is closed with 1008 and the fleet's reason. Replies,
-errors and ``opened`` frames never wait: if the queue is full when one is due, the client is
-not reading and is closed with 1008 as well. So memory per client is bounded by
-``client_queue`` frames plus ``client_queue`` events per attached session (plus the kernel's
-socket buffers); the session and its other subscribers never wait for a slow client. A
-dropped client can reconnect and ``attach`` with the highest seq it saw for an exact replay.
+Backpressure (the documented policy): each connection has one writer task that sends, in this
+order, the replies waiting (``reply``, ``error``, ``opened``, ``resync_required``; at most
+``max_pending_replies``, then the connection's ops are not read until some are sent, so a
+flooding client is slowed by TCP), then one event of each attached session in turn. Ops are
+read at most ``limits.ops_per_second`` per peer (bursts of ``ops_burst``; the budget is the
+peer's, shared by its connections), so a flood costs the server a bounded share of its CPU. Replies
+never wait behind events. Events wait in the fleet's per-subscription queue (at most
+``client_queue`` events and ``limits.client_queue_bytes`` counted bytes; deltas merge when it
+is full); when a session's events do not fit, the fleet drops the subscription and the client
+is closed with 1008 and the fleet's reason at once: the writer may finish the frame it is
+sending and the close frame follows within ``close_grace``, otherwise TCP is cut. A client
+that never reads is therefore closed as soon as its queue overflows (or, when no events come,
+when it misses a pong), and what it held is freed at the drop. Each event is encoded once per
+session, not once per client (the frame text is cached beside the event in the fleet's
+buffer), and the session never waits for a client.
 
-Channels: each connection owns its outgoing queue (both ends, closed when the connection
-ends) and each attached session's :class:`~claude_trio.actors.fleet.Subscription` (closed on
-detach, re-attach, or when the connection ends; closing it detaches it from the session).
+Channels: each connection owns its reply queue and each attached session's
+:class:`~claude_trio.actors.fleet.Subscription` (closed on detach, re-attach, or when the
+connection ends; closing it detaches it from the session).
 
 Cancellation: cancelling ``serve_gateway`` closes every connection with 1001 (bounded by
-``CLOSE_GRACE``, shielded) and ends every task it started. Sessions belong to the fleet, not
-to a connection: a client that disconnects leaves its sessions running, to attach to again.
+``close_grace``, shielded) and ends every task it started. Sessions belong to the fleet, not to
+a connection: a client that disconnects leaves its sessions running, to attach to again.
 
 Error handling: a bad message is the client's problem and gets an ``error`` frame; a refused
 ``fleet.start`` (invalid params) too. A broken connection ends that connection only, and so
-does an unexpected exception while serving one (logged, close 1011): ``trio.serve_listeners``
-would otherwise take the whole server down with it.
+does an unexpected exception while serving one (logged, close 1011).
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import errno
 import hmac
 import logging
-from collections.abc import Collection, Generator
+import os
+import resource
+from collections import Counter
+from collections.abc import Collection
 from functools import partial
 from typing import NoReturn, assert_never
 from urllib.parse import parse_qs, urlsplit
@@ -67,13 +96,21 @@ from urllib.parse import parse_qs, urlsplit
 import attrs
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest
-from wsproto import ConnectionType, WSConnection
-from wsproto.connection import ConnectionState
-from wsproto.events import CloseConnection, Event
 
 from claude_trio.protocol.errors import InvalidParamsError, LocalProtocolError
-from claude_trio.protocol.events import Event as UnifiedEvent
 from claude_trio.protocol.lifecycle import Accepted
+from claude_trio.protocol.remote import (
+    Admission,
+    GatewayLimits,
+    RemotePolicy,
+    TokenBucket,
+    connection_cap,
+    cwd_candidate,
+    is_inside,
+    remote_event,
+    remote_params,
+)
+from claude_trio.protocol.replay import Entry
 from claude_trio.protocol.wire import (
     AbortOp,
     AnswerOp,
@@ -90,27 +127,31 @@ from claude_trio.protocol.wire import (
     WireError,
     decode_op,
     encode_frame,
+    quote,
 )
 
+from ._websocket_private import clip_reason, run_reader, server_connection, wait_request
 from .broker import AnswerAccepted
 from .fleet import Fleet, FleetSession, ResyncRequired, SlowSubscriberError, Subscription
 
-__all__ = ["CLOSE_GRACE", "HANDSHAKE_TIMEOUT", "serve_gateway"]
+__all__ = ["GatewayLimits", "serve_gateway"]
 
 log = logging.getLogger(__name__)
-
-#: How long a client may take to send its HTTP upgrade request (slowloris guard).
-HANDSHAKE_TIMEOUT = 10.0
-#: How long a closing handshake may take before the TCP connection is cut.
-CLOSE_GRACE = 5.0
-#: RFC 6455 5.5: a control frame's payload is at most 125 bytes, 2 of them the close code.
-_MAX_CLOSE_REASON_BYTES = 123
 
 # RFC 6455 7.4.1 close codes we send.
 GOING_AWAY = 1001
 PROTOCOL_ERROR = 1002
 POLICY_VIOLATION = 1008
 INTERNAL_ERROR = 1011
+
+#: Errors of accept() that mean "out of descriptors or memory": shed and retry (as trio does).
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_SHED_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+    b"Connection: close\r\n\r\n"
+)
+#: How often a cause that keeps happening is summarised in the log.
+NOTICE_INTERVAL = 60.0
 
 
 @attrs.frozen(kw_only=True)
@@ -120,8 +161,121 @@ class _Config:
     allowed_origins: frozenset[str] | None
     max_message_size: int
     client_queue: int
-    allow_cwd: bool
-    allow_env: bool
+    policy: RemotePolicy
+    limits: GatewayLimits
+
+
+class _Notices:
+    """Log lines per cause: the first at once, the rest counted and summarised at most once
+    per ``NOTICE_INTERVAL`` (a flood must not write a line per connection)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}
+        self._counts: Counter[str] = Counter()
+
+    def seen(self, cause: str) -> bool:
+        """True once ``cause`` was logged (its later occurrences are only counted)."""
+        return cause in self._last
+
+    def note(self, cause: str, detail: str = "", *, level: int = logging.WARNING) -> None:
+        now = trio.current_time()
+        last = self._last.get(cause)
+        if last is None:
+            self._last[cause] = now
+            log.log(level, "gateway: %s%s", cause, f" ({detail})" if detail else "")
+            return
+        self._counts[cause] += 1
+        if now - last >= NOTICE_INTERVAL:
+            log.log(
+                level,
+                "gateway: %s: %d more in the last %.0f s",
+                cause,
+                self._counts.pop(cause),
+                now - last,
+            )
+            self._last[cause] = now
+
+
+@attrs.define(eq=False)
+class _Server:
+    config: _Config
+    admission: Admission
+    notices: _Notices = attrs.field(factory=_Notices)
+    #: One op budget per peer, shared by its connections: a reconnect gets no fresh burst.
+    #: A peer's budget is forgotten once it has no connection and has refilled (forgetting it
+    #: then changes nothing), so this holds about as many entries as there are connections.
+    buckets: dict[str, TokenBucket] = attrs.field(factory=dict)
+
+    def bucket(self, host: str) -> TokenBucket:
+        bucket = self.buckets.get(host)
+        if bucket is None:
+            now = trio.current_time()
+            if len(self.buckets) > 2 * self.admission.connections + 64:
+                for idle in [h for h, b in self.buckets.items() if self._forgettable(h, b, now)]:
+                    del self.buckets[idle]
+            limits = self.config.limits
+            bucket = self.buckets[host] = TokenBucket(
+                rate=limits.ops_per_second, burst=limits.ops_burst, now=now
+            )
+        return bucket
+
+    def _forgettable(self, host: str, bucket: TokenBucket, now: float) -> bool:
+        return self.admission.of(host) == (0, 0) and bucket.full(now)
+
+    def closed(self, host: str, *, in_handshake: bool) -> None:
+        self.admission.closed(host, in_handshake=in_handshake)
+        bucket = self.buckets.get(host)
+        if bucket is not None and self._forgettable(host, bucket, trio.current_time()):
+            del self.buckets[host]
+
+
+def _check_options(
+    *,
+    host: object,
+    port: object,
+    token: object,
+    allowed_origins: object,
+    max_message_size: object,
+    client_queue: object,
+    limits: object,
+) -> None:
+    if not isinstance(host, str) or not host or "\x00" in host:
+        raise InvalidParamsError("host", host, "an address or host name (a non-empty string)")
+    if not (isinstance(port, int) and not isinstance(port, bool) and 0 <= port <= 65535):
+        raise InvalidParamsError("port", port, "an int from 0 to 65535 (0: any free port)")
+    if not isinstance(token, str):
+        raise InvalidParamsError("token", "<hidden>", "a string")
+    if not 16 <= len(token) <= 4096 or not all("\x21" <= c <= "\x7e" for c in token):
+        raise InvalidParamsError(
+            "token",
+            "<hidden>",
+            f"16 to 4096 visible ASCII characters, no spaces (got {len(token)} characters); "
+            "for example secrets.token_urlsafe(32)",
+        )
+    if allowed_origins is not None:
+        if isinstance(allowed_origins, str | bytes) or not isinstance(allowed_origins, Collection):
+            raise InvalidParamsError(
+                "allowed_origins", allowed_origins, "a collection of origins, or None"
+            )
+        for origin in allowed_origins:
+            if not (isinstance(origin, str) and origin and "\x00" not in origin):
+                raise InvalidParamsError(
+                    "allowed_origins", origin, "origins like 'https://app.example'"
+                )
+    if not (
+        isinstance(max_message_size, int)
+        and not isinstance(max_message_size, bool)
+        and 1 <= max_message_size <= 64 * 2**20
+    ):
+        raise InvalidParamsError("max_message_size", max_message_size, "an int from 1 to 64 MiB")
+    if not (
+        isinstance(client_queue, int)
+        and not isinstance(client_queue, bool)
+        and 1 <= client_queue <= 10**6
+    ):
+        raise InvalidParamsError("client_queue", client_queue, "an int from 1 to 1,000,000")
+    if not isinstance(limits, GatewayLimits):
+        raise InvalidParamsError("limits", limits, "a GatewayLimits or None")
 
 
 async def serve_gateway(
@@ -133,137 +287,125 @@ async def serve_gateway(
     allowed_origins: Collection[str] | None,
     max_message_size: int = 64 * 1024,
     client_queue: int = 1000,
+    remote_tools: str = "read-only",
+    cwd_root: str | None = None,
     allow_cwd: bool = False,
     allow_env: bool = False,
+    limits: GatewayLimits | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> NoReturn:
     """Serve ``fleet`` over websockets on ``host:port`` until cancelled.
 
     ``task_status.started(port)`` gives the bound port (useful with ``port=0``) once the
-    socket listens. ``allow_cwd`` / ``allow_env`` let clients set ``params.cwd`` and the
-    environment keys of ``architecture_config`` (both refused by default: they choose what a
-    process on this machine reads and runs). See the module docstring for the policy.
+    socket listens. ``token``: 16 to 4096 visible ASCII characters. ``remote_tools``:
+    ``"read-only"`` (the default: remote sessions run in plan mode) or ``"all"``.
+    ``cwd_root``: the absolute path of the folder remote sessions run in; ``allow_cwd``
+    lets clients pick a folder below it (``params.cwd``), ``allow_env`` lets them set the
+    CLI's environment (both off by default). ``limits``: every other bound
+    (:class:`~claude_trio.protocol.remote.GatewayLimits`). Every option is checked here, by
+    type: ``allow_cwd="false"`` is an error, not ``True``. See the module docstring.
     """
-    if not isinstance(token, str) or not token:
-        raise InvalidParamsError("token", "<hidden>", "a non-empty string")
-    if isinstance(allowed_origins, str):
-        raise InvalidParamsError(
-            "allowed_origins", allowed_origins, "a collection of origins, not one string"
-        )
-    if not isinstance(max_message_size, int) or max_message_size < 1:
-        raise InvalidParamsError("max_message_size", max_message_size, "a positive int")
-    if not isinstance(client_queue, int) or client_queue < 1:
-        raise InvalidParamsError("client_queue", client_queue, "a positive int")
+    limits = GatewayLimits() if limits is None else limits
+    _check_options(
+        host=host,
+        port=port,
+        token=token,
+        allowed_origins=allowed_origins,
+        max_message_size=max_message_size,
+        client_queue=client_queue,
+        limits=limits,
+    )
+    if not isinstance(fleet, Fleet):
+        raise InvalidParamsError("fleet", fleet, "the Fleet of an open_fleet block")
+    policy = RemotePolicy(
+        tools=remote_tools,  # type: ignore[arg-type]  # checked by RemotePolicy
+        cwd_root=cwd_root,
+        allow_cwd=allow_cwd,
+        allow_env=allow_env,
+    )
+    if cwd_root is not None and not await trio.Path(cwd_root).is_dir():
+        raise InvalidParamsError("cwd_root", cwd_root, "an existing directory")
     config = _Config(
         fleet=fleet,
         token=token,
         allowed_origins=None if allowed_origins is None else frozenset(allowed_origins),
         max_message_size=max_message_size,
         client_queue=client_queue,
-        allow_cwd=allow_cwd,
-        allow_env=allow_env,
+        policy=policy,
+        limits=limits,
+    )
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cap = connection_cap(limits, None if soft == resource.RLIM_INFINITY else soft)
+    if cap < limits.max_connections:
+        log.warning(
+            "gateway: at most %d connections (the descriptor limit is %d, %d kept in reserve)",
+            cap,
+            soft,
+            limits.fd_reserve,
+        )
+    server = _Server(
+        config=config,
+        admission=Admission(
+            max_connections=cap,
+            max_connections_per_peer=limits.max_connections_per_peer,
+            max_handshakes=limits.max_handshakes,
+            max_handshakes_per_peer=limits.max_handshakes_per_peer,
+        ),
     )
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     async with trio.open_nursery() as nursery:
-        await nursery.start(trio.serve_listeners, partial(_serve_stream, config), listeners)
+        for listener in listeners:
+            nursery.start_soon(_accept_loop, server, listener, nursery)
         log.info("gateway listening on %s:%d", host, bound)
         task_status.started(bound)
         await trio.sleep_forever()
     raise AssertionError("unreachable: sleep_forever returned")  # pragma: no cover
 
 
-class _FailingWSConnection(WSConnection):
-    """A server ``WSConnection`` that sends the close frame for frames it cannot parse.
-
-    wsproto reports an invalid incoming frame (text that is not UTF-8: 1007; a bad opcode,
-    reserved bits, an unmasked client frame: 1002) as a ``CloseConnection`` event while its
-    state is still OPEN. trio-websocket 0.12 only answers a close it sees in REMOTE_CLOSING, so
-    it drops the TCP connection without a close frame and the client sees 1006, never the
-    code (checked; see tests/gateway/test_gateway_ws.py). Here such an event reports
-    REMOTE_CLOSING until trio-websocket answers it; the answer goes out as our own close
-    frame with wsproto's code and reason, as RFC 6455 7.1.7 ("Fail the WebSocket Connection")
-    asks.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(ConnectionType.SERVER)
-        self._failure: CloseConnection | None = None
-
-    @property
-    def state(self) -> ConnectionState:
-        if self._failure is not None:
-            return ConnectionState.REMOTE_CLOSING
-        return super().state
-
-    def events(self) -> Generator[Event, None, None]:
-        for event in super().events():
-            if isinstance(event, CloseConnection) and super().state is ConnectionState.OPEN:
-                self._failure = event
-            yield event
-
-    def send(self, event: Event) -> bytes:
-        failure = self._failure
-        if failure is not None and isinstance(event, CloseConnection):
-            self._failure = None
-            reason = _clip_reason(failure.reason or "")
-            return super().send(CloseConnection(code=failure.code, reason=reason))
-        return super().send(event)
-
-
-def _clip_reason(reason: str) -> str:
-    """``reason`` cut to fit a close frame (whole characters only)."""
-    data = reason.encode()[:_MAX_CLOSE_REASON_BYTES]
-    return data.decode(errors="ignore")
-
-
-async def _serve_stream(config: _Config, stream: trio.SocketStream) -> None:
-    """One TCP connection: the handshake, the policy checks, then the client's session.
-
-    This is trio-websocket's ``wrap_server_stream`` with our ``_FailingWSConnection`` (the one
-    thing it does not let us choose); the stream itself is closed by ``trio.serve_listeners``.
-    """
-    peer = _peer(stream)
-    connection = WebSocketConnection(
-        stream, _FailingWSConnection(), max_message_size=config.max_message_size
-    )
-    code, reason = GOING_AWAY, "server shutting down"
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(connection._reader_task)
-        try:
-            await _handshake_then_serve(config, connection, peer)
-        except Exception:
-            # A bug met by one connection must not end the server and its other clients
-            # (trio.serve_listeners would propagate it). Cancellation is not caught.
-            log.exception("gateway: the connection of %s failed", peer)
-            code, reason = INTERNAL_ERROR, "internal error"
-        finally:
-            with trio.move_on_after(CLOSE_GRACE, shield=True):
-                await connection.aclose(code, reason)
-            nursery.cancel_scope.cancel()
-
-
-async def _handshake_then_serve(
-    config: _Config, connection: WebSocketConnection, peer: str
+async def _accept_loop(
+    server: _Server, listener: trio.SocketListener, nursery: trio.Nursery
 ) -> None:
-    request: WebSocketRequest | None = None
-    with trio.move_on_after(HANDSHAKE_TIMEOUT):
-        request = await connection._get_request()
-    if request is None:
-        log.info("gateway: %s did not complete the handshake in time", peer)
-        return
-    refusal = _refusal(config, request)
-    if refusal is not None:
-        status, why = refusal
-        log.info("gateway: refused %s: HTTP %d, %s", peer, status, why)
-        headers = [(b"content-type", b"text/plain; charset=utf-8")]
-        if status == 401:
-            headers.append((b"www-authenticate", b"Bearer"))
-        await request.reject(status, extra_headers=headers, body=why.encode() + b"\n")
-        return
-    ws = await request.accept()
-    log.info("gateway: %s connected", peer)
-    await _Client(config, ws, peer).run()
+    """Accept connections, shedding those over a cap at once (our ``serve_listeners``: it
+    lets us refuse before any task or buffer exists, and log per cause, not per socket)."""
+    try:
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                server.notices.note(
+                    "accept failed: out of descriptors or memory, retrying in 0.1 s",
+                    os.strerror(exc.errno),
+                    level=logging.ERROR,
+                )
+                await trio.sleep(0.1)
+                continue
+            host = _peer_host(stream)
+            cause = server.admission.admit(host)
+            if cause is not None:
+                server.notices.note(f"shedding connections over the cap of {cause}", host)
+                await _shed(stream)
+                continue
+            nursery.start_soon(_serve_stream, server, stream, host)
+    finally:
+        with trio.CancelScope(shield=True):
+            await listener.aclose()
+
+
+async def _shed(stream: trio.SocketStream) -> None:
+    # A fresh socket's send buffer is empty, so this never waits in practice; bounded anyway.
+    with trio.move_on_after(0.05), contextlib.suppress(trio.BrokenResourceError):
+        await stream.send_all(_SHED_RESPONSE)
+    await stream.aclose()
+
+
+def _peer_host(stream: trio.SocketStream) -> str:
+    try:
+        return str(stream.socket.getpeername()[0])
+    except OSError:
+        return "<unknown peer>"
 
 
 def _peer(stream: trio.SocketStream) -> str:
@@ -274,12 +416,123 @@ def _peer(stream: trio.SocketStream) -> str:
     return f"{host}:{port}"
 
 
+async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -> None:
+    """One TCP connection: the handshake, the policy checks, then the client."""
+    config = server.config
+    peer = _peer(stream)
+    flooding = trio.Event()
+    connection = server_connection(
+        stream, max_message_size=config.max_message_size, on_flood=flooding.set
+    )
+    in_handshake = True
+    code, reason = GOING_AWAY, "server shutting down"
+    try:
+        async with trio.open_nursery() as nursery:
+            reader_done = trio.Event()
+            # Shielded: on shutdown the reader must still read the client's answer to our
+            # close frame (the closing handshake below); it is cancelled right after that.
+            reader_scope = trio.CancelScope(shield=True)
+
+            async def read() -> None:
+                try:
+                    with reader_scope:
+                        await run_reader(connection)
+                finally:
+                    reader_done.set()
+
+            nursery.start_soon(read)
+
+            async def cut_a_flood() -> None:
+                await flooding.wait()
+                server.notices.note("cutting clients that flood while being closed", peer)
+                await stream.aclose()
+
+            nursery.start_soon(cut_a_flood)
+            accepted = False
+            try:
+                request = await _handshake(server, connection, reader_done, peer)
+                server.admission.handshake_done(host)
+                in_handshake = False
+                refusal = None if request is None else _refusal(config, request)
+                if refusal is not None:
+                    assert request is not None
+                    await _refuse(server, request, refusal, peer)
+                elif request is not None:
+                    ws = await request.accept()
+                    accepted = True
+                    log.debug("gateway: %s connected", peer)
+                    await _Client(server, ws, stream, peer, host).run()
+            except Exception as exc:
+                # A bug met by one connection must not end the server and its other clients.
+                # Logged with its traceback once per exception type, then counted.
+                if not server.notices.seen(f"error {type(exc).__name__}"):
+                    log.exception("gateway: the connection of %s failed", peer)
+                server.notices.note(f"error {type(exc).__name__}", peer, level=logging.ERROR)
+                code, reason = INTERNAL_ERROR, "internal error"
+            finally:
+                # Only an accepted websocket has a closing handshake; a refused or unfinished
+                # one just loses its TCP connection (below).
+                if accepted:
+                    with trio.move_on_after(config.limits.close_grace, shield=True):
+                        await connection.aclose(code, reason)
+                reader_scope.cancel()
+                nursery.cancel_scope.cancel()
+    finally:
+        server.closed(host, in_handshake=in_handshake)
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+
+
+async def _handshake(
+    server: _Server, connection: WebSocketConnection, reader_done: trio.Event, peer: str
+) -> WebSocketRequest | None:
+    """The upgrade request, or None when the client did not send one in time (or the reader
+    gave up on it: a malformed or oversize request, answered 400 by wsproto)."""
+    request: WebSocketRequest | None = None
+    with trio.move_on_after(server.config.limits.handshake_timeout) as deadline:
+        async with trio.open_nursery() as race:
+
+            async def get() -> None:
+                nonlocal request
+                request = await wait_request(connection)
+                race.cancel_scope.cancel()
+
+            async def give_up() -> None:
+                await reader_done.wait()
+                race.cancel_scope.cancel()
+
+            race.start_soon(get)
+            race.start_soon(give_up)
+    if request is None:
+        if deadline.cancelled_caught:
+            server.notices.note("handshakes not completed in time", peer, level=logging.INFO)
+        else:
+            server.notices.note("malformed handshakes", peer, level=logging.INFO)
+    return request
+
+
+async def _refuse(
+    server: _Server, request: WebSocketRequest, refusal: tuple[int, str], peer: str
+) -> None:
+    await trio.lowlevel.checkpoint()
+    status, why = refusal
+    server.notices.note(f"refused handshakes: HTTP {status}, {why}", peer, level=logging.INFO)
+    headers = [(b"content-type", b"text/plain; charset=utf-8")]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    with contextlib.suppress(ConnectionClosed):  # the client may go before it has the answer
+        await request.reject(status, extra_headers=headers, body=why.encode() + b"\n")
+
+
 def _refusal(config: _Config, request: WebSocketRequest) -> tuple[int, str] | None:
     """``(HTTP status, why)`` if the handshake must be refused, else None. Never echoes the
     token: the reason names only what was wrong."""
     headers: dict[str, list[str]] = {}
     for name, value in request.headers:
         headers.setdefault(name.decode("latin-1").lower(), []).append(value.decode("latin-1"))
+    for unique in ("authorization", "origin"):
+        if len(headers.get(unique, ())) > 1:
+            return 400, f"bad request: more than one {unique.title()} header"
     authorization = headers.get("authorization")
     if authorization is not None:
         scheme, _, presented = authorization[0].strip().partition(" ")
@@ -291,6 +544,8 @@ def _refusal(config: _Config, request: WebSocketRequest) -> tuple[int, str] | No
         tokens = parse_qs(urlsplit(request.path).query).get("token")
         if not tokens:
             return 401, "unauthorized: send 'Authorization: Bearer <token>' (or ?token=)"
+        if len(tokens) > 1:
+            return 400, "bad request: more than one token parameter"
         if not _same_secret(tokens[0], config.token):
             return 401, "unauthorized: wrong token"
     origins = headers.get("origin")
@@ -307,92 +562,226 @@ def _same_secret(presented: str, expected: str) -> bool:
     return hmac.compare_digest(presented.encode(), expected.encode())
 
 
-class _Client:
-    """One accepted websocket: a reader (ops in), a writer (frames out), one pump per attached
-    session, and the close policy. See the module docstring for the backpressure policy."""
+@attrs.define(eq=False)
+class _Attached:
+    """One session this client follows: its subscription and its place in the writer's turn."""
 
-    def __init__(self, config: _Config, ws: WebSocketConnection, peer: str) -> None:
-        self._config = config
-        self._fleet = config.fleet
+    session_id: str
+    subscription: Subscription
+    ready: bool = False  # in the client's ready queue
+
+
+class _Client:
+    """One accepted websocket: a reader (ops in), a writer (replies, then events, out), a
+    pinger, and the close policy. See the module docstring for the backpressure policy."""
+
+    def __init__(
+        self,
+        server: _Server,
+        ws: WebSocketConnection,
+        stream: trio.SocketStream,
+        peer: str,
+        host: str,
+    ) -> None:
+        self._server = server
+        self._config = server.config
+        self._limits = server.config.limits
+        self._fleet = server.config.fleet
         self._ws = ws
+        self._stream = stream
         self._peer = peer
-        # Bounded on purpose: this IS the per-client buffer of the slow-client policy.
-        self._out_send, self._out_recv = trio.open_memory_channel[str](config.client_queue)
-        #: session id -> the cancel scope of the pump feeding its events to this client.
-        self._attached: dict[str, trio.CancelScope] = {}
+        #: The key sessions are counted under (``Fleet.start(owner=...)``): the peer address.
+        self._owner = host
+        # Bounded: the reader waits for room before it handles the next op.
+        self._replies: collections.deque[str] = collections.deque()
+        self._reply_room = trio.Event()
+        self._attached: dict[str, _Attached] = {}
+        self._ready: collections.deque[_Attached] = collections.deque()
+        self._wake = trio.Event()
+        self._sending = False
+        self._writer_done = trio.Event()
         self._close_code: int | None = None
-        self._close_reason = ""
+        self._close_text = ""
         self._close_wanted = trio.Event()
-        self._nursery: trio.Nursery | None = None
 
     async def run(self) -> None:
-        with self._out_send, self._out_recv:
-            try:
-                async with trio.open_nursery() as nursery:
-                    self._nursery = nursery
-                    nursery.start_soon(self._writer)
-                    nursery.start_soon(self._reader)
-                    await self._close_wanted.wait()
-                    if self._close_code is not None:
-                        log.info(
-                            "gateway: closing %s: %d %s",
-                            self._peer,
-                            self._close_code,
-                            self._close_reason,
-                        )
-                        with trio.move_on_after(CLOSE_GRACE):
-                            await self._ws.aclose(self._close_code, self._close_reason)
-                    nursery.cancel_scope.cancel()
-            finally:
-                for scope in self._attached.values():
-                    scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._writer)
+                nursery.start_soon(self._reader)
+                nursery.start_soon(self._pinger)
+                await self._close_wanted.wait()
+                await self._close_connection()
+                nursery.cancel_scope.cancel()
+        finally:
+            for attached in self._attached.values():
+                attached.subscription.close()
+            self._attached.clear()
+            self._ready.clear()
 
-    def _close(self, code: int | None, reason: str = "") -> None:
+    async def _close_connection(self) -> None:
+        """Send the close frame after the frame being sent, or cut TCP (module docstring)."""
+        await trio.lowlevel.checkpoint()
+        code = self._close_code
+        if code is None:
+            return
+        log.debug("gateway: closing %s: %d %s", self._peer, code, self._close_text)
+        grace = self._limits.close_grace
+        with trio.move_on_after(grace):
+            await self._writer_done.wait()  # the writer stops before its next frame
+        if not self._writer_done.is_set():
+            await self._stream.aclose()  # stuck mid-frame: a close frame cannot follow it
+            return
+        with trio.move_on_after(grace):
+            await self._ws.aclose(code, self._close_text)
+        if self._ws.closed is None or not self._writer_done.is_set():
+            await self._stream.aclose()
+
+    def _close(self, code: int | None, reason: str = "", *, cut: bool = False) -> None:
         """Ask ``run`` to end the connection: with a close frame ``code``, or with None when
-        the connection is already closed. The first request wins."""
+        the connection is already closed (or is to be cut). The first request wins."""
         if self._close_wanted.is_set():
             return
-        self._close_code = code
-        self._close_reason = _clip_reason(reason)
+        self._close_code = None if cut else code
+        self._close_text = clip_reason(reason)
         self._close_wanted.set()
+        self._wake.set()
+        self._reply_room.set()
+        if code == POLICY_VIOLATION:
+            self._server.notices.note(
+                f"closing clients: {reason.split(':')[0]}", self._peer, level=logging.INFO
+            )
 
     # -- the writer -----------------------------------------------------------------------------
 
     async def _writer(self) -> None:
-        """Send queued frames in order. Stops before the next frame once a close is wanted, so
-        the close frame follows a whole frame (trio-websocket serializes sends on a lock)."""
-        async for text in self._out_recv:
-            if self._close_wanted.is_set():
-                return
-            try:
-                await self._ws.send_message(text)
-            except ConnectionClosed:
-                self._close(None)
-                return
+        """Send replies first, then one event per attached session in turn. Stops before the
+        next frame once a close is wanted (trio-websocket serializes sends on a lock, so the
+        close frame follows a whole frame)."""
+        try:
+            await trio.lowlevel.checkpoint()
+            while not self._close_wanted.is_set():
+                text = self._next_frame()
+                if text is None:
+                    if self._close_wanted.is_set():
+                        return
+                    self._wake = trio.Event()
+                    await self._wake.wait()
+                    continue
+                self._sending = True
+                try:
+                    await self._ws.send_message(text)
+                except ConnectionClosed:
+                    self._close(None)
+                    return
+                finally:
+                    self._sending = False
+        finally:
+            self._writer_done.set()
 
-    def _send_now(self, frame: Frame) -> None:
-        """Queue a reply/error/opened frame; a full queue means the client is not reading."""
+    def _next_frame(self) -> str | None:
+        if self._replies:
+            text = self._replies.popleft()
+            self._reply_room.set()
+            return text
+        ready = self._ready
+        while ready:
+            attached = ready.popleft()
+            try:
+                entry = attached.subscription.receive_entry_nowait()
+            except trio.WouldBlock:
+                attached.ready = False
+                continue
+            except trio.EndOfChannel:
+                attached.ready = False
+                self._forget(attached)
+                continue
+            except SlowSubscriberError as exc:
+                self._close(POLICY_VIOLATION, exc.reason)
+                return None
+            except trio.ClosedResourceError:
+                attached.ready = False
+                continue
+            ready.append(attached)  # its next event waits for the other sessions' turn
+            return self._frame(attached.session_id, entry)
+        return None
+
+    def _frame(self, session_id: str, entry: Entry) -> str:
+        """The event's frame, encoded once per session (cached on the buffer's entry)."""
+        text = entry.wire
+        if text is None:
+            text = entry.wire = encode_frame(
+                EventFrame(session=session_id, event=remote_event(entry.event))
+            )
+        return text
+
+    def _notify(self, attached: _Attached) -> None:
+        """Called by the fleet (in the session's task) when the subscription has something."""
+        subscription = attached.subscription
+        if subscription.dropped_reason is not None:
+            self._close(POLICY_VIOLATION, subscription.dropped_reason)
+            return
+        if not attached.ready:
+            attached.ready = True
+            self._ready.append(attached)
+        self._wake.set()
+
+    def _forget(self, attached: _Attached) -> None:
+        if self._attached.get(attached.session_id) is attached:
+            del self._attached[attached.session_id]
+        attached.subscription.close()
+
+    def _reply(self, frame: Frame) -> None:
+        """Queue a reply/error/opened frame (bounded: the reader waits for room first)."""
         if self._close_wanted.is_set():
             return
-        try:
-            self._out_send.send_nowait(encode_frame(frame))
-        except trio.WouldBlock:
-            self._close(
-                POLICY_VIOLATION,
-                f"slow consumer: {self._config.client_queue} frames waiting to be sent",
-            )
+        self._replies.append(encode_frame(frame))
+        self._wake.set()
+
+    # -- the pinger -------------------------------------------------------------------------------
+
+    async def _pinger(self) -> None:
+        limits = self._limits
+        count = 0
+        while True:
+            await trio.sleep(limits.ping_interval)
+            count += 1
+            with trio.move_on_after(limits.ping_timeout) as deadline:
+                await trio.lowlevel.checkpoint()
+                try:
+                    await self._ws.ping(count.to_bytes(8, "big"))
+                except ConnectionClosed:
+                    self._close(None)
+                    return
+            if deadline.cancelled_caught:
+                self._server.notices.note(
+                    f"cutting clients that did not answer a ping in {limits.ping_timeout:g} s",
+                    self._peer,
+                    level=logging.INFO,
+                )
+                self._close(None, cut=True)
+                await self._stream.aclose()
+                return
 
     # -- the reader -----------------------------------------------------------------------------
 
     async def _reader(self) -> None:
         await trio.lowlevel.checkpoint()
+        limit = self._limits.max_pending_replies
+        bucket = self._server.bucket(self._owner)
         while True:
+            while len(self._replies) >= limit and not self._close_wanted.is_set():
+                self._reply_room = trio.Event()
+                await self._reply_room.wait()
+            wait = bucket.take(trio.current_time())
+            if wait:
+                await trio.sleep(wait)  # a client faster than its op rate waits (TCP slows it)
             try:
                 message = await self._ws.get_message()
             except ConnectionClosed as exc:
                 reason = exc.reason
                 if reason is not None:
-                    log.info(
+                    log.debug(
                         "gateway: %s closed: %d %s", self._peer, reason.code, reason.reason or ""
                     )
                 self._close(None)
@@ -409,12 +798,11 @@ class _Client:
         # ops (an abort waits for its terminal event; a client wanting parallel aborts can
         # open a second connection).
         await trio.lowlevel.checkpoint()
+        policy = self._config.policy
         try:
-            op = decode_op(
-                text, allow_cwd=self._config.allow_cwd, allow_env=self._config.allow_env
-            )
+            op = decode_op(text, allow_cwd=policy.allow_cwd, allow_env=policy.allow_env)
         except WireError as exc:
-            self._send_now(exc.to_frame())
+            self._reply(exc.to_frame())
             return
         match op:
             case OpenOp():
@@ -424,33 +812,33 @@ class _Client:
                 if session is not None:
                     self._attach(op.id, session, op.last_seq)
             case DetachOp():
-                scope = self._attached.pop(op.session, None)
-                if scope is None:
-                    self._send_now(ReplyFrame(id=op.id, ok=False, reason="not attached"))
+                attached = self._attached.pop(op.session, None)
+                if attached is None:
+                    self._reply(ReplyFrame(id=op.id, ok=False, reason="not attached"))
                 else:
-                    scope.cancel()
-                    self._send_now(ReplyFrame(id=op.id, ok=True))
+                    attached.subscription.close()
+                    self._reply(ReplyFrame(id=op.id, ok=True))
             case PushOp():
                 session = self._session(op.id, op.session)
                 if session is not None:
                     pushed = session.push_nowait(op.text)
                     if isinstance(pushed, Accepted):
-                        self._send_now(ReplyFrame(id=op.id, ok=True))
+                        self._reply(ReplyFrame(id=op.id, ok=True))
                     else:
-                        self._send_now(ReplyFrame(id=op.id, ok=False, reason=pushed.reason))
+                        self._reply(ReplyFrame(id=op.id, ok=False, reason=pushed.reason))
             case AnswerOp():
                 session = self._session(op.id, op.session)
                 if session is not None:
                     answered = await session.answer(op.request, op.answer)
                     if isinstance(answered, AnswerAccepted):
-                        self._send_now(ReplyFrame(id=op.id, ok=True))
+                        self._reply(ReplyFrame(id=op.id, ok=True))
                     else:
-                        self._send_now(ReplyFrame(id=op.id, ok=False, reason=answered.reason))
+                        self._reply(ReplyFrame(id=op.id, ok=False, reason=answered.reason))
             case AbortOp():
                 session = self._session(op.id, op.session)
                 if session is not None:
                     await session.abort()
-                    self._send_now(ReplyFrame(id=op.id, ok=True))
+                    self._reply(ReplyFrame(id=op.id, ok=True))
             case _:
                 assert_never(op)
 
@@ -458,71 +846,120 @@ class _Client:
         try:
             return self._fleet.get(session_id)
         except KeyError:
-            self._send_now(
+            self._reply(
                 ErrorFrame(
                     id=op_id,
                     code="unknown_session",
-                    message=f"unknown session {session_id!r} (never opened here, or forgotten)",
+                    message=f"unknown session {quote(session_id)} (never opened, or forgotten)",
                 )
             )
             return None
 
+    def _limit_reached(self) -> str | None:
+        limits = self._limits
+        fleet = self._fleet
+        if len(self._attached) >= limits.max_attached_per_client:
+            return (
+                f"this connection already follows {limits.max_attached_per_client} sessions "
+                "(the limit); detach one first"
+            )
+        mine = fleet.owner_statistics(self._owner)
+        if mine.active >= limits.max_sessions_per_client:
+            return (
+                f"this client already has {mine.active} sessions not ended "
+                f"(the limit is {limits.max_sessions_per_client}); abort one or wait"
+            )
+        if mine.waiting >= limits.max_waiting_per_client:
+            return (
+                f"this client already has {mine.waiting} sessions waiting for a slot "
+                f"(the limit is {limits.max_waiting_per_client}); wait for one to start"
+            )
+        total = fleet.statistics()
+        if total.live + total.waiting >= limits.max_sessions:
+            return f"the server runs its limit of {limits.max_sessions} sessions; try later"
+        return None
+
     async def _open(self, op: OpenOp) -> None:
         await trio.lowlevel.checkpoint()
+        refused = self._limit_reached()
+        if refused is not None:
+            self._reply(ErrorFrame(id=op.id, code="limit_reached", message=refused))
+            return
+        policy = self._config.policy
+        cwd: str | None = None
+        if policy.cwd_root is not None:
+            cwd = await _resolve_cwd(policy.cwd_root, op.params.cwd)
+            if cwd is None:
+                self._reply(
+                    ErrorFrame(
+                        id=op.id,
+                        code="invalid_params",
+                        message=f"params.cwd={quote(op.params.cwd)}: not a directory inside "
+                        "the folder this server runs sessions in",
+                    )
+                )
+                return
+        params = remote_params(op.params, policy, cwd)
         try:
-            session = await self._fleet.start(op.params)
+            session = await self._fleet.start(params, owner=self._owner)
         except InvalidParamsError as exc:
-            self._send_now(ErrorFrame(id=op.id, code="invalid_params", message=str(exc)))
+            self._reply(ErrorFrame(id=op.id, code="invalid_params", message=str(exc)[:1000]))
             return
-        except LocalProtocolError as exc:  # the fleet is closing
-            self._send_now(ErrorFrame(id=op.id, code="internal", message=str(exc)))
+        except LocalProtocolError:  # the fleet is closing
+            self._reply(ErrorFrame(id=op.id, code="internal", message="the server is closing"))
             return
-        self._send_now(OpenedFrame(id=op.id, session=session.id))
+        self._reply(OpenedFrame(id=op.id, session=session.id))
         self._attach(None, session, None)
 
     def _attach(self, op_id: str | None, session: FleetSession, last_seq: int | None) -> None:
-        """Subscribe to ``session`` and start its pump; ``op_id`` None for the attach that
-        ``open`` implies (it gets no reply: ``opened`` is the reply)."""
-        try:
-            subscribed = session.subscribe(last_seq, max_queue=self._config.client_queue)
-        except InvalidParamsError as exc:
-            self._send_now(ErrorFrame(id=op_id, code="invalid_field", message=str(exc)))
-            return
-        if isinstance(subscribed, ResyncRequired):
-            assert op_id is not None  # last_seq=None never needs a resync
-            self._send_now(
-                ResyncRequiredFrame(
-                    id=op_id, session=session.id, oldest_seq=subscribed.oldest_seq
+        """Subscribe to ``session``; ``op_id`` None for the attach that ``open`` implies (it
+        gets no reply: ``opened`` is the reply)."""
+        limit = self._limits.max_attached_per_client
+        if session.id not in self._attached and len(self._attached) >= limit:
+            self._reply(
+                ErrorFrame(
+                    id=op_id,
+                    code="limit_reached",
+                    message=f"this connection already follows {limit} sessions (the limit); "
+                    "detach one first",
                 )
             )
             return
+        attached = _Attached(session_id=session.id, subscription=None)  # type: ignore[arg-type]
+        try:
+            subscribed = session.subscribe(
+                last_seq,
+                max_queue=self._config.client_queue,
+                max_bytes=self._limits.client_queue_bytes,
+                notify=partial(self._notify, attached),
+            )
+        except InvalidParamsError as exc:
+            self._reply(ErrorFrame(id=op_id, code="invalid_field", message=str(exc)[:1000]))
+            return
+        if isinstance(subscribed, ResyncRequired):
+            assert op_id is not None  # last_seq=None never needs a resync
+            self._reply(
+                ResyncRequiredFrame(id=op_id, session=session.id, oldest_seq=subscribed.oldest_seq)
+            )
+            return
+        attached.subscription = subscribed
         previous = self._attached.pop(session.id, None)
         if previous is not None:  # re-attach replaces the old subscription
-            previous.cancel()
+            previous.subscription.close()
         if op_id is not None:
-            self._send_now(ReplyFrame(id=op_id, ok=True))
-        assert self._nursery is not None
-        scope = trio.CancelScope()
-        self._attached[session.id] = scope
-        self._nursery.start_soon(self._pump, session.id, subscribed, scope)
+            self._reply(ReplyFrame(id=op_id, ok=True))
+        self._attached[session.id] = attached
+        self._notify(attached)  # the replay is ready now
 
-    async def _pump(
-        self, session_id: str, subscription: Subscription, scope: trio.CancelScope
-    ) -> None:
-        """Move one subscription's events into the outgoing queue, waiting for room."""
+
+async def _resolve_cwd(root: str, requested: str | None) -> str | None:
+    """The session's folder (``protocol/remote.py`` rule 3), or None when it is not allowed."""
+    try:
+        real_root = str(await trio.Path(root).resolve())
+        real = str(await trio.Path(cwd_candidate(real_root, requested)).resolve())
+        if not is_inside(real, real_root) or not await trio.Path(real).is_dir():
+            return None
+    except (OSError, ValueError):
         await trio.lowlevel.checkpoint()
-        with subscription, scope:
-            try:
-                async for event in subscription:
-                    await self._out_send.send(_event_frame(session_id, event))
-            except SlowSubscriberError as exc:
-                self._close(POLICY_VIOLATION, exc.reason)
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                self._close(None)
-        if self._attached.get(session_id) is scope:
-            del self._attached[session_id]
-
-
-def _event_frame(session_id: str, event: UnifiedEvent) -> str:
-    return encode_frame(EventFrame(session=session_id, event=event))
-
+        return None
+    return real

@@ -10,6 +10,10 @@ Rules:
    a consumer that remembers the last ``seq`` it saw resumes after everything it received. Seqs
    therefore skip over merged deltas; they still strictly increase.
 3. ``raw`` is dropped from a merged delta (it came from two frames).
+4. Merging a run of n deltas is linear in their total text: the pieces are collected and joined
+   once (:func:`compact`, and :class:`~claude_trio.protocol.replay.SubscriberQueue`, which joins a
+   run only when the subscriber takes it). Never concatenate pairwise in a loop: that copies
+   the text so far at every step.
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ import attrs
 from .events import Event, TextDelta, ThinkingDelta
 
 
-def merge_deltas(earlier: Event, later: Event) -> Event | None:
-    """``earlier`` and ``later`` as one delta (rules 1-3), or ``None`` if they may not merge."""
-    if not (
+def can_merge(earlier: Event, later: Event) -> bool:
+    """True when ``later`` may be merged into ``earlier`` (rule 1)."""
+    return (
         isinstance(earlier, TextDelta | ThinkingDelta)
         and type(later) is type(earlier)
         and earlier.message_id == later.message_id
@@ -31,19 +35,42 @@ def merge_deltas(earlier: Event, later: Event) -> Event | None:
         and earlier.turn == later.turn
         and earlier.is_subagent == later.is_subagent
         and earlier.subagent_task_id == later.subagent_task_id
-    ):
+    )
+
+
+def merged(first: TextDelta | ThinkingDelta, texts: Iterable[str], last_seq: int) -> Event:
+    """One delta for a run that starts with ``first``: the texts joined once (rules 2-4)."""
+    return attrs.evolve(first, text="".join(texts), seq=last_seq, raw=None)
+
+
+def merge_deltas(earlier: Event, later: Event) -> Event | None:
+    """``earlier`` and ``later`` as one delta (rules 1-3), or ``None`` if they may not merge."""
+    if not can_merge(earlier, later):
         return None
-    text = earlier.text + later.text
-    return attrs.evolve(earlier, text=text, seq=later.seq, raw=None)
+    assert isinstance(earlier, TextDelta | ThinkingDelta)
+    assert isinstance(later, TextDelta | ThinkingDelta)
+    return merged(earlier, (earlier.text, later.text), later.seq)
 
 
 def compact(events: Iterable[Event]) -> list[Event]:
-    """``events`` with every run of mergeable adjacent deltas merged into one."""
+    """``events`` with every run of mergeable adjacent deltas merged into one (linear)."""
     out: list[Event] = []
+    run: list[Event] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            deltas = [e for e in run if isinstance(e, TextDelta | ThinkingDelta)]
+            assert len(deltas) == len(run)
+            out.append(merged(deltas[0], (d.text for d in deltas), deltas[-1].seq))
+        run.clear()
+
     for event in events:
-        merged = merge_deltas(out[-1], event) if out else None
-        if merged is None:
-            out.append(event)
+        if run and can_merge(run[0], event):
+            run.append(event)
         else:
-            out[-1] = merged
+            flush()
+            run.append(event)
+    flush()
     return out

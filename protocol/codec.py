@@ -6,10 +6,15 @@ Rules:
    become JSON-safe: attrs values (``Usage``, ``NormalizedMessage``, content blocks, ``TodoItem``,
    ``Question``) become dicts, content blocks carry their ``"type"``, tuples become lists, and a
    ``Usage`` also carries its derived ``"context_size"`` (consumers should not recompute it).
-2. Encoding never fails. ``Any`` fields (tool inputs and results, passthrough data, answers) can
-   hold whatever the SDK produced: dataclasses and attrs values become dicts, mappings get string
-   keys, non-finite floats and anything else non-JSON become their ``repr`` string, and a cycle
-   becomes the string ``"<cycle>"``. Such values do not round-trip; JSON values do.
+2. Encoding never fails, for any value. ``Any`` fields (tool inputs and results, passthrough
+   data, answers) can hold whatever the SDK produced: dataclasses and attrs values become dicts,
+   mappings get string keys, non-finite floats and anything else non-JSON become their ``repr``
+   string, a cycle becomes the string ``"<cycle>"``, a value nested deeper than ``MAX_DEPTH``
+   becomes ``"<nested too deeply>"`` (so the encoder and ``json.dumps`` never recurse without
+   bound), and an int too long to print in decimal becomes ``"<int of N bits>"``. Such values
+   do not round-trip; JSON values do. :func:`dumps` turns the result into JSON text that is
+   always valid UTF-8: a string holding a lone surrogate (a ``\\ud800`` escape in what the CLI
+   or a caller produced) is sent as a JSON ``\\u`` escape rather than failing the send.
 3. ``event_from_json(obj)`` is the exact inverse for every event built from JSON-safe values:
    ``event_from_json(event_to_json(e)) == e`` (``raw`` is not sent and decodes to ``None``).
 4. Decoding is driven by the events' own type annotations, so a field added to ``events.py`` is
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import types
 import typing
@@ -38,6 +44,11 @@ from .usage import Usage
 
 _OMITTED_FIELDS = frozenset({"raw"})
 
+MAX_DEPTH = 64
+"""Containers nested deeper than this inside an event are encoded as ``"<nested too deeply>"``."""
+
+_MAX_INT_BITS = 10_000  # about 3,000 decimal digits, under Python's int -> str limit of 4,300
+
 # ---------------------------------------------------------------------------------------------
 # Encoding
 # ---------------------------------------------------------------------------------------------
@@ -51,6 +62,22 @@ def event_to_json(event: Event) -> dict[str, Any]:
 def to_json_safe(value: Any) -> Any:
     """``value`` as plain JSON data, with the encoder's fallbacks (rule 2); never raises."""
     return _to_json_safe(value, frozenset())
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON text for JSON-safe data (``to_json_safe``'s output); always valid UTF-8.
+
+    Non-ASCII characters are written as themselves, except when the text would hold a lone
+    surrogate (which no UTF-8 encoder accepts): then the whole text is written with ``\\u``
+    escapes, which every JSON reader decodes to the same strings.
+    """
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text
 
 
 def _encode_attrs(obj: Any, seen: frozenset[int]) -> dict[str, Any]:
@@ -72,12 +99,17 @@ def _encode_attrs(obj: Any, seen: frozenset[int]) -> dict[str, Any]:
 
 def _to_json_safe(value: Any, seen: frozenset[int]) -> Any:
     """``value`` as plain JSON data (see rule 2)."""
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or isinstance(value, bool | str):
         return value
+    if isinstance(value, int):
+        bits = value.bit_length()
+        return value if bits <= _MAX_INT_BITS else f"<int of {bits} bits>"
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
     if id(value) in seen:
         return "<cycle>"
+    if len(seen) >= MAX_DEPTH:
+        return "<nested too deeply>"
     inner = seen | {id(value)}
     if attrs.has(type(value)):
         return _encode_attrs(value, inner)
@@ -92,7 +124,10 @@ def _to_json_safe(value: Any, seen: frozenset[int]) -> Any:
         }
     if isinstance(value, list | tuple):
         return [_to_json_safe(item, inner) for item in value]
-    return repr(value)
+    try:
+        return repr(value)
+    except Exception:  # a broken __repr__ must not break the encoder (rule 2)
+        return f"<{type(value).__name__}>"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -107,15 +107,33 @@ def _check_optional_choice(choices: tuple[str, ...]) -> Any:
     return check
 
 
+MAX_COUNT = 2**31 - 1
+"""The largest value of an int parameter (turns, token budgets): what the CLI can take."""
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _finite_float(value: object) -> float | None:
+    """``value`` as a finite float, or ``None`` when it is not a number, not finite, or an int
+    too large for a float (never ``OverflowError``: a huge int is just an invalid value)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _check_optional_positive_int(
     _inst: object, attribute: attrs.Attribute[Any], value: object
 ) -> None:
-    if value is not None and not (_is_int(value) and value > 0):  # type: ignore[operator]
-        raise InvalidParamsError(_label(attribute), value, "a positive int or None")
+    if value is not None and not (_is_int(value) and 0 < value <= MAX_COUNT):  # type: ignore[operator]
+        raise InvalidParamsError(
+            _label(attribute), value, f"a positive int (at most {MAX_COUNT}) or None"
+        )
 
 
 def _check_optional_bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -172,8 +190,8 @@ def _check_skill_overrides(_inst: object, attribute: attrs.Attribute[Any], value
 def _check_fraction(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is None:
         return
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (ok and math.isfinite(value) and 0 < value <= 1):  # type: ignore[arg-type,operator]
+    number = _finite_float(value)
+    if number is None or not 0 < number <= 1:
         raise InvalidParamsError(_label(attribute), value, "a number x with 0 < x <= 1, or None")
 
 
@@ -375,8 +393,8 @@ def _check_mcp_servers(_inst: object, attribute: attrs.Attribute[Any], value: ob
 
 
 def _check_timeout(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (ok and math.isfinite(value) and value > 0):  # type: ignore[arg-type,operator]
+    number = _finite_float(value)
+    if number is None or number <= 0:
         raise InvalidParamsError(attribute.name, value, "a finite number of seconds > 0")
 
 

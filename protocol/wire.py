@@ -33,19 +33,33 @@ Rules:
    (``architecture_config.custom_env`` / ``ollama_baseUrl``) unless ``allow_env=True``; and
    ``mcp_servers`` (which starts processes) is never accepted over the wire. All three are
    ``forbidden_field`` errors.
-4. Encoding never fails for values built by this module (events go through the codec, which
-   never fails) and emits compact JSON without NaN/Infinity.
+4. Every string that enters is valid to send back out, and every value is bounded, so no
+   reply, error or event built from an op can fail to encode or poison a session's replay:
+   :func:`decode_op` refuses (``invalid_field``, naming the path) a string holding a lone
+   UTF-16 surrogate (a ``\\ud800`` escape with no partner: it is not a character, and no UTF-8
+   encoder accepts it), a value nested deeper than ``MAX_DEPTH``, an integer beyond
+   ``MAX_INT``, an ``id``/``session``/``request`` longer than ``MAX_ID_CHARS``, and an
+   ``answer`` larger than ``MAX_ANSWER_CHARS``. Refused rather than replaced: a client that
+   sends one has a bug to hear about, and a silently altered answer or prompt is worse.
+5. What an ``open`` op's params hand to the CLI's command line and environment is checked
+   before anything is spawned (``invalid_params``, naming the field): no NUL character in any
+   string but the prompt (which travels on stdin), a ``system_prompt`` under
+   ``MAX_ARGUMENT_BYTES`` (the kernel's limit for one argument), environment entries under it
+   too. Error messages quote a client's value at most ``MAX_QUOTE`` characters long.
+6. Encoding never fails (the event codec never does, and :func:`~.codec.dumps` escapes what
+   UTF-8 cannot carry) and emits compact JSON without NaN/Infinity.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, NoReturn, TypeAlias, assert_never
 
 import attrs
 
-from .codec import event_from_json, event_to_json, json_type
+from .codec import dumps, event_from_json, event_to_json, json_type
 from .errors import InvalidParamsError, RemoteProtocolError
 from .events import Event
 from .params import ArchitectureConfig, ExecuteParams
@@ -60,6 +74,7 @@ WireErrorCode = Literal[
     "invalid_params",  # ExecuteParams refused the params (the message names params.<field>)
     "forbidden_field",  # allowed in ExecuteParams, not from a remote client (rule 3)
     "unknown_session",  # (gateway) no session with that id
+    "limit_reached",  # (gateway) a per-client or server limit; the message names it
     "internal",  # (gateway) a bug of ours
 ]
 
@@ -80,13 +95,27 @@ PARAMS_FIELDS: tuple[str, ...] = (
 ENV_KEYS: frozenset[str] = frozenset({"custom_env", "ollama_baseUrl"})
 """``architecture_config`` keys that set the CLI's environment (refused unless ``allow_env``)."""
 
+MAX_DEPTH = 16
+"""How deeply arrays and objects may nest in an op (an answer to a form is a few levels)."""
+MAX_INT = 2**63 - 1
+"""The largest integer (in absolute value) an op may carry."""
+MAX_ID_CHARS = 256
+"""The longest ``id``, ``session`` or ``request`` (they are echoed in replies)."""
+MAX_ANSWER_CHARS = 64 * 1024
+"""The largest ``answer``, in characters of its compact JSON."""
+MAX_ARGUMENT_BYTES = 128 * 1024
+"""Linux refuses a command-line argument or environment entry of this many bytes or more
+(``MAX_ARG_STRLEN``); a ``system_prompt`` is one argument of the CLI."""
+MAX_QUOTE = 80
+"""Error messages quote at most this many characters of a client's value."""
+
 
 class WireError(RemoteProtocolError):
     """A client sent an op we cannot accept. ``code`` is a :data:`WireErrorCode`."""
 
     def __init__(self, code: WireErrorCode, message: str, id: str | None = None) -> None:
         self.code: WireErrorCode = code
-        self.message = message
+        self.message = message if len(message) <= 1000 else message[:999] + "\u2026"
         self.id = id
         super().__init__(f"{code}: {message}")
 
@@ -244,11 +273,136 @@ class _Fields:
             self.fail("missing_field", f"op {self.op!r} needs the field {key!r}")
         return self.obj[key]
 
-    def string(self, key: str) -> str:
+    def string(self, key: str, max_chars: int | None = MAX_ID_CHARS) -> str:
         value = self.required(key)
         if not (isinstance(value, str) and value.strip()):
-            self.fail("invalid_field", f"{key}={value!r}: expected a non-empty string")
+            self.fail("invalid_field", f"{key}={quote(value)}: expected a non-empty string")
+        if max_chars is not None and len(value) > max_chars:
+            self.fail(
+                "invalid_field",
+                f"{key}={quote(value)}: longer than {max_chars} characters ({len(value)})",
+            )
         return value
+
+
+def quote(value: Any) -> str:
+    """``repr(value)`` cut to ``MAX_QUOTE`` characters, for error messages (rule 5)."""
+    text = repr(value)
+    return text if len(text) <= MAX_QUOTE else text[: MAX_QUOTE - 1] + "\u2026"
+
+
+def _check_value(value: Any, where: str, depth: int, op_id: str | None) -> int:
+    """Refuse what could not be sent back out (rule 4); the value's size in characters."""
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise WireError(
+                    "invalid_field",
+                    f"{where or 'the message'}: a lone UTF-16 surrogate at character "
+                    f"{exc.start} (an unpaired \\ud800-\\udfff escape is not a character); "
+                    "send text as UTF-8, or characters beyond U+FFFF as surrogate pairs",
+                    op_id,
+                ) from None
+        return len(value) + 2
+    if isinstance(value, bool) or value is None:
+        return 5
+    if isinstance(value, int):
+        if not -MAX_INT <= value <= MAX_INT:
+            raise WireError(
+                _code_at(where), f"{where}: an integer beyond +-{MAX_INT} is not accepted", op_id
+            )
+        return 20
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise WireError(
+                _code_at(where), f"{where}: a number too large for a double is not accepted", op_id
+            )
+        return 24
+    if depth >= MAX_DEPTH:
+        raise WireError(
+            "invalid_field", f"{where or 'the message'}: nested deeper than {MAX_DEPTH} levels",
+            op_id,
+        )
+    size = 2
+    if isinstance(value, dict):
+        for key, item in value.items():
+            size += _check_value(key, f"{where or 'the message'} (a key)", depth + 1, op_id)
+            size += 1 + _check_value(item, _child(where, key), depth + 1, op_id)
+    else:
+        for i, item in enumerate(value):
+            size += 1 + _check_value(item, f"{where}[{i}]", depth + 1, op_id)
+    return size
+
+
+def _code_at(where: str) -> WireErrorCode:
+    """A bad number inside ``params`` is a bad parameter (as ``ExecuteParams`` would say)."""
+    return "invalid_params" if where.startswith("params") else "invalid_field"
+
+
+def _child(where: str, key: str) -> str:
+    name = key if key.isidentifier() and len(key) <= 40 else f"[{quote(key)}]"
+    if not where:
+        return name
+    return f"{where}{name}" if name.startswith("[") else f"{where}.{name}"
+
+
+def _is_sendable_id(value: object) -> bool:
+    if not isinstance(value, str) or len(value) > MAX_ID_CHARS:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_arguments(params: Mapping[str, Any], op_id: str | None) -> None:
+    """What reaches the CLI's command line and environment (rule 5)."""
+    for key, value in params.items():
+        if key != "prompt":
+            _no_nul(value, f"params.{key}", op_id)
+    system_prompt = params.get("system_prompt")
+    if isinstance(system_prompt, str):
+        size = len(system_prompt.encode("utf-8"))
+        if size >= MAX_ARGUMENT_BYTES:
+            raise WireError(
+                "invalid_params",
+                f"params.system_prompt: {size} bytes; the CLI takes it as one command-line "
+                f"argument, which must be under {MAX_ARGUMENT_BYTES} bytes",
+                op_id,
+            )
+    config = params.get("architecture_config")
+    env = config.get("custom_env") if isinstance(config, dict) else None
+    if isinstance(env, dict):
+        for name, item in env.items():
+            if isinstance(name, str) and isinstance(item, str):
+                size = len(name.encode("utf-8")) + 1 + len(item.encode("utf-8"))
+                if size >= MAX_ARGUMENT_BYTES:
+                    raise WireError(
+                        "invalid_params",
+                        f"params.architecture_config.custom_env[{quote(name)}]: {size} bytes; "
+                        f"an environment entry must be under {MAX_ARGUMENT_BYTES} bytes",
+                        op_id,
+                    )
+
+
+def _no_nul(value: Any, where: str, op_id: str | None) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise WireError(
+                "invalid_params",
+                f"{where}: contains a NUL character, which cannot be passed to the CLI",
+                op_id,
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key, f"{where} (a key)", op_id)
+            _no_nul(item, _child(where, key), op_id)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _no_nul(item, f"{where}[{i}]", op_id)
 
 
 def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) -> Op:
@@ -257,13 +411,14 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
     if not isinstance(obj, dict):
         raise WireError("invalid_message", f"expected a JSON object, got {json_type(obj)}")
     raw_id = obj.get("id")
-    op_id = raw_id if isinstance(raw_id, str) else None
+    op_id = raw_id if _is_sendable_id(raw_id) else None
+    _check_value(obj, "", 0, op_id)
     name = obj.get("op")
     if name not in OP_NAMES:
         allowed = ", ".join(OP_NAMES)
         if "op" not in obj:
             raise WireError("missing_field", f"every message needs 'op' (one of {allowed})", op_id)
-        raise WireError("unknown_op", f"op={name!r}: expected one of {allowed}", op_id)
+        raise WireError("unknown_op", f"op={quote(name)}: expected one of {allowed}", op_id)
     fields = _Fields(obj, name, op_id)
     op_id = fields.string("id")
     match name:
@@ -273,14 +428,25 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
             return OpenOp(id=op_id, params=params)
         case "push":
             fields.only("op", "id", "session", "text")
-            return PushOp(id=op_id, session=fields.string("session"), text=fields.string("text"))
+            return PushOp(
+                id=op_id,
+                session=fields.string("session"),
+                text=fields.string("text", max_chars=None),
+            )
         case "answer":
             fields.only("op", "id", "session", "request", "answer")
+            answer = fields.required("answer")
+            size = _check_value(answer, "answer", 0, op_id)
+            if size > MAX_ANSWER_CHARS:
+                fields.fail(
+                    "invalid_field",
+                    f"answer: about {size} characters of JSON, over {MAX_ANSWER_CHARS}",
+                )
             return AnswerOp(
                 id=op_id,
                 session=fields.string("session"),
                 request=fields.string("request"),
-                answer=fields.required("answer"),
+                answer=answer,
             )
         case "abort":
             fields.only("op", "id", "session")
@@ -289,7 +455,9 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
             fields.only("op", "id", "session", "last_seq")
             last_seq = obj.get("last_seq")
             if last_seq is not None and not (_is_int(last_seq) and last_seq >= 0):
-                fields.fail("invalid_field", f"last_seq={last_seq!r}: expected an int >= 0 or null")
+                fields.fail(
+                    "invalid_field", f"last_seq={quote(last_seq)}: expected an int >= 0 or null"
+                )
             return AttachOp(id=op_id, session=fields.string("session"), last_seq=last_seq)
         case "detach":
             fields.only("op", "id", "session")
@@ -325,6 +493,8 @@ def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> Ex
             )
     if "prompt" not in obj:
         raise WireError("missing_field", "params.prompt is required", op_id)
+    _check_value(obj, "params", 1, op_id)
+    _check_arguments(obj, op_id)
     kwargs = dict(obj)
     if "architecture_config" in kwargs:
         kwargs["architecture_config"] = _architecture_config(
@@ -475,7 +645,7 @@ def decode_frame(text: str) -> Frame:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return dumps(obj)
 
 
 def _is_int(value: object) -> bool:

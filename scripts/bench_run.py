@@ -10,6 +10,11 @@ Sections (all by default; pick with ``--only``):
 * ``stop``: stop means stop, through the real CLI: from abort / a deadline / a ``break`` at
   several moments to the CLI reaped, and whether a tool's side effect happened after the stop,
   against the raw SDK's ``disconnect()``.
+* ``gateway``: one session fanned out to 50 websocket clients, ``serve_gateway`` vs a bare
+  trio-websocket server sending the same frames: frames/s and server CPU per 1,000 frames.
+* ``soak``: about 200 clients (reading, slow, never-reading, silent, flooding) against one
+  gateway: server RSS and descriptors over time, the reading clients' latency with and
+  without the others, every close code.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -28,7 +33,7 @@ from importlib.metadata import version
 import trio
 from bench_replay import record_stream
 
-SECTIONS = ("hot", "memory", "cli", "stop")
+SECTIONS = ("hot", "memory", "cli", "stop", "gateway", "soak")
 
 
 def _load() -> str:
@@ -54,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--aborts", type=int, help="aborts in the abort benchmark")
     parser.add_argument("--stop-rounds", type=int, help="rounds of the stop benchmark")
+    parser.add_argument("--clients", type=int, help="soak clients (all kinds together)")
+    parser.add_argument("--soak-seconds", type=float, help="length of the soak's second phase")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
@@ -104,6 +111,18 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\n[4] stop means stop: the real CLI, a tool that would act after the stop")
         bench_stop.run(rounds=stop_rounds)
+    if "gateway" in only:
+        import bench_gateway
+
+        print("\n[5] gateway fan-out vs a bare trio-websocket server (50 clients, 127.0.0.1)")
+        bench_gateway.run(rounds=2 if quick else 5, deltas=2000, clients=50)
+    if "soak" in only:
+        import bench_soak
+
+        print("\n[6] soak: hostile and well-behaved clients against one gateway")
+        bench_soak.run(
+            clients=args.clients or 200, seconds=args.soak_seconds or (10.0 if quick else 30.0)
+        )
     print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
 

@@ -36,6 +36,7 @@ from claude_trio.actors.fleet import (
     Subscription,
     open_fleet,
 )
+from claude_trio.protocol import replay as replay_module
 from claude_trio.testing import FakeCLI, FakeTurn
 
 PARAMS = ExecuteParams(prompt="hello")
@@ -443,3 +444,135 @@ async def test_a_push_reaches_the_running_session_and_its_subscribers(
     assert [(r.turn, r.final) for r in results] == [(1, False), (2, True)]
     assert results[1].user_message_uuids == (outcome.uuid,)
     assert fake.transport.user_messages[1]["message"]["content"] == "one more thing"
+
+
+# -- bounded in bytes, linear, fair ------------------------------------------------------------
+
+
+async def test_the_replay_keeps_events_without_raw_and_within_its_bytes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("x" * 4000, chunk=100)
+
+    fake = FakeCLI(script)
+    async with open_fleet(transport_factory=fake, config=CONFIG, replay_bytes=20_000) as fleet:
+        fs = await fleet.start(PARAMS)
+        live = subscribe(fs)
+        events = await drain(live)
+        stats = fs.replay_statistics()
+        assert stats.bytes <= 20_000
+        assert stats.events < len(events)  # the oldest were evicted by bytes, not by count
+        kept = await drain(subscribe(fs))
+        assert kept == events[-stats.events :]
+        assert all(e.raw is None for e in events + kept)
+        # A replay from an evicted seq is a resync, from a kept one exact.
+        assert isinstance(fs.subscribe(1, max_queue=10), ResyncRequired)
+        assert await drain(subscribe(fs, kept[0].seq - 1)) == kept
+    check_stream(events)
+
+
+async def test_a_stalled_subscriber_merges_in_linear_time_and_is_dropped_at_its_byte_bound(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    joins: list[int] = []
+    real = replay_module.merged
+
+    def counting(first: Any, texts: Any, last_seq: int) -> Any:
+        texts = list(texts)
+        joins.append(len(texts))
+        return real(first, texts, last_seq)
+
+    monkeypatch.setattr(replay_module, "merged", counting)
+
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("abcd" * 2500, chunk=1)  # 10,000 deltas of one block
+
+    fake = FakeCLI(script)
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(PARAMS)
+        reader = subscribe(fs)
+        stalled = subscribe(fs, max_queue=4)  # merges: holds 4 items, the last a long run
+        bounded = fs.subscribe(None, max_queue=4, max_bytes=200_000)
+        assert isinstance(bounded, Subscription)
+        events = await drain(reader)
+        assert joins == []  # about 10,000 merges and no text copied yet
+        assert stalled.coalesced > 9_000
+        assert stalled.dropped_reason is None
+        assert stalled.queued == 4  # turn_started, one run, the message, the result
+        caught_up = await drain(stalled)
+        assert len(joins) == 1  # joined once, when taken
+        # The one with a byte bound was dropped as soon as its run passed it.
+        assert bounded.dropped_reason is not None
+        assert "bytes queued" in bounded.dropped_reason
+        assert bounded.queued_bytes == 0
+    text = "abcd" * 2500
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == text
+    assert [e.kind for e in caught_up] == ["turn_started", "text_delta", "assistant_message",
+                                           "result"]  # fmt: skip
+    assert caught_up[1].text == text  # type: ignore[union-attr]
+
+
+async def test_a_lagging_subscriber_gets_one_merged_delta_joined_once(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    joins: list[int] = []
+    real = replay_module.merged
+
+    def counting(first: Any, texts: Any, last_seq: int) -> Any:
+        texts = list(texts)
+        joins.append(len(texts))
+        return real(first, texts, last_seq)
+
+    monkeypatch.setattr(replay_module, "merged", counting)
+    release = trio.Event()
+
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("abcd" * 500, chunk=1)
+        await release.wait()
+
+    fake = FakeCLI(script)
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(PARAMS)
+        lagging = subscribe(fs, max_queue=3)
+        await trio.testing.wait_all_tasks_blocked()
+        got = drain_nowait(lagging)
+        release.set()
+        got += await drain(lagging)
+    assert joins == [1999]  # turn_started, 'a', then one run of the rest, joined once
+    deltas = [e for e in got if isinstance(e, TextDelta)]
+    assert "".join(d.text for d in deltas) == "abcd" * 500
+    assert len(deltas) == 2
+
+
+async def test_slots_go_to_waiting_owners_in_turn(autojump_clock: trio.testing.MockClock) -> None:
+    fake = FakeCLI()
+    async with open_fleet(max_live=1, transport_factory=fake, config=CONFIG) as fleet:
+        sessions = [
+            await fleet.start(ExecuteParams(prompt=f"busy {i}"), owner="busy") for i in range(6)
+        ]
+        sessions.append(await fleet.start(ExecuteParams(prompt="other 0"), owner="other"))
+        stats = fleet.owner_statistics("busy")
+        assert (stats.live, stats.waiting, stats.active) == (1, 5, 6)
+        assert fleet.owner_statistics("other").waiting == 1
+        for fs in sessions:
+            await fs.wait_ended()
+        assert fleet.owner_statistics("busy").active == 0
+    prompts = [t.user_messages[0]["message"]["content"] for t in fake.transports]
+    assert prompts == ["busy 0", "busy 1", "other 0", "busy 2", "busy 3", "busy 4", "busy 5"]
+
+
+async def test_notify_is_called_when_there_is_something_to_receive(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    calls: list[str] = []
+    fake = FakeCLI(tools_then_text(3))
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(PARAMS)
+        sub = fs.subscribe(None, max_queue=2, notify=lambda: calls.append("notified"))
+        assert isinstance(sub, Subscription)
+        await fs.wait_ended()
+    assert calls  # offered, then dropped (a queue of 2 that nobody reads)
+    assert sub.dropped_reason is not None
+    with pytest.raises(InvalidParamsError, match="notify"):
+        fs.subscribe(None, max_queue=2, notify="call me")  # type: ignore[arg-type]

@@ -80,7 +80,14 @@ async def test_a_real_cli_session_over_the_gateway(
     with trio.fail_after(60):
         async with open_fleet(env=hermetic) as fleet, trio.open_nursery() as nursery:
             port = await nursery.start(
-                partial(serve_gateway, fleet, token=TOKEN, allowed_origins=None, allow_cwd=True)
+                partial(
+                    serve_gateway,
+                    fleet,
+                    token=TOKEN,
+                    allowed_origins=None,
+                    cwd_root=str(tmp_path),
+                    allow_cwd=True,
+                )
             )
             url = f"ws://127.0.0.1:{port}/"
             headers = [(b"authorization", f"Bearer {TOKEN}".encode())]

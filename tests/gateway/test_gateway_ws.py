@@ -1,26 +1,34 @@
 """The websocket gateway over real sockets on 127.0.0.1, with FakeCLI-backed fleet sessions.
 
 Real time (autojump cannot drive sockets): every test is short and runs under
-``trio.fail_after(10)``. Scripts that must wait for the client block on ``trio.Event`` s the
+``trio.fail_after``. Scripts that must wait for the client block on ``trio.Event`` s the
 test sets, never on wall-clock sleeps.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
-import attrs
 import pytest
 import trio
+from gateway_kit import (
+    AUTH,
+    ORIGIN,
+    QUESTION,
+    TOKEN,
+    Client,
+    client,
+    drain,
+    gateway,
+    is_event,
+    say,
+    text_of,
+)
 from trio_websocket import (
     ConnectionClosed,
     ConnectionRejected,
-    WebSocketConnection,
     connect_websocket_url,
     open_websocket_url,
 )
@@ -28,119 +36,24 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import Fleet, open_fleet
+from claude_trio.actors.fleet import open_fleet
 from claude_trio.protocol.events import (
     AssistantMessage,
     Event,
     Result,
     TextDelta,
+    ToolUse,
     UserInputRequest,
     UserInputResolved,
 )
+from claude_trio.protocol.remote import GatewayLimits
 from claude_trio.protocol.wire import (
     ErrorFrame,
     EventFrame,
-    Frame,
-    OpenedFrame,
     ReplyFrame,
     ResyncRequiredFrame,
-    decode_frame,
-    params_to_json,
 )
 from claude_trio.testing import FakeCLI, FakeTurn
-
-TOKEN = "s3cret-gateway-token-7f1d"
-ORIGIN = "https://app.example"
-QUESTION = {
-    "question": "Which color?",
-    "header": "Color",
-    "options": [{"label": "red", "description": "warm"}, {"label": "blue", "description": ""}],
-    "multiSelect": False,
-}
-AUTH = [(b"authorization", f"Bearer {TOKEN}".encode())]
-
-
-@asynccontextmanager
-async def gateway(
-    fake: FakeCLI,
-    *,
-    replay_buffer: int = 2000,
-    fleet_options: dict[str, Any] | None = None,
-    **gateway_options: Any,
-) -> AsyncIterator[tuple[Fleet, int]]:
-    """A fleet of ``fake`` sessions behind a gateway; yields ``(fleet, port)``."""
-    gateway_options.setdefault("allowed_origins", {ORIGIN})
-    async with open_fleet(
-        transport_factory=fake, replay_buffer=replay_buffer, **(fleet_options or {})
-    ) as fleet, trio.open_nursery() as nursery:
-        port = await nursery.start(
-            partial(serve_gateway, fleet, token=TOKEN, **gateway_options)
-        )
-        yield fleet, port
-        nursery.cancel_scope.cancel()
-
-
-@attrs.define
-class Client:
-    """A test client: JSON ops out, decoded frames in."""
-
-    ws: WebSocketConnection
-    frames: list[Frame] = attrs.field(factory=list)
-
-    async def send(self, op: str, **fields: Any) -> None:
-        await self.ws.send_message(json.dumps({"op": op, **fields}))
-
-    async def receive(self) -> Frame:
-        frame = decode_frame(str(await self.ws.get_message()))
-        self.frames.append(frame)
-        return frame
-
-    async def receive_until(self, done: Callable[[Frame], bool]) -> list[Frame]:
-        got = [await self.receive()]
-        while not done(got[-1]):
-            got.append(await self.receive())
-        return got
-
-    async def events_until_final(self) -> list[Event]:
-        frames = await self.receive_until(is_final_result)
-        return [f.event for f in frames if isinstance(f, EventFrame)]
-
-    async def open(self, params: ExecuteParams, op_id: str = "open-1") -> str:
-        await self.send("open", id=op_id, params=params_to_json(params))
-        opened = await self.receive()
-        assert isinstance(opened, OpenedFrame), opened
-        assert opened.id == op_id
-        return opened.session
-
-
-@asynccontextmanager
-async def client(port: int, **kwargs: Any) -> AsyncIterator[Client]:
-    kwargs.setdefault("extra_headers", AUTH)
-    async with open_websocket_url(f"ws://127.0.0.1:{port}/", **kwargs) as ws:
-        yield Client(ws)
-
-
-async def drain(c: Client) -> None:
-    """Read until the connection closes (raises ``ConnectionClosed``)."""
-    while True:
-        await c.receive()
-
-
-def is_event(frame: Frame) -> bool:
-    return isinstance(frame, EventFrame)
-
-
-def is_final_result(frame: Frame) -> bool:
-    return isinstance(frame, EventFrame) and isinstance(frame.event, Result) and frame.event.final
-
-
-def text_of(events: list[Event]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
-
-
-async def say(text: str, turn: FakeTurn) -> None:
-    await turn.text(text, chunk=3)
-
 
 # -- handshake ----------------------------------------------------------------------------------
 
@@ -424,43 +337,68 @@ async def test_push_and_answer_over_the_wire() -> None:
     assert text_of(events).endswith("got more please")
 
 
+ROUNDS = 40
+PER_ROUND = 10
+BLOB = "x" * (16 * 1024)
+
+
 async def test_slow_client_is_dropped_while_another_client_of_the_session_gets_every_event() -> (
     None
 ):
-    # 120 blocks of 64 KiB text (a delta and an assistant message each: ~15 MiB of frames),
-    # more than the kernel buffers between a client that stops reading and the server.
-    block = "x" * (64 * 1024)
+    # Bounded by counts, not by timing: the session sends 400 tool calls of 16 KiB (each a
+    # tool_use event and an assistant message: ~13 MB of frames, none of which can merge), in
+    # rounds of 10, and starts a round only once `fast` has read the previous one. So `fast`
+    # never lags by more than a round (about 30 events, 1 MiB counted) whatever the machine's
+    # load, while `slow` reads nothing: the kernel holds at most ~4 MB for it (its receive
+    # buffer is 4 KiB), its queue 64 events, and the rest overflows it.
     go = trio.Event()
+    rounds = [trio.Event() for _ in range(ROUNDS)]
 
     async def flood(turn: FakeTurn) -> None:
         await go.wait()
-        for _ in range(120):
-            # Paced like a model (a few ms per block), so the fast client keeps up easily.
-            await turn.text(block, delay=0.003)
+        for r in range(ROUNDS):
+            for i in range(PER_ROUND):
+                await turn.tool_use("Read", {"blob": BLOB, "n": f"{r}-{i}"})
+            await rounds[r].wait()
+        await turn.text("done")
 
     fake = FakeCLI(flood)
-    with trio.fail_after(10):
-        # The result frame repeats the whole text (7.5 MiB): over the SDK's 1 MiB line cap.
+    limits = GatewayLimits(client_queue_bytes=16 * 2**20, close_grace=60)
+    with trio.fail_after(30):
         big = {"max_buffer_size": 64 * 2**20}
-        async with gateway(fake, client_queue=32, fleet_options=big) as (fleet, port):
-            # Merged deltas (the fleet's coalescing when `fast` lags a moment) can exceed the
-            # client library's default 1 MiB message cap.
-            async with client(port, max_message_size=64 * 2**20) as fast, client(port) as slow:
-                session_id = await fast.open(ExecuteParams(prompt="hi"))
-                await slow.send("attach", id="att", session=session_id, last_seq=None)
-                assert await slow.receive() == ReplyFrame(id="att", ok=True)
-                go.set()  # `slow` reads nothing from now on
-                events = await fast.events_until_final()
-                with pytest.raises(ConnectionClosed) as closed:
-                    await drain(slow)
-            assert closed.value.reason.code == 1008
-            assert (closed.value.reason.reason or "").startswith("slow consumer")
+        async with gateway(fake, client_queue=64, limits=limits, fleet_options=big) as (
+            fleet,
+            port,
+        ), client(port) as fast, client(port, rcvbuf=4096) as slow:
+            session_id = await fast.open(ExecuteParams(prompt="hi"))
+            await slow.send("attach", id="att", session=session_id, last_seq=None)
+            assert await slow.receive() == ReplyFrame(id="att", ok=True)
+            go.set()  # `slow` reads nothing from now on
+            events: list[Event] = []
+            tools = 0
+            while not (events and isinstance(events[-1], Result) and events[-1].final):
+                frame = await fast.receive()
+                assert isinstance(frame, EventFrame)
+                events.append(frame.event)
+                if isinstance(frame.event, ToolUse):
+                    tools += 1
+                    if tools % PER_ROUND == 0:
+                        rounds[tools // PER_ROUND - 1].set()
+            # `slow` was dropped on the way (its queue overflowed, nothing left to merge); it
+            # now reads what the kernel held for it, then the close frame with the reason.
+            with pytest.raises(ConnectionClosed) as closed:
+                await drain(slow)
             assert fleet.get(session_id).ended
-    (message,) = [e for e in events if isinstance(e, AssistantMessage)]
-    assert len(message.message.content) == 120
-    assert len(text_of(events)) == 120 * len(block)
+    assert closed.value.reason.code == 1008
+    assert (closed.value.reason.reason or "").startswith("slow consumer")
+    assert tools == ROUNDS * PER_ROUND
+    assert [e.input["n"] for e in events if isinstance(e, ToolUse)] == [
+        f"{r}-{i}" for r in range(ROUNDS) for i in range(PER_ROUND)
+    ]
     seqs = [e.seq for e in events]
-    assert seqs == sorted(set(seqs))
+    assert seqs == list(range(1, len(seqs) + 1))  # every event, none merged, none missing
+    slow_events = [f.event for f in slow.frames if isinstance(f, EventFrame)]
+    assert len(slow_events) < len(events) // 2
 
 
 async def _open_and_read(port: int, params: ExecuteParams, count: int) -> tuple[str, list[Event]]:

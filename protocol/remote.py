@@ -1,0 +1,290 @@
+"""What a remote client may make a session do, and how many connections a server admits
+(pure: no trio, no I/O; the gateway resolves paths and counts sockets, this module decides).
+
+Rules:
+
+1. **The operator's policy wins.** A :class:`RemotePolicy` is set when the server starts and no
+   op can change it: :func:`remote_params` rewrites what a client asked for.
+2. **Tools.** ``tools="read-only"`` (the default) forces ``plan_mode=True`` on every remote
+   session: the CLI is given only the read-only built-in tools (``options.READONLY_BUILTINS``:
+   Read, Grep, Glob, WebFetch, WebSearch, TodoWrite, AskUserQuestion) and refuses Bash, Edit,
+   Write, NotebookEdit and Task; skills' shell execution is turned off too. MCP servers never
+   come from a client. ``tools="all"`` is the operator's explicit opt-in to everything the CLI
+   does under ``bypassPermissions`` (run commands, write files) as the server's user.
+3. **Working directory.** With ``cwd_root`` set, every remote session runs in that folder or,
+   when ``allow_cwd`` is on, in a folder below it that the client names relative to it (an
+   absolute path must lie inside it too). The client's path is resolved by the gateway
+   (symlinks included) and must stay inside the resolved root and be a directory; errors
+   quote only what the client sent, never a server path. ``allow_cwd`` needs ``cwd_root``.
+   This confines the *working directory*, which is what the read-only tools and relative
+   paths start from; it is not a sandbox: Read and Grep can still read any absolute path the
+   server's user can read.
+4. **Environment.** ``allow_env`` lets clients set ``custom_env`` / ``ollama_baseUrl`` (off by
+   default; rule 3 of ``wire.py``).
+5. **Errors that reach a remote client name a field, never a server path.** :func:`remote_event`
+   replaces the message of an ``error`` event with code ``cli_not_found`` or ``internal`` (they
+   name the CLI's path, an exception's repr) by a plain one, and cuts the CLI's stderr lines
+   off a ``cli_exited`` message; the events as the fleet keeps them are unchanged.
+6. **Admission.** :class:`Admission` counts connections and handshakes in progress, in total and
+   per peer, and says which cap a new connection would exceed (it is then shed at once).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import Counter
+from typing import Any, Literal, TypeAlias
+
+import attrs
+
+from .errors import InvalidParamsError
+from .events import Error, Event
+from .params import ExecuteParams
+
+RemoteTools: TypeAlias = Literal["read-only", "all"]
+
+_STDERR_MARK = "; last stderr lines:"
+
+
+def _check_tools(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value not in ("read-only", "all"):
+        raise InvalidParamsError(attribute.name, value, "'read-only' or 'all'")
+
+
+def _check_flag(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, bool):
+        raise InvalidParamsError(attribute.name, value, "True or False (a bool, not a string)")
+
+
+def _check_root(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if not (isinstance(value, str) and value.startswith("/") and "\x00" not in value):
+        raise InvalidParamsError(attribute.name, value, "an absolute path or None")
+
+
+@attrs.frozen(kw_only=True)
+class RemotePolicy:
+    """What remote clients may do (rules 1-4). The secure default: read-only tools, the
+    server's own working directory, no environment, no ``cwd``."""
+
+    tools: RemoteTools = attrs.field(default="read-only", validator=_check_tools)
+    cwd_root: str | None = attrs.field(default=None, validator=_check_root)
+    allow_cwd: bool = attrs.field(default=False, validator=_check_flag)
+    allow_env: bool = attrs.field(default=False, validator=_check_flag)
+
+    def __attrs_post_init__(self) -> None:
+        if self.allow_cwd and self.cwd_root is None:
+            raise InvalidParamsError(
+                "allow_cwd",
+                True,
+                "needs cwd_root: the folder that remote sessions' working directories must "
+                "stay inside",
+            )
+
+
+def cwd_candidate(root: str, requested: str | None) -> str:
+    """The path to resolve for a session's working directory (rule 3): ``root`` itself, or
+    ``requested`` taken relative to it."""
+    if requested is None:
+        return root
+    return posixpath.join(root, requested)
+
+
+def is_inside(path: str, root: str) -> bool:
+    """True when resolved ``path`` is ``root`` or below it (both resolved, absolute)."""
+    path = posixpath.normpath(path)
+    root = posixpath.normpath(root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def remote_params(params: ExecuteParams, policy: RemotePolicy, cwd: str | None) -> ExecuteParams:
+    """``params`` as the policy lets them run (rules 1-3); ``cwd`` is the resolved folder."""
+    if policy.tools == "read-only":
+        config = params.architecture_config
+        if config.claude_disable_skill_shell_execution is not True:
+            config = attrs.evolve(config, claude_disable_skill_shell_execution=True)
+        params = attrs.evolve(params, plan_mode=True, architecture_config=config)
+    if cwd is not None or params.cwd is not None:
+        params = attrs.evolve(params, cwd=cwd)
+    return params
+
+
+def remote_event(event: Event) -> Event:
+    """``event`` as a remote client may see it (rule 5)."""
+    if not isinstance(event, Error):
+        return event
+    if event.code in ("cli_not_found", "internal"):
+        return attrs.evolve(
+            event,
+            message=(
+                "the server could not start or run this session's CLI (a server-side "
+                "problem; the operator can see the details)"
+                if event.code == "cli_not_found"
+                else "the server failed while running this session (a server-side problem; "
+                "the operator can see the details)"
+            ),
+            detail=None,
+        )
+    if event.code == "cli_exited" and _STDERR_MARK in event.message:
+        cut = event.message.split(_STDERR_MARK, 1)[0]
+        return attrs.evolve(event, message=cut + " (its stderr is kept on the server)")
+    return event
+
+
+ShedCause: TypeAlias = Literal[
+    "connections", "connections per peer", "handshakes", "handshakes per peer"
+]
+
+
+class Admission:
+    """Connection and handshake counts against their caps (rule 6)."""
+
+    def __init__(
+        self,
+        *,
+        max_connections: int,
+        max_connections_per_peer: int,
+        max_handshakes: int,
+        max_handshakes_per_peer: int,
+    ) -> None:
+        self.max_connections = max_connections
+        self.max_connections_per_peer = max_connections_per_peer
+        self.max_handshakes = max_handshakes
+        self.max_handshakes_per_peer = max_handshakes_per_peer
+        self._connections: Counter[str] = Counter()
+        self._handshakes: Counter[str] = Counter()
+        self.connections = 0
+        self.handshakes = 0
+
+    def admit(self, peer: str) -> ShedCause | None:
+        """Count a new connection from ``peer`` (in its handshake), or say which cap it
+        would exceed (then nothing is counted)."""
+        if self.connections >= self.max_connections:
+            return "connections"
+        if self._connections[peer] >= self.max_connections_per_peer:
+            return "connections per peer"
+        if self.handshakes >= self.max_handshakes:
+            return "handshakes"
+        if self._handshakes[peer] >= self.max_handshakes_per_peer:
+            return "handshakes per peer"
+        self.connections += 1
+        self._connections[peer] += 1
+        self.handshakes += 1
+        self._handshakes[peer] += 1
+        return None
+
+    def handshake_done(self, peer: str) -> None:
+        self.handshakes -= 1
+        _decrement(self._handshakes, peer)
+
+    def closed(self, peer: str, *, in_handshake: bool) -> None:
+        if in_handshake:
+            self.handshake_done(peer)
+        self.connections -= 1
+        _decrement(self._connections, peer)
+
+    def of(self, peer: str) -> tuple[int, int]:
+        """``(connections, handshakes)`` of ``peer``."""
+        return self._connections[peer], self._handshakes[peer]
+
+
+def _decrement(counter: Counter[str], key: str) -> None:
+    counter[key] -= 1
+    if counter[key] <= 0:
+        del counter[key]
+
+
+def _positive_int(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 2**40):
+        raise InvalidParamsError(attribute.name, value, "a positive int")
+
+
+def _seconds(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (ok and 0 < value <= 86_400):
+        raise InvalidParamsError(attribute.name, value, "a number of seconds > 0 (at most a day)")
+
+
+def _rate(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (ok and 0 < value <= 1e9):
+        raise InvalidParamsError(attribute.name, value, "a number of operations per second > 0")
+
+
+@attrs.frozen(kw_only=True)
+class GatewayLimits:
+    """Every bound of a gateway the operator may set (all checked: positive ints, seconds).
+
+    Connections (rule 6): ``max_connections`` in total (lowered to leave ``fd_reserve``
+    descriptors of the process's limit free, so the server sheds before ``accept`` fails) and
+    ``max_connections_per_peer``; handshakes in progress, ``max_handshakes`` and
+    ``max_handshakes_per_peer``, each given ``handshake_timeout`` seconds. A connection over a
+    cap is answered ``503`` and closed at once.
+
+    Liveness: a ping every ``ping_interval`` seconds; no pong within ``ping_timeout`` -> the
+    connection is cut. ``close_grace``: how long a closing connection may take to finish the
+    frame it is sending and its closing handshake.
+
+    Per client (a peer address; "principal" once tokens name principals): at most
+    ``client_queue_bytes`` counted bytes of events waiting per attached session (with
+    ``client_queue`` events, the slow-client bound), ``max_pending_replies`` replies waiting
+    (then its ops are not read until they are sent), ``max_sessions_per_client`` sessions not
+    ended and ``max_waiting_per_client`` of them waiting for a slot, and
+    ``max_attached_per_client`` sessions followed by one connection (so a client holds at most
+    that many times ``client_queue_bytes``). In total: ``max_sessions`` sessions not ended in
+    the fleet. A peer's ops (all its connections together) are read at most
+    ``ops_per_second`` on average, in bursts of ``ops_burst`` (:class:`TokenBucket`): a
+    flooding client is slowed by TCP, not answered faster than that, so it cannot take the
+    server's CPU from the others.
+    """
+
+    max_connections: int = attrs.field(default=512, validator=_positive_int)
+    max_connections_per_peer: int = attrs.field(default=64, validator=_positive_int)
+    max_handshakes: int = attrs.field(default=256, validator=_positive_int)
+    max_handshakes_per_peer: int = attrs.field(default=16, validator=_positive_int)
+    fd_reserve: int = attrs.field(default=64, validator=_positive_int)
+    handshake_timeout: float = attrs.field(default=10.0, validator=_seconds)
+    ping_interval: float = attrs.field(default=20.0, validator=_seconds)
+    ping_timeout: float = attrs.field(default=20.0, validator=_seconds)
+    close_grace: float = attrs.field(default=5.0, validator=_seconds)
+    client_queue_bytes: int = attrs.field(default=8 * 2**20, validator=_positive_int)
+    max_pending_replies: int = attrs.field(default=64, validator=_positive_int)
+    max_sessions: int = attrs.field(default=256, validator=_positive_int)
+    max_sessions_per_client: int = attrs.field(default=16, validator=_positive_int)
+    max_waiting_per_client: int = attrs.field(default=8, validator=_positive_int)
+    max_attached_per_client: int = attrs.field(default=32, validator=_positive_int)
+    ops_per_second: float = attrs.field(default=50.0, validator=_rate)
+    ops_burst: int = attrs.field(default=100, validator=_positive_int)
+
+
+def connection_cap(limits: GatewayLimits, descriptor_limit: int | None) -> int:
+    """The total connection cap: ``max_connections``, lowered below the process's descriptor
+    limit by ``fd_reserve`` (sessions' pipes, the listeners, logs), at least 1."""
+    if descriptor_limit is None or descriptor_limit <= 0:
+        return limits.max_connections
+    return max(1, min(limits.max_connections, descriptor_limit - limits.fd_reserve))
+
+
+class TokenBucket:
+    """At most ``rate`` operations per second on average, ``burst`` at once (rule 6's CPU
+    counterpart). ``take(now)`` spends a token and says how long to wait before using it."""
+
+    def __init__(self, *, rate: float, burst: int, now: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._tokens = float(burst)
+        self._last = now
+
+    def full(self, now: float) -> bool:
+        """True when the bucket would be full at ``now`` (forgetting it then changes nothing)."""
+        return self._tokens + (now - self._last) * self.rate >= self.burst
+
+    def take(self, now: float) -> float:
+        """Seconds to wait before the next operation (0.0 when a token is there)."""
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        self._tokens -= 1
+        if self._tokens >= -1e-9:  # float dust from the refill is not worth a sleep
+            return 0.0
+        return -self._tokens / self.rate

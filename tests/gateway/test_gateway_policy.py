@@ -1,0 +1,283 @@
+"""Safe by default: the operator's policy for remote sessions, strict options, and errors that
+never show a server path. Real sockets on 127.0.0.1, FakeCLI sessions."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from claude_agent_sdk import CLINotFoundError
+from gateway_kit import TOKEN, client, gateway, say
+from trio_websocket import ConnectionRejected, open_websocket_url
+
+from claude_trio import ExecuteParams, serve_gateway
+from claude_trio.actors.fleet import Subscription, open_fleet
+from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.events import Error
+from claude_trio.protocol.options import MUTATING_BUILTINS, READONLY_BUILTINS
+from claude_trio.protocol.remote import GatewayLimits
+from claude_trio.protocol.wire import ErrorFrame, EventFrame
+from claude_trio.testing import FakeCLI
+
+
+async def open_and_finish(port: int, params: dict[str, Any]) -> list[Any]:
+    async with client(port) as c:
+        await c.send("open", id="o", params=params)
+        first = await c.receive()
+        if isinstance(first, ErrorFrame):
+            return [first]
+        return [first, *await c.receive_until(lambda f: _final(f))]
+
+
+def _final(frame: Any) -> bool:
+    return (isinstance(frame, EventFrame) and getattr(frame.event, "final", False) is True) or (
+        isinstance(frame, EventFrame) and isinstance(frame.event, Error) and frame.event.fatal
+    )
+
+
+# -- tools -------------------------------------------------------------------------------------
+
+
+async def test_remote_sessions_get_read_only_tools_by_default_whatever_the_client_asks() -> None:
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with gateway(fake) as (_, port):
+            await open_and_finish(port, {"prompt": "rm -rf /", "plan_mode": False})
+    options = fake.transport.options
+    assert options.tools == list(READONLY_BUILTINS)
+    assert set(MUTATING_BUILTINS) <= set(options.disallowed_tools)
+    assert "Bash" not in options.tools
+    assert json.loads(options.settings or "{}")["disableSkillShellExecution"] is True
+
+
+async def test_the_operator_can_opt_in_to_every_tool() -> None:
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with gateway(fake, remote_tools="all") as (_, port):
+            await open_and_finish(port, {"prompt": "hi"})
+    assert fake.transport.options.tools is None
+    assert fake.transport.options.disallowed_tools == []
+
+
+# -- the working directory ---------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def rooted(fake: FakeCLI, root: Path, **options: Any) -> AsyncIterator[int]:
+    async with gateway(fake, cwd_root=str(root), **options) as (_, port):
+        yield port
+
+
+async def test_sessions_run_in_the_root_and_below_it_only(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "project").mkdir(parents=True)
+    (root / "notes.txt").write_text("a file")
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (root / "escape").symlink_to(outside)
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with rooted(fake, root, allow_cwd=True) as port:
+            await open_and_finish(port, {"prompt": "hi"})
+            await open_and_finish(port, {"prompt": "hi", "cwd": "project"})
+            await open_and_finish(port, {"prompt": "hi", "cwd": str(root / "project")})
+            refusals = {}
+            for cwd in ["..", "../secret", "escape", "notes.txt", "missing", "/etc"]:
+                (error,) = await open_and_finish(port, {"prompt": "hi", "cwd": cwd})
+                refusals[cwd] = error
+    real_root = await trio.Path(root).resolve()
+    assert [str(t.options.cwd) for t in fake.transports] == [
+        str(real_root),
+        str(real_root / "project"),
+        str(real_root / "project"),
+    ]
+    for cwd, error in refusals.items():
+        assert isinstance(error, ErrorFrame)
+        assert error.code == "invalid_params"
+        assert error.message.startswith(f"params.cwd={cwd!r}: not a directory inside")
+        assert str(tmp_path) not in error.message.replace(repr(cwd), "")
+
+
+async def test_without_allow_cwd_a_client_cannot_choose_the_folder(tmp_path: Path) -> None:
+    fake = FakeCLI(partial(say, "ok"))
+    real = str(await trio.Path(tmp_path).resolve())
+    with trio.fail_after(10):
+        async with rooted(fake, tmp_path) as port:
+            (error,) = await open_and_finish(port, {"prompt": "hi", "cwd": "."})
+            await open_and_finish(port, {"prompt": "hi"})
+    assert error.code == "forbidden_field"
+    assert [str(t.options.cwd) for t in fake.transports] == [real]
+
+
+# -- errors a remote client sees ---------------------------------------------------------------
+
+
+class _MissingCLI:
+    """A transport factory whose CLI cannot be found (as the real transport reports it)."""
+
+    def __call__(self, options: Any) -> Any:
+        raise CLINotFoundError("Claude Code not found", "/opt/secret/bin/claude")
+
+
+async def test_errors_that_name_server_paths_are_withheld_from_remote_clients() -> None:
+    fake = FakeCLI()
+    with trio.fail_after(10):
+        async with open_fleet(transport_factory=_MissingCLI()) as fleet, trio.open_nursery() as n:
+            port = await n.start(partial(serve_gateway, fleet, token=TOKEN, allowed_origins=None))
+            async with client(port) as c:
+                sid = await c.open(ExecuteParams(prompt="hi"))
+                frames = await c.receive_until(_final)
+            local = fleet.get(sid).subscribe(None, max_queue=10)
+            assert isinstance(local, Subscription)
+            with local:
+                kept = [e async for e in local]
+            n.cancel_scope.cancel()
+    (remote,) = [f.event for f in frames if isinstance(f, EventFrame)]
+    assert isinstance(remote, Error)
+    assert "/opt/secret" not in json.dumps(remote.message)
+    assert "chmod" not in remote.message
+    assert "server" in remote.message
+    # The fleet itself keeps the full story for the operator.
+    (error,) = kept
+    assert isinstance(error, Error)
+    assert "/opt/secret/bin/claude" in error.message
+    del fake
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"prompt": "x", "system_prompt": "be\u0000brief"}, "params.system_prompt"),
+        ({"prompt": "x", "system_prompt": "s" * (128 * 1024)}, "params.system_prompt"),
+        ({"prompt": "x", "architecture_config": {"custom_env": {"A": 1}}},
+         "params.architecture_config.custom_env"),
+        ({"prompt": "x", "architecture_config": {"custom_env": {"A": "a\u0000"}}},
+         "params.architecture_config.custom_env.A"),
+    ],
+    ids=["nul-prompt", "big-prompt", "env-int", "env-nul"],
+)  # fmt: skip
+async def test_what_the_cli_cannot_take_is_an_invalid_params_frame_naming_the_field(
+    params: dict[str, Any], field: str
+) -> None:
+    fake = FakeCLI()
+    with trio.fail_after(10):
+        async with gateway(fake, allow_env=True, max_message_size=512 * 1024) as (_, port):
+            (error,) = await open_and_finish(port, params)
+    assert isinstance(error, ErrorFrame)
+    assert error.code == "invalid_params"
+    assert error.message.startswith(field)
+    assert "chmod" not in error.message
+    assert fake.transports == []  # nothing was spawned
+
+
+# -- every option is checked -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"allow_cwd": "false", "cwd_root": "/tmp"}, "allow_cwd"),
+        ({"allow_env": "no"}, "allow_env"),
+        ({"allow_env": 1}, "allow_env"),
+        ({"port": 70000}, "port"),
+        ({"port": -1}, "port"),
+        ({"port": True}, "port"),
+        ({"host": 127}, "host"),
+        ({"token": "x"}, "token"),
+        ({"token": " " * 20}, "token"),
+        ({"token": "a-long-enough-token with-a-space"}, "token"),
+        ({"token": 12345678901234567890}, "token"),
+        ({"allowed_origins": "https://app.example"}, "allowed_origins"),
+        ({"allowed_origins": [3]}, "allowed_origins"),
+        ({"max_message_size": 0}, "max_message_size"),
+        ({"max_message_size": 2**40}, "max_message_size"),
+        ({"client_queue": True}, "client_queue"),
+        ({"remote_tools": "everything"}, "tools"),
+        ({"cwd_root": "relative/path"}, "cwd_root"),
+        ({"cwd_root": "/no/such/folder/anywhere"}, "cwd_root"),
+        ({"allow_cwd": True}, "allow_cwd"),
+        ({"limits": {"max_connections": 3}}, "limits"),
+    ],
+)
+async def test_bad_gateway_options_are_refused_by_name_before_listening(
+    options: dict[str, Any], field: str
+) -> None:
+    options.setdefault("token", TOKEN)
+    options.setdefault("allowed_origins", None)
+    with trio.fail_after(10):
+        async with open_fleet(transport_factory=FakeCLI()) as fleet:
+            with pytest.raises(InvalidParamsError) as caught:
+                await serve_gateway(fleet, **options)
+    assert caught.value.field == field
+    assert TOKEN not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("limits", "field"),
+    [
+        ({"max_connections": 0}, "max_connections"),
+        ({"ping_interval": -1}, "ping_interval"),
+        ({"ping_timeout": float("nan")}, "ping_timeout"),
+        ({"handshake_timeout": True}, "handshake_timeout"),
+        ({"client_queue_bytes": 2.5}, "client_queue_bytes"),
+        ({"max_sessions_per_client": 10**400}, "max_sessions_per_client"),
+    ],
+)
+def test_bad_limits_are_refused_by_name(limits: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidParamsError) as caught:
+        GatewayLimits(**limits)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"env": {"A": 1}}, "env['A']"),
+        ({"env": {"A=B": "1"}}, "env['A=B']"),
+        ({"env": {"A": "x\u0000"}}, "env['A']"),
+        ({"env": "A=1"}, "env"),
+        ({"cli_path": 3}, "cli_path"),
+        ({"cli_path": "/bin/cl\u0000aude"}, "cli_path"),
+        ({"transport_factory": "fake"}, "transport_factory"),
+        ({"stderr": print.__name__}, "stderr"),
+        ({"max_buffer_size": True}, "max_buffer_size"),
+        ({"config": {"connect_timeout": 1}}, "config"),
+        ({"replay_bytes": 0}, "replay_bytes"),
+    ],
+)
+async def test_bad_fleet_options_are_refused_by_name_and_type(
+    options: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(InvalidParamsError) as caught:
+        async with open_fleet(**options):
+            pass  # pragma: no cover
+    assert caught.value.field == field
+
+
+async def test_query_token_given_twice_is_refused() -> None:
+    with trio.fail_after(10):
+        async with gateway(FakeCLI()) as (_, port):
+            with pytest.raises(ConnectionRejected) as refused:
+                async with open_websocket_url(
+                    f"ws://127.0.0.1:{port}/?token={TOKEN}&token=other", extra_headers=[]
+                ):
+                    pass  # pragma: no cover
+    assert refused.value.status_code == 400
+
+
+def test_the_descriptor_limit_lowers_the_connection_cap() -> None:
+    from claude_trio.protocol.remote import connection_cap
+
+    limits = GatewayLimits(max_connections=512, fd_reserve=64)
+    assert connection_cap(limits, 256) == 192
+    assert connection_cap(limits, 100_000) == 512
+    assert connection_cap(limits, None) == 512
+    assert connection_cap(limits, 10) == 1
+    assert os.sysconf("SC_OPEN_MAX") > 0

@@ -1,0 +1,51 @@
+"""The private names of trio-websocket and wsproto that ``actors/_websocket_private.py`` lists
+are there, with the shape it relies on (their behaviour is pinned by the gateway tests)."""
+
+from __future__ import annotations
+
+import inspect
+from importlib.metadata import version
+
+import trio_websocket
+from trio_websocket import WebSocketConnection
+from wsproto import WSConnection
+from wsproto.connection import ConnectionState
+
+from claude_trio.actors import _websocket_private as private
+
+
+def test_the_pinned_versions_are_installed() -> None:
+    # Upgrading either one means re-reading the list in actors/_websocket_private.py.
+    assert version("trio-websocket").startswith("0.12.")
+    assert version("wsproto").startswith("1.")
+
+
+def test_the_private_names_are_there() -> None:
+    assert inspect.iscoroutinefunction(WebSocketConnection._reader_task)
+    assert inspect.iscoroutinefunction(WebSocketConnection._get_request)
+    handler = inspect.getsource(WebSocketConnection._handle_close_connection_event)
+    assert "ConnectionState.REMOTE_CLOSING" in handler
+    assert "self._wsproto.state" in handler
+    # What FailingWSConnection overrides is wsproto's public surface.
+    for name in ("state", "events", "send"):
+        assert hasattr(WSConnection, name)
+    assert ConnectionState.REMOTE_CLOSING.name == "REMOTE_CLOSING"
+    assert trio_websocket.WebSocketRequest is not None
+
+
+def test_the_module_lists_every_private_name_it_uses() -> None:
+    source = inspect.getsource(private)
+    header, _, code = source.partition('"""\n\nfrom __future__')
+    used = {
+        name
+        for name in ("_reader_task", "_get_request", "_handle_close_connection_event")
+        if name in code or name in header
+    }
+    for name in used:
+        assert f"WebSocketConnection.{name}" in header, name
+    # No other module of ours touches a private name of trio-websocket.
+    import claude_trio.actors.gateway as gateway
+
+    gateway_source = inspect.getsource(gateway)
+    for name in ("_reader_task", "_get_request", "_wsproto", "_stream_lock", "_close_reason"):
+        assert name not in gateway_source, name
