@@ -71,9 +71,11 @@ from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.replay import Entry, ReplayBuffer, SubscriberQueue
 from claude_trio.protocol.slots import SlotQueue
 
+from .boundary import raise_unwrapped
 from .broker import AnswerAccepted, AnswerRejected
 from .driver import DriverConfig
 from .event_stream import QueueReceiveChannel
+from .pool import CLIPool
 from .session import Session, open_session
 
 SESSION_OPTIONS: frozenset[str] = frozenset(
@@ -170,7 +172,14 @@ def _check_session_options(options: Mapping[str, Any]) -> None:
             raise InvalidParamsError(
                 "session option", key, "one of " + ", ".join(sorted(SESSION_OPTIONS))
             )
-        if value is None or key == "pool":
+        if value is None:
+            continue
+        if key == "pool":
+            if not isinstance(value, CLIPool):
+                raise InvalidParamsError("pool", value, "a CLIPool (open_cli_pool) or None")
+            # Fleet sessions answer user input with FleetSession.answer(): say it now, not
+            # as a failure of every session.
+            value.check(user_input=True)
             continue
         match key:
             case "transport_factory" | "stderr":
@@ -590,7 +599,10 @@ class Fleet:
         session_options: Mapping[str, Any],
     ) -> None:
         self._nursery = nursery
-        self._slots: SlotQueue[FleetSession] = SlotQueue(max_live)
+        # A pool's warm CLIs are CLIs too: sessions get what the pool leaves of the cap.
+        pool = session_options.get("pool")
+        session_slots = max_live - (pool.size if isinstance(pool, CLIPool) else 0)
+        self._slots: SlotQueue[FleetSession] = SlotQueue(session_slots)
         self._replay_buffer = replay_buffer
         self._replay_bytes = replay_bytes
         self._keep_finished = keep_finished
@@ -621,6 +633,9 @@ class Fleet:
         _check_session_options(session_options)
         if self._closed:
             raise LocalProtocolError("the fleet is closed: start sessions inside open_fleet")
+        pool = (self._options | session_options).get("pool")
+        if isinstance(pool, CLIPool):
+            pool.check(params, user_input=True)
         session = FleetSession(
             self,
             params,
@@ -691,7 +706,10 @@ async def open_fleet(
     replay (the oldest are evicted first; see ``protocol/replay.py``). ``keep_finished``:
     ended sessions still reachable with ``get()`` (the oldest is forgotten first).
     ``session_options``: ``open_session`` keywords for every session (see
-    :data:`SESSION_OPTIONS`), checked by name and type here.
+    :data:`SESSION_OPTIONS`), checked by name and type here. With ``pool=``, the pool's warm
+    CLIs count against ``max_live`` (the pool must be smaller, and opened with
+    ``user_input=True``: fleet sessions answer user input with ``FleetSession.answer()``).
+    An exception raised in the block comes out as itself.
     Leaving the block ends every session still waiting or running.
     """
     _check_int("max_live", max_live, 1)
@@ -699,17 +717,32 @@ async def open_fleet(
     _check_int("replay_bytes", replay_bytes, 1)
     _check_int("keep_finished", keep_finished, 0)
     _check_session_options(session_options)
-    async with trio.open_nursery() as nursery:
-        fleet = Fleet(
-            nursery,
-            max_live=max_live,
-            replay_buffer=replay_buffer,
-            replay_bytes=replay_bytes,
-            keep_finished=keep_finished,
-            session_options=session_options,
+    pool = session_options.get("pool")
+    if isinstance(pool, CLIPool) and pool.size >= max_live:
+        raise InvalidParamsError(
+            "pool",
+            f"a pool of {pool.size}",
+            f"fewer warm CLIs than max_live={max_live}: they count against it (together never "
+            "more CLIs than the cap), and sessions need at least one slot",
         )
-        try:
-            yield fleet
-        finally:
-            fleet._closed = True
-            nursery.cancel_scope.cancel()
+    caller: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            fleet = Fleet(
+                nursery,
+                max_live=max_live,
+                replay_buffer=replay_buffer,
+                replay_bytes=replay_bytes,
+                keep_finished=keep_finished,
+                session_options=session_options,
+            )
+            try:
+                yield fleet
+            except BaseException as exc:
+                caller = exc
+                raise
+            finally:
+                fleet._closed = True
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise_unwrapped(group, caller)

@@ -252,13 +252,15 @@ class CLIPool:
             last_error=self._last_error,
         )
 
-    def lease_nowait(self, params: ExecuteParams, *, user_input: bool) -> Lease | None:
-        """A warm CLI for ``params``, or None when none is ready (start cold then).
+    @property
+    def size(self) -> int:
+        """How many warm CLIs the pool keeps (idle or starting)."""
+        return self._size
 
-        Raises ``InvalidParamsError`` when ``params`` differ from the pool's template in
-        anything but the prompt, or the session's user-input mode differs from the pool's.
-        """
-        if _shape(params) != self._shape:
+    def check(self, params: ExecuteParams | None = None, *, user_input: bool) -> None:
+        """Raise ``InvalidParamsError`` unless sessions with ``params`` and this user-input mode
+        can take this pool's CLIs (``lease_nowait`` checks the same)."""
+        if params is not None and _shape(params) != self._shape:
             raise InvalidParamsError(
                 "params",
                 params,
@@ -272,6 +274,14 @@ class CLIPool:
                 f"{'an' if self._user_input else 'no'} on_user_input, like the pool "
                 f"(open_cli_pool(user_input={self._user_input}))",
             )
+
+    def lease_nowait(self, params: ExecuteParams, *, user_input: bool) -> Lease | None:
+        """A warm CLI for ``params``, or None when none is ready (start cold then).
+
+        Raises ``InvalidParamsError`` when ``params`` differ from the pool's template in
+        anything but the prompt, or the session's user-input mode differs from the pool's.
+        """
+        self.check(params, user_input=user_input)
         while True:
             try:
                 lease = self._ready_recv.receive_nowait()

@@ -8,6 +8,7 @@ line, a deadline.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 
 from claude_agent_sdk import CLIConnectionError, CLIJSONDecodeError, CLINotFoundError, ProcessError
@@ -22,6 +23,34 @@ def stderr_suffix(stderr_tail: Sequence[str]) -> str:
     if not stderr_tail:
         return ""
     return "; last stderr lines:\n" + "\n".join(stderr_tail)
+
+
+def _spawn_failure(exc: BaseException, cli_path: str | None) -> Error:
+    """Starting the process failed: say whether the binary or the command line was at fault."""
+    cause = exc.__cause__
+    path = cli_path or BUNDLED_CLI
+    if isinstance(cause, ValueError) and "null byte" in str(cause):
+        return Error(
+            code="config",
+            message="an option the CLI gets on its command line or in its environment holds a "
+            f"NUL character, which no process can be given ({cause}); remove it",
+        )
+    if isinstance(cause, OSError) and cause.errno == errno.E2BIG:
+        return Error(
+            code="config",
+            message="the CLI's command line and environment are over the system's limit "
+            f"([Errno {cause.errno}] {cause.strerror}): an option is too long (a system "
+            "prompt, an environment value); shorten it",
+        )
+    where = f"[Errno {cause.errno}] {cause.strerror}" if isinstance(cause, OSError) else str(exc)
+    return Error(
+        code="cli_not_found",
+        message=(
+            f"could not start the claude CLI at {path} ({where}). Check that the file is an "
+            f"executable claude binary (chmod +x {path}), or drop cli_path= to use the one "
+            "bundled with claude-agent-sdk"
+        ),
+    )
 
 
 def describe_failure(
@@ -52,13 +81,7 @@ def describe_failure(
         code = "cli_timeout"
         message = str(exc) or "the CLI did not answer in time"
     elif isinstance(exc, CLIConnectionError) and "Failed to start" in str(exc):
-        code = "cli_not_found"
-        path = cli_path or BUNDLED_CLI
-        message = (
-            f"could not start the claude CLI at {path}: {exc}. Check that the file is an "
-            f"executable claude binary (chmod +x {path}), or drop cli_path= to use the one "
-            "bundled with claude-agent-sdk"
-        )
+        return _spawn_failure(exc, cli_path)
     elif isinstance(exc, CLIConnectionError):
         code = "cli_exited"
         message = f"lost the connection to the CLI: {exc}" + stderr_suffix(stderr_tail)

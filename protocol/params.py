@@ -202,6 +202,11 @@ def _check_env(_inst: object, attribute: attrs.Attribute[Any], value: object) ->
     for key, item in value.items():
         if not (isinstance(key, str) and key and "=" not in key) or not isinstance(item, str):
             raise InvalidParamsError(f"{_label(attribute)}[{key!r}]", item, allowed)
+        if "\0" in key or "\0" in item:
+            raise InvalidParamsError(
+                f"{_label(attribute)}[{key!r}]", item, "no NUL character (an environment "
+                "variable cannot hold one)"
+            )
 
 
 def _check_base_url(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -341,6 +346,32 @@ def _check_optional_str(_inst: object, attribute: attrs.Attribute[Any], value: o
         raise InvalidParamsError(attribute.name, value, "a string or None")
 
 
+MAX_ARGUMENT_BYTES = 128 * 1024 - 1
+"""The longest single command-line argument Linux takes (``MAX_ARG_STRLEN``, with its NUL)."""
+
+
+def _check_argument(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A string the CLI gets as a command-line argument: no NUL, within the system's limit."""
+    _check_optional_str(_inst, attribute, value)
+    if value is None:
+        return
+    assert isinstance(value, str)
+    if "\0" in value:
+        raise InvalidParamsError(
+            attribute.name,
+            "...",
+            "no NUL character (the CLI gets it as a command-line argument, which cannot hold one)",
+        )
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_ARGUMENT_BYTES:
+        raise InvalidParamsError(
+            attribute.name,
+            f"{size} bytes",
+            f"at most {MAX_ARGUMENT_BYTES} bytes (the CLI gets it as one command-line argument; "
+            "put long instructions in the prompt or a CLAUDE.md file instead)",
+        )
+
+
 def _check_model(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None:
         resolve_model(value)  # type: ignore[arg-type]  # raises UnknownModelError
@@ -417,7 +448,7 @@ class ExecuteParams:
     """An alias (``opus-4.6``), a CLI family alias (``opus``) or a full id; ``None``: the CLI's
     default model."""
 
-    system_prompt: str | None = attrs.field(default=None, validator=_check_optional_str)
+    system_prompt: str | None = attrs.field(default=None, validator=_check_argument)
     """Without a preset: the whole system prompt. ``None`` means an EMPTY system prompt (the SDK
     sends ``--system-prompt ""``), not Claude Code's; ask for the preset to get that."""
 
@@ -427,7 +458,9 @@ class ExecuteParams:
     plan_mode: bool = attrs.field(default=False, validator=_check_bool)
     """Read-only built-in tools only (the seed's Option B); MCP servers stay the caller's call."""
 
-    cwd: str | None = attrs.field(default=None, validator=_check_optional_nonempty_str)
+    cwd: str | None = attrs.field(
+        default=None, validator=[_check_optional_nonempty_str, _check_argument]
+    )
     mcp_servers: Mapping[str, Any] = attrs.field(
         factory=dict, converter=_freeze_mapping, validator=_check_mcp_servers
     )

@@ -28,6 +28,7 @@ from claude_trio import (
     TextDelta,
     UserInputRequest,
     UserInputResolved,
+    open_cli_pool,
 )
 from claude_trio.actors.fleet import (
     FleetSession,
@@ -576,3 +577,66 @@ async def test_notify_is_called_when_there_is_something_to_receive(
     assert sub.dropped_reason is not None
     with pytest.raises(InvalidParamsError, match="notify"):
         fs.subscribe(None, max_queue=2, notify="call me")  # type: ignore[arg-type]
+
+
+# -- a pool under a fleet, and the caller's exceptions ------------------------------------------
+
+
+async def test_a_pool_s_warm_clis_count_against_max_live(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def script(cli: FakeTurn) -> None:
+        await cli.text("working", delay=1.0)
+
+    fake = FakeCLI(script)
+    most_alive = 0
+
+    def alive() -> int:
+        return sum(t.process_alive for t in fake.transports)
+
+    template = ExecuteParams(prompt="-")
+    async with (
+        open_cli_pool(template, size=2, user_input=True, transport_factory=fake) as pool,
+        open_fleet(max_live=4, pool=pool, config=CONFIG) as fleet,
+    ):
+        await trio.sleep(1)  # the pool warms up
+        sessions = [await fleet.start(ExecuteParams(prompt=f"p{i}")) for i in range(8)]
+        while not all(s.ended for s in sessions):
+            most_alive = max(most_alive, alive())
+            await trio.sleep(0.1)
+    assert most_alive == 4  # two live sessions and two warm CLIs, never more than the cap
+    assert pool.statistics().hits >= 2  # sessions did start warm
+
+
+async def test_a_pool_a_fleet_cannot_use_is_refused_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI()
+    template = ExecuteParams(prompt="-")
+    async with open_cli_pool(template, size=1, transport_factory=fake) as no_input:
+        with pytest.raises(InvalidParamsError, match="user_input=False"):
+            async with open_fleet(pool=no_input):
+                pass
+    async with open_cli_pool(template, size=2, user_input=True, transport_factory=fake) as pool:
+        with pytest.raises(InvalidParamsError, match="fewer warm CLIs than max_live=2"):
+            async with open_fleet(max_live=2, pool=pool):
+                pass
+        async with open_fleet(max_live=3, pool=pool) as fleet:
+            with pytest.raises(InvalidParamsError, match="the pool's template"):
+                await fleet.start(ExecuteParams(prompt="hi", model="opus"))
+
+
+async def test_the_caller_s_exception_leaves_open_fleet_as_itself(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI()
+
+    async def run() -> None:
+        async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+            await fleet.start(ExecuteParams(prompt="hi"))
+            raise KeyError("mine")
+
+    with pytest.raises(KeyError) as caught:
+        await run()
+    assert type(caught.value) is KeyError
+    assert_no_leak(fake)

@@ -311,3 +311,15 @@ def test_execute_params_copies_mcp_servers() -> None:
     params = ExecuteParams(prompt="x", mcp_servers=servers)
     servers["b"] = {"command": "y"}
     assert list(params.mcp_servers) == ["a"]
+
+
+def test_what_the_cli_gets_on_its_command_line_is_checked_before_anything_starts() -> None:
+    with pytest.raises(InvalidParamsError, match=r"system_prompt.*no NUL"):
+        ExecuteParams(prompt="hi", system_prompt="be\0 brief")
+    with pytest.raises(InvalidParamsError, match=r"system_prompt='131073 bytes'.*CLAUDE\.md"):
+        ExecuteParams(prompt="hi", system_prompt="x" * (128 * 1024 + 1))
+    ExecuteParams(prompt="hi", system_prompt="x" * (128 * 1024 - 1))  # the largest that fits
+    with pytest.raises(InvalidParamsError, match=r"cwd.*no NUL"):
+        ExecuteParams(prompt="hi", cwd="/tmp/a\0b")
+    with pytest.raises(InvalidParamsError, match=r"custom_env\['K'\].*no NUL"):
+        ArchitectureConfig(custom_env={"K": "v\0"})
