@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         Subscription,
         open_fleet,
     )
-    from claude_trio.actors.gateway import serve_gateway
+    from claude_trio.actors.gateway import GatewayLimits, serve_gateway
     from claude_trio.actors.pool import CLIPool, PoolStatistics, open_cli_pool
     from claude_trio.actors.session import Session, SessionUsage, open_session
     from claude_trio.protocol.capabilities import (
@@ -144,6 +144,7 @@ _LAZY: dict[str, str] = {
     "open_session": "claude_trio.actors.session",
     "resolve_model": "claude_trio.protocol.models",
     "serve_gateway": "claude_trio.actors.gateway",
+    "GatewayLimits": "claude_trio.actors.gateway",
     "sum_usage": "claude_trio.protocol.usage",
 }
 
@@ -182,6 +183,7 @@ __all__ = [
     "FleetSession",
     "FleetStatistics",
     "Flush",
+    "GatewayLimits",
     "InvalidParamsError",
     "LocalProtocolError",
     "NormalizedMessage",

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from claude_trio.protocol.codec import event_to_json, to_json_safe
+from claude_trio.protocol.codec import dumps, event_to_json, to_json_safe
 from claude_trio.protocol.events import (
     Aborted,
     AssistantMessage,
@@ -435,7 +435,7 @@ class JsonLinesRenderer:
 
     def feed(self, event: Event) -> None:
         self.stream.write(
-            json.dumps(event_to_json(event), separators=(",", ":"), ensure_ascii=False) + "\n"
+            dumps(event_to_json(event)) + "\n"  # valid UTF-8 whatever the CLI sent
         )
         self.stream.flush()
 

@@ -36,7 +36,6 @@ import socket
 import statistics
 import sys
 import time
-import warnings
 from functools import partial
 from typing import Any
 
@@ -461,7 +460,6 @@ def run(*, clients: int, seconds: float) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    warnings.simplefilter("ignore")  # the SDK's CanUseToolShadowedWarning for manual answers
     if argv[:1] == ["serve"]:
         trio.run(serve)
         return 0

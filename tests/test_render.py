@@ -483,3 +483,11 @@ async def test_elicitation_without_properties_is_a_yes_no(line: str | None, expe
     assert answer["action"] == expected
     if expected == "accept":
         assert answer == {"action": "accept", "content": {}}
+
+
+def test_json_lines_stay_valid_utf8_when_the_cli_sends_a_lone_surrogate() -> None:
+    stream = io.StringIO()
+    JsonLinesRenderer(stream).feed(TextDelta(text="half a pair: \ud800", seq=1, turn=1))
+    line = stream.getvalue()
+    line.encode("utf-8")  # would raise for a lone surrogate written as itself
+    assert json.loads(line)["text"] == "half a pair: \ud800"
