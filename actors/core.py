@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -34,7 +33,7 @@ import trio
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
 from claude_agent_sdk.types import HookCallback
 
-from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.checks import seconds
 from claude_trio.protocol.events import (
     Aborted,
     Error,
@@ -66,14 +65,6 @@ TOOL_SWEEP_SECONDS = 0.02
 plain interrupt leaves them queued, and the CLI runs them as new turns right after)."""
 
 
-def _positive(instance: Any, attribute: attrs.Attribute[float], value: float) -> None:
-    if (
-        not isinstance(value, int | float)
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise InvalidParamsError(attribute.name, value, "a finite number of seconds above 0")
 
 
 def stop_gate(lifecycle: ExecutionLifecycle) -> HookCallback:
@@ -112,13 +103,13 @@ class DriverConfig:
     error and the CLI is killed. A CLI busy in a long tool answers, and goes on.
     """
 
-    connect_timeout: float = attrs.field(default=20.0, validator=_positive)
-    control_timeout: float = attrs.field(default=5.0, validator=_positive)
-    interrupt_timeout: float = attrs.field(default=2.0, validator=_positive)
-    abort_grace: float = attrs.field(default=3.0, validator=_positive)
-    exit_grace: float = attrs.field(default=2.0, validator=_positive)
-    close_grace: float = attrs.field(default=15.0, validator=_positive)
-    stall_timeout: float = attrs.field(default=30.0, validator=_positive)
+    connect_timeout: float = attrs.field(default=20.0, validator=seconds)
+    control_timeout: float = attrs.field(default=5.0, validator=seconds)
+    interrupt_timeout: float = attrs.field(default=2.0, validator=seconds)
+    abort_grace: float = attrs.field(default=3.0, validator=seconds)
+    exit_grace: float = attrs.field(default=2.0, validator=seconds)
+    close_grace: float = attrs.field(default=15.0, validator=seconds)
+    stall_timeout: float = attrs.field(default=30.0, validator=seconds)
 
 
 @attrs.define(eq=False)

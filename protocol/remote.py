@@ -37,6 +37,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from .checks import positive_int, seconds
 from .errors import InvalidParamsError
 from .events import Error, Event
 from .params import ExecuteParams
@@ -195,15 +196,6 @@ def _decrement(counter: Counter[str], key: str) -> None:
         del counter[key]
 
 
-def _positive_int(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not (isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 2**40):
-        raise InvalidParamsError(attribute.name, value, "a positive int")
-
-
-def _seconds(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (ok and 0 < value <= 86_400):
-        raise InvalidParamsError(attribute.name, value, "a number of seconds > 0 (at most a day)")
 
 
 def _rate(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -239,23 +231,23 @@ class GatewayLimits:
     server's CPU from the others.
     """
 
-    max_connections: int = attrs.field(default=512, validator=_positive_int)
-    max_connections_per_peer: int = attrs.field(default=64, validator=_positive_int)
-    max_handshakes: int = attrs.field(default=256, validator=_positive_int)
-    max_handshakes_per_peer: int = attrs.field(default=16, validator=_positive_int)
-    fd_reserve: int = attrs.field(default=64, validator=_positive_int)
-    handshake_timeout: float = attrs.field(default=10.0, validator=_seconds)
-    ping_interval: float = attrs.field(default=20.0, validator=_seconds)
-    ping_timeout: float = attrs.field(default=20.0, validator=_seconds)
-    close_grace: float = attrs.field(default=5.0, validator=_seconds)
-    client_queue_bytes: int = attrs.field(default=8 * 2**20, validator=_positive_int)
-    max_pending_replies: int = attrs.field(default=64, validator=_positive_int)
-    max_sessions: int = attrs.field(default=256, validator=_positive_int)
-    max_sessions_per_client: int = attrs.field(default=16, validator=_positive_int)
-    max_waiting_per_client: int = attrs.field(default=8, validator=_positive_int)
-    max_attached_per_client: int = attrs.field(default=32, validator=_positive_int)
+    max_connections: int = attrs.field(default=512, validator=positive_int)
+    max_connections_per_peer: int = attrs.field(default=64, validator=positive_int)
+    max_handshakes: int = attrs.field(default=256, validator=positive_int)
+    max_handshakes_per_peer: int = attrs.field(default=16, validator=positive_int)
+    fd_reserve: int = attrs.field(default=64, validator=positive_int)
+    handshake_timeout: float = attrs.field(default=10.0, validator=seconds)
+    ping_interval: float = attrs.field(default=20.0, validator=seconds)
+    ping_timeout: float = attrs.field(default=20.0, validator=seconds)
+    close_grace: float = attrs.field(default=5.0, validator=seconds)
+    client_queue_bytes: int = attrs.field(default=8 * 2**20, validator=positive_int)
+    max_pending_replies: int = attrs.field(default=64, validator=positive_int)
+    max_sessions: int = attrs.field(default=256, validator=positive_int)
+    max_sessions_per_client: int = attrs.field(default=16, validator=positive_int)
+    max_waiting_per_client: int = attrs.field(default=8, validator=positive_int)
+    max_attached_per_client: int = attrs.field(default=32, validator=positive_int)
     ops_per_second: float = attrs.field(default=50.0, validator=_rate)
-    ops_burst: int = attrs.field(default=100, validator=_positive_int)
+    ops_burst: int = attrs.field(default=100, validator=positive_int)
 
 
 def connection_cap(limits: GatewayLimits, descriptor_limit: int | None) -> int:

@@ -323,3 +323,11 @@ def test_what_the_cli_gets_on_its_command_line_is_checked_before_anything_starts
         ExecuteParams(prompt="hi", cwd="/tmp/a\0b")
     with pytest.raises(InvalidParamsError, match=r"custom_env\['K'\].*no NUL"):
         ArchitectureConfig(custom_env={"K": "v\0"})
+
+
+@pytest.mark.parametrize("value", [0, -1, True, float("nan"), float("inf"), 10**400, "5"])
+def test_driver_deadlines_are_checked_by_name(value: object) -> None:
+    from claude_trio import DriverConfig
+
+    with pytest.raises(InvalidParamsError, match="connect_timeout"):
+        DriverConfig(connect_timeout=value)  # type: ignore[arg-type]
