@@ -24,6 +24,7 @@ from claude_trio import (
     ExecuteParams,
     Rejected,
     Result,
+    Session,
     TextDelta,
     ToolUse,
     WarningEvent,
@@ -50,6 +51,26 @@ def tool_script(effects: list[float], seconds: float = TOOL_SECONDS) -> Any:
 
 def timeouts(events: list[Event]) -> list[Error]:
     return [e for e in events if isinstance(e, Error) and e.code == "cli_timeout"]
+
+
+async def abort_on_tool_use(
+    fake: FakeCLI, *, after: float = 0.0
+) -> tuple[Session, list[Event], float]:
+    """Run a session on ``fake``; ``after`` its first ``tool_use`` event, abort it. Returns the
+    session, its events and the virtual time ``abort()`` took."""
+    took: list[float] = []
+
+    async def on_event(event: Event) -> None:
+        if isinstance(event, ToolUse) and not took:
+            await trio.sleep(after)
+            before = trio.current_time()
+            await session.abort()
+            took.append(trio.current_time() - before)
+
+    async with fake_session(fake) as session:
+        events = await collect(session, on_event)
+    (elapsed,) = took
+    return session, events, elapsed
 
 
 def the_aborted(events: list[Event]) -> Aborted:
@@ -89,18 +110,8 @@ async def test_abort_mid_tool_returns_at_once_and_the_tool_never_finishes(
 ) -> None:
     effects: list[float] = []
     fake = FakeCLI(tool_script(effects))
-    took: list[float] = []
-
-    async def on_event(event: Event) -> None:
-        if isinstance(event, ToolUse):
-            await trio.sleep(0.5)
-            before = trio.current_time()
-            await session.abort()
-            took.append(trio.current_time() - before)
-
-    async with fake_session(fake) as session:
-        events = await collect(session, on_event)
-    assert took == [0.0]
+    session, events, took = await abort_on_tool_use(fake, after=0.5)
+    assert took == 0.0
     assert trio.current_time() == 0.5  # the CLI exited on the end of its input at once
     await trio.sleep(10)
     assert effects == []
@@ -250,17 +261,8 @@ async def test_a_cli_that_never_confirms_the_interrupt_is_killed_after_interrupt
 ) -> None:
     effects: list[float] = []
     fake = FakeCLI(tool_script(effects), unanswered={"interrupt"})
-    took: list[float] = []
-
-    async def on_event(event: Event) -> None:
-        if isinstance(event, ToolUse):
-            before = trio.current_time()
-            await session.abort()
-            took.append(trio.current_time() - before)
-
-    async with fake_session(fake) as session:
-        events = await collect(session, on_event)
-    assert took == [CONFIG.interrupt_timeout]
+    _, events, took = await abort_on_tool_use(fake)
+    assert took == CONFIG.interrupt_timeout
     await trio.sleep(10)
     assert effects == []
     assert fake.transport.exit_code == SIGKILL_EXIT_CODE
@@ -276,17 +278,8 @@ async def test_a_cli_that_does_not_settle_is_killed_after_abort_grace(
 ) -> None:
     effects: list[float] = []
     fake = FakeCLI(tool_script(effects, seconds=100), ignores_interrupts=True)
-    took: list[float] = []
-
-    async def on_event(event: Event) -> None:
-        if isinstance(event, ToolUse):
-            before = trio.current_time()
-            await session.abort()
-            took.append(trio.current_time() - before)
-
-    async with fake_session(fake) as session:
-        events = await collect(session, on_event)
-    assert took == [CONFIG.abort_grace]
+    _, events, took = await abort_on_tool_use(fake)
+    assert took == CONFIG.abort_grace
     await trio.sleep(200)
     assert effects == []
     assert fake.transport.exit_code == SIGKILL_EXIT_CODE
