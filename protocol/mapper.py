@@ -157,6 +157,8 @@ from .events import (
     WarningEvent,
     is_terminal,
 )
+from .models import context_window
+from .usage import normalize_usage
 
 TOOL_USE_SUMMARY = "tool_use_summary"
 SKILL_TOOL = "Skill"
@@ -212,6 +214,7 @@ class Mapper:
         self._passthrough = passthrough
         self._seq = 0
         self._turn = 0
+        self._turn_started = False
         self._turn_open = False
         self._execution_started = False
         self._aborting = False
@@ -233,6 +236,10 @@ class Mapper:
         self._todo_snapshot: tuple[TodoItem, ...] | None = None
         self._ledger = UsageLedger()
         self._consumed: list[str] = []
+        # The input of the latest main-thread model call, and the model: the context used.
+        self._context_tokens: int | None = None
+        self._model: str | None = None
+        self._turn_started = False  # a turn of this execution started (errors' phase)
 
     # -- state -----------------------------------------------------------------------------
 
@@ -278,6 +285,7 @@ class Mapper:
             )
         self._execution_started = True
         self._turn = 0
+        self._turn_started = False
         self._aborting = False
         self._ledger.start_execution()
 
@@ -484,6 +492,10 @@ class Mapper:
                 message_id=message.message_id, parent_tool_use_id=parent
             )
         buffer.raws.append(message)
+        if parent is None:
+            self._model = message.model or self._model
+            if message.usage:
+                self._context_tokens = normalize_usage(message.usage).input_tokens
         buffer.model = message.model or buffer.model
         buffer.stop_reason = message.stop_reason or buffer.stop_reason
         buffer.error = buffer.error or message.error
@@ -750,6 +762,9 @@ class Mapper:
                 api_error_status=message.api_error_status,
                 user_message_uuids=tuple(uuids),
                 todo_list_snapshot=self._todo_snapshot,
+                structured_output=message.structured_output,
+                context_tokens=self._context_tokens,
+                context_window=self._context_window(message),
                 raw=message,
             )
         self._terminal(events, terminal)
@@ -921,6 +936,18 @@ class Mapper:
 
     # -- stamping and turns ----------------------------------------------------------------
 
+    def _context_window(self, result: sdk.ResultMessage) -> int | None:
+        """The CLI's own figure for the turn's model, else the table's."""
+        model_usage = result.model_usage or {}
+        entry = model_usage.get(self._model or "") if self._model else None
+        if entry is None and len(model_usage) == 1:
+            entry = next(iter(model_usage.values()))
+        if isinstance(entry, Mapping):
+            window = entry.get("contextWindow")
+            if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+                return window
+        return context_window(self._model)
+
     def _ensure_execution(self) -> None:
         if not self._execution_started:
             self.start_execution()
@@ -934,6 +961,7 @@ class Mapper:
         if not self._turn_open:
             self._turn += 1
             self._turn_open = True
+            self._turn_started = True
 
     def _stamp(self, event: _E) -> _E:
         """Set ``turn`` and ``seq`` on an event this mapper has just built, in place.
@@ -944,6 +972,9 @@ class Mapper:
         self._seq += 1
         _set_field(event, "turn", self._turn_number())
         _set_field(event, "seq", self._seq)
+        if isinstance(event, Error) and event.phase is None:
+            # Before the execution's first turn started, an error is about starting.
+            _set_field(event, "phase", "runtime" if self._turn_started else "init")
         return event
 
     def _emit(self, events: list[Event], event: Event, *, parent: str | None = None) -> None:
@@ -959,7 +990,11 @@ class Mapper:
 
     def _terminal(self, events: list[Event], event: Event) -> None:
         """Close the open turn (or consume the next number when none is open) with ``event``."""
-        self._open_turn()
+        if isinstance(event, Error) and event.phase is None:
+            _set_field(event, "phase", "runtime" if self._turn_started else "init")
+        if not self._turn_open:  # a number of its own, not a turn that started
+            self._turn += 1
+            self._turn_open = True
         events.append(self._stamp(event))
         self._turn_open = False
         if isinstance(event, Aborted):

@@ -746,7 +746,18 @@ def test_stream_end_with_an_error_uses_it_as_the_fatal_terminal() -> None:
     feed(mapper, f.init())
     error = ev.Error(message="CLI exited with code 137", code="cli_exited", fatal=False)
     (terminal,) = mapper.stream_ended(error)
-    assert terminal == attrs.evolve(error, fatal=True, turn=1, seq=2)
+    assert terminal == attrs.evolve(error, fatal=True, turn=1, seq=2, phase="runtime")
+
+
+def test_an_error_before_the_first_turn_is_an_init_error() -> None:
+    mapper = Mapper()
+    mapper.start_execution()
+    (terminal,) = mapper.stream_ended(ev.Error(message="no CLI", code="cli_not_found"))
+    assert terminal.phase == "init"
+    stamped = mapper.stamp(ev.Error(message="late", code="transport", fatal=False))
+    assert stamped.phase == "init"
+    feed(mapper, f.init())
+    assert mapper.stamp(ev.Error(message="x", code="transport", fatal=False)).phase == "runtime"
 
 
 def test_stream_end_while_aborting_is_aborted_and_reports_the_error() -> None:
