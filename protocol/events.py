@@ -317,6 +317,7 @@ class UserMessage(EventBase):
     text: str
     uuid: str
     timestamp: float  # wall-clock seconds since the epoch
+    images: int = 0  # how many images it carries
     kind: ClassVar[str] = "user_message"
 
 

@@ -240,6 +240,7 @@ class Mapper:
         self._context_tokens: int | None = None
         self._model: str | None = None
         self._turn_started = False  # a turn of this execution started (errors' phase)
+        self._abort_reason: str | None = None
 
     # -- state -----------------------------------------------------------------------------
 
@@ -287,6 +288,7 @@ class Mapper:
         self._turn = 0
         self._turn_started = False
         self._aborting = False
+        self._abort_reason = None
         self._ledger.start_execution()
 
     def stamp(self, event: _E) -> _E:
@@ -299,14 +301,21 @@ class Mapper:
             )
         return self._stamp(attrs.evolve(event))
 
-    def push_accepted(self, *, text: str, uuid: str, timestamp: float) -> list[Event]:
+    def push_accepted(
+        self, *, text: str, uuid: str, timestamp: float, images: int = 0
+    ) -> list[Event]:
         """A push was accepted onto the input channel: its ``UserMessage`` event."""
         self._ensure_execution()
-        return [self._stamp(UserMessage(text=text, uuid=uuid, timestamp=timestamp))]
+        message = UserMessage(text=text, uuid=uuid, timestamp=timestamp, images=images)
+        return [self._stamp(message)]
 
-    def abort_requested(self) -> list[Event]:
-        """Mark an abort as pending (rule R5). Emits nothing; idempotent."""
+    def abort_requested(self, reason: str | None = None) -> list[Event]:
+        """Mark an abort as pending (rule R5). Emits nothing; idempotent. ``reason``, when
+        given, is the ``Aborted`` event's reason even when the CLI confirms the abort with a
+        reason of its own (a timeout says which)."""
         self._aborting = True
+        if reason is not None:
+            self._abort_reason = reason
         return []
 
     def turn_aborted(self, reason: str = "aborted") -> list[Event]:
@@ -314,10 +323,10 @@ class Mapper:
         events: list[Event] = []
         if self._turn_open:
             self._flush_all(events)
-            self._terminal(events, Aborted(reason=reason))
+            self._terminal(events, Aborted(reason=self._abort_reason or reason))
             self._draining = True
         elif self._aborting:
-            self._terminal(events, Aborted(reason=reason))
+            self._terminal(events, Aborted(reason=self._abort_reason or reason))
         return events
 
     def stream_ended(self, error: Error | None = None) -> list[Event]:
@@ -330,7 +339,7 @@ class Mapper:
         if self._aborting:
             if error is not None:
                 events.append(self._stamp(attrs.evolve(error, fatal=False)))
-            terminal = Aborted(reason="aborted")
+            terminal = Aborted(reason=self._abort_reason or "aborted")
         elif error is not None:
             terminal = attrs.evolve(error, fatal=True)
         elif self._turn_open:
@@ -725,7 +734,7 @@ class Mapper:
         self._open_turn()
         if self._aborting and _is_abort_result(message):
             terminal: Event = Aborted(
-                reason=message.terminal_reason or "aborted",
+                reason=self._abort_reason or message.terminal_reason or "aborted",
                 usage=usage.turn,
                 session_id=message.session_id,
                 raw=message,
@@ -999,3 +1008,4 @@ class Mapper:
         self._turn_open = False
         if isinstance(event, Aborted):
             self._aborting = False
+            self._abort_reason = None
