@@ -341,6 +341,8 @@ async def open_session(
         broker=broker,
         cli_path=cli_path,
         transport=inner,
+        run_timeout=params.run_timeout,
+        idle_timeout=params.idle_timeout,
         stderr_tail=stderr_tail,
         prompt_uuid=str(uuid_module.uuid4()),
     )
