@@ -289,7 +289,7 @@ async def open_session(
     )
     config = config or DriverConfig()
     # Built in dependency order, so nothing needs patching afterwards.
-    mapper = Mapper(passthrough=passthrough)
+    mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema)
     mapper.start_execution()
     stream = EventStream()
     emitter = Emitter(mapper=mapper, stream=stream)

@@ -105,6 +105,9 @@ System and other messages
   R16. A result -> ``Result`` with the turn's usage and running totals from the ``UsageLedger``
       (``accounting.py``), ``todo_list_snapshot`` (None if no todo tool was ever used) and
       ``final=False``: whether it ends the execution is the actor's call (``lifecycle.py``).
+      With an output schema, a successful result's ``structured_output`` is checked against it
+      and a ``WarningEvent(code="structured_output_invalid")`` before the result says where it
+      does not follow it (or that it is missing).
   R17. A stream whose message started (``message_start`` / deltas) but another message began
       before any complete block of it arrived broke off (a mid-stream API error; the CLI asks
       again, possibly without streaming): ``WarningEvent(code="stream_restarted")`` naming the
@@ -121,6 +124,7 @@ from typing import Any, TypeVar, assert_never
 
 import attrs
 import claude_agent_sdk as sdk
+from jsonschema import Draft202012Validator
 
 from . import todos
 from .accounting import UsageLedger
@@ -210,8 +214,13 @@ def _is_abort_result(result: sdk.ResultMessage) -> bool:
 class Mapper:
     """The SDK -> unified event state machine of one session. See the module's rules."""
 
-    def __init__(self, *, passthrough: bool = True) -> None:
+    def __init__(
+        self, *, passthrough: bool = True, output_schema: Mapping[str, Any] | None = None
+    ) -> None:
         self._passthrough = passthrough
+        self._output_validator = (
+            Draft202012Validator(dict(output_schema)) if output_schema is not None else None
+        )
         self._seq = 0
         self._turn = 0
         self._turn_started = False
@@ -755,6 +764,7 @@ class Mapper:
                         raw=message,
                     ),
                 )
+            self._check_structured_output(message, events)
             terminal = Result(
                 subtype=message.subtype,
                 is_error=message.is_error,
@@ -944,6 +954,24 @@ class Mapper:
         )
 
     # -- stamping and turns ----------------------------------------------------------------
+
+    def _check_structured_output(self, result: sdk.ResultMessage, events: list[Event]) -> None:
+        """With an output schema, a successful result's structured output must follow it (R16):
+        a ``warning`` (``structured_output_invalid``) says when it does not, or is missing."""
+        validator = self._output_validator
+        if validator is None or result.is_error:
+            return
+        output = result.structured_output
+        if output is None:
+            problem = "the result has no structured output"
+        else:
+            error = next(iter(validator.iter_errors(output)), None)
+            if error is None:
+                return
+            where = "/".join(str(part) for part in error.absolute_path) or "(the top)"
+            problem = f"the structured output does not follow the schema at {where}: "
+            problem += error.message
+        self._emit(events, WarningEvent(code="structured_output_invalid", message=problem))
 
     def _context_window(self, result: sdk.ResultMessage) -> int | None:
         """The CLI's own figure for the turn's model, else the table's."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import attrs
@@ -788,3 +789,34 @@ def test_subagent_and_task_messages_do_not_open_a_turn() -> None:
     assert kinds(out) == ["subagent_progress"]  # the subagent message is still buffered
     # At the end, the subagent's buffered message is flushed and no turn needs a terminal.
     assert kinds(mapper.stream_ended()) == ["assistant_message"]
+
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def _with_output(output: Any) -> Any:
+    return dataclasses.replace(f.result(), structured_output=output)
+
+
+def test_structured_output_that_follows_the_schema_rides_on_the_result() -> None:
+    mapper = Mapper(output_schema=SCHEMA)
+    feed(mapper, f.init())
+    out = mapper.feed(_with_output({"n": 3}))
+    assert not of(out, ev.WarningEvent)
+    assert out[-1].structured_output == {"n": 3}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("output", "says"),
+    [({"n": "three"}, "at n: 'three' is not of type 'integer'"), (None, "no structured output")],
+)
+def test_structured_output_that_does_not_follow_it_is_reported_before_the_result(
+    output: Any, says: str
+) -> None:
+    mapper = Mapper(output_schema=SCHEMA)
+    feed(mapper, f.init())
+    out = mapper.feed(_with_output(output))
+    (warning,) = of(out, ev.WarningEvent)
+    assert warning.code == "structured_output_invalid"
+    assert says in warning.message
+    assert kinds(out)[-2:] == ["warning", "result"]
