@@ -94,7 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _exit_code(exit_.code)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     if args.command == "run":
-        if not has_credentials(os.environ, ollama_base_url=args.ollama_base_url):
+        if not has_credentials(
+            os.environ, ollama_base_url=args.ollama_base_url, provider=args.provider
+        ):
             errors.print(NO_CREDENTIALS_MESSAGE, markup=False)
             return EXIT_USAGE
         try:

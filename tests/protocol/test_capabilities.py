@@ -77,7 +77,9 @@ def test_the_session_surface_is_listed_as_it_is() -> None:
     from claude_trio.protocol.providers import PROVIDERS
 
     caps = architecture_capabilities()
-    assert caps.adapter_ready and caps.structured_output and caps.max_budget_usd
+    assert caps.adapter_ready
+    assert caps.structured_output
+    assert caps.max_budget_usd
     assert caps.providers == frozenset(PROVIDERS) == {"ollama", "openrouter", "minimax"}
     assert caps.timeouts == {"run_timeout", "idle_timeout"}
     magic = {
