@@ -428,7 +428,8 @@ class SessionCore:
             await self.done.wait()
             return
         lost = self.lifecycle.abort()
-        self.report_lost_pushes(lost, f"the execution was aborted ({reason})")
+        why = "the execution was aborted" + (f" ({reason})" if reason != "aborted" else "")
+        self.report_lost_pushes(lost, why)
         if self.broker is not None:
             self.broker.close("cancelled")
         self.mapper.abort_requested(reason if decided else None)
