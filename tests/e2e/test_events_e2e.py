@@ -352,7 +352,7 @@ async def test_task_create_and_update_become_todo_list_updated_and_the_results_s
         Reply.tool_use("TaskUpdate", {"taskId": "1", "status": "in_progress"}, id="toolu_update"),
         Reply.text("on it"),
     )
-    env = {**hermetic, "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
+    env = hermetic  # the todo tools are on by default
 
     events = await run_session(params(tmp_path, "track a task"), env)
 
