@@ -191,7 +191,11 @@ async def test_a_subagent_definition_is_offered_and_runs_with_its_prompt(
 async def test_structured_output_rides_on_the_result(
     model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
 ) -> None:
-    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"],
+    }
     model_double.responder = Script(
         [
             Rule(
