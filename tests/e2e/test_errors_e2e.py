@@ -4,6 +4,7 @@ and no ``claude`` child left (``run_session`` checks that)."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -243,5 +244,6 @@ async def test_missing_cli_binary_is_one_cli_not_found_error_naming_the_path(
     assert "/nonexistent/claude" in error.message
     assert "reinstall claude-agent-sdk" in error.message
     assert "cli_path" in error.message
+    assert (error.phase, error.errno, error.path) == ("init", errno.ENOENT, "/nonexistent/claude")
     assert model_double.requests == []
     assert_no_child_processes()
