@@ -34,8 +34,10 @@ import attrs
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
 
+from claude_trio.protocol.custom_tools import CustomTool, check_custom_tools
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import Error, WarningEvent
+from claude_trio.protocol.extensions import check_server_name, with_extensions
 from claude_trio.protocol.images import ImageInput, check_images
 from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Rejected
 from claude_trio.protocol.mapper import Mapper
@@ -66,7 +68,9 @@ from .input_channel import (
     run_input_channel,
 )
 from .pool import CLIPool, run_leased_driver
+from .skills_folder import open_skills_folder
 from .tap import TapTransport
+from .tool_runner import ToolRunner, run_tool_runner
 from .transcripts import resumed_cost
 
 TransportFactory = Callable[[ClaudeAgentOptions], Transport]
@@ -248,6 +252,23 @@ def _stderr_collector(
     return on_stderr
 
 
+def _check_extensions(
+    params: ExecuteParams, custom_tools: object, pool: object
+) -> tuple[CustomTool, ...]:
+    """The custom tools, checked, and what they and the inline skills need of the rest."""
+    tools = check_custom_tools(custom_tools)
+    if tools:
+        check_server_name(params.mcp_servers)
+    if pool is not None and (tools or params.inline_skills):
+        raise InvalidParamsError(
+            "pool",
+            pool,
+            "None with custom_tools or inline_skills: a warm CLI was started before the "
+            "session's own tools and skills existed",
+        )
+    return tools
+
+
 @asynccontextmanager
 async def open_session(
     params: ExecuteParams,
@@ -261,6 +282,7 @@ async def open_session(
     config: DriverConfig | None = None,
     pool: CLIPool | None = None,
     passthrough: bool = False,
+    custom_tools: Sequence[CustomTool] = (),
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -274,6 +296,11 @@ async def open_session(
     ``env`` and ``transport_factory`` then apply); otherwise start cold as usual.
     ``passthrough``: also emit ``passthrough`` events for the CLI's frames that have no
     unified meaning (status chatter, unknown frame types); off by default.
+    ``custom_tools``: Python tools the model can call (``@custom_tool``), run as trio code in
+    this session (``actors/tool_runner.py``); not with a ``pool``.
+
+    ``params.inline_skills`` are written to a private folder for the session's CLI, which is
+    removed when the block is left, whatever way (``actors/skills_folder.py``).
     """
     _check_options(
         params,
@@ -287,6 +314,41 @@ async def open_session(
         pool,
         passthrough,
     )
+    tools = _check_extensions(params, custom_tools, pool)
+    async with open_skills_folder(params.inline_skills) as skills_folder, _open_session(
+        params,
+        on_user_input=on_user_input,
+        transport_factory=transport_factory,
+        env=env,
+        cli_path=cli_path,
+        stderr=stderr,
+        max_buffer_size=max_buffer_size,
+        config=config,
+        pool=pool,
+        passthrough=passthrough,
+        tools=tools,
+        skills_folder=skills_folder,
+    ) as session:
+        yield session
+
+
+@asynccontextmanager
+async def _open_session(
+    params: ExecuteParams,
+    *,
+    on_user_input: UserInputHandler | Literal["manual"] | None,
+    transport_factory: TransportFactory | None,
+    env: Mapping[str, str] | None,
+    cli_path: str | None,
+    stderr: Callable[[str], None] | None,
+    max_buffer_size: int | None,
+    config: DriverConfig | None,
+    pool: CLIPool | None,
+    passthrough: bool,
+    tools: tuple[CustomTool, ...],
+    skills_folder: str | None,
+) -> AsyncIterator[Session]:
+    """``open_session`` once its arguments are checked and the skills folder exists."""
     config = config or DriverConfig()
     # Built in dependency order, so nothing needs patching afterwards.
     mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema)
@@ -307,6 +369,9 @@ async def open_session(
             handler=None if on_user_input == "manual" else on_user_input,
             timeout=params.user_input_timeout,
         )
+    runner = None
+    if tools:
+        runner = ToolRunner(tools, timeout=params.tool_timeout, emit=emitter.emit)
     stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
     collector = _stderr_collector(stderr_tail, stderr)
     lease = None
@@ -329,6 +394,13 @@ async def open_session(
         options = with_changes(
             options, cli_path=cli_path, max_buffer_size=max_buffer_size, stderr=collector
         )
+        options = with_extensions(
+            options,
+            tools=tools,
+            tool_server=runner.server_config() if runner is not None else None,
+            skills=params.inline_skills,
+            skills_folder=skills_folder,
+        )
         inner = (transport_factory or subprocess_transport)(options)
     core = SessionCore(
         options=options,
@@ -345,6 +417,7 @@ async def open_session(
         idle_timeout=params.idle_timeout,
         stderr_tail=stderr_tail,
         prompt_uuid=str(uuid_module.uuid4()),
+        tools=runner,
     )
     driver: Any
     if lease is not None:
@@ -378,7 +451,7 @@ async def open_session(
                     core.finish("failed", lambda: mapper.stream_ended(error))
                     inbox.close()
                 else:
-                    await _start(nursery, core, broker, driver, tap, inbox, params)
+                    await _start(nursery, core, broker, driver, tap, inbox, params, runner)
                 yield session
             except BaseException as exc:
                 caller = exc
@@ -400,12 +473,16 @@ async def _start(
     tap: TapTransport,
     inbox: trio.MemoryReceiveChannel[Outgoing],
     params: ExecuteParams,
+    runner: ToolRunner | None = None,
 ) -> None:
-    """Start the actors: broker, driver (connects), then the input channel with the prompt.
+    """Start the actors: broker, tool runner, driver (connects), then the input channel with
+    the prompt.
     Once the CLI is connected and before anything is written to it, the execution reports its
     configuration: warnings about it, then ``adapter_ready``."""
     if broker is not None:
         await nursery.start(run_user_input_broker, broker)
+    if runner is not None:
+        await nursery.start(run_tool_runner, runner)
     client: ClaudeSDKClient | None = await nursery.start(driver)
     if client is None:
         inbox.close()  # the CLI did not start; the error is in the stream
@@ -424,6 +501,7 @@ async def _start(
             core.options,
             sdk_version=sdk_version,
             cli_version=cli_version,
+            custom_tools=[tool.full_name for tool in runner.tools] if runner is not None else (),
         )
     )
     lifecycle = core.lifecycle

@@ -158,6 +158,10 @@ class AdapterReady(EventBase):
     env: Mapping[str, str] = attrs.field(factory=dict)
     sdk_version: str | None = None
     cli_version: str | None = None
+    custom_tools: tuple[str, ...] = ()
+    """The session's in-process tools, as the model sees them (``mcp__trio__<name>``)."""
+    inline_skills: tuple[str, ...] = ()
+    """The session's inline skills, as the model sees them (``inline:<name>``)."""
     kind: ClassVar[str] = "adapter_ready"
 
 

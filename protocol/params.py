@@ -31,6 +31,7 @@ from .errors import InvalidParamsError
 from .images import ImageInput, check_images
 from .models import ThinkingDisplay, ThinkingMode, effective_thinking, resolve_model
 from .providers import check_provider
+from .skills import InlineSkill, check_inline_skills
 from .subagents import SubagentDefinition, check_subagents
 from .tools import check_tool_names
 
@@ -49,6 +50,7 @@ silently give ``claude_code``; we refuse it instead."""
 MCP_SERVER_TYPES: tuple[str, ...] = ("stdio", "sse", "http", "sdk")
 
 DEFAULT_USER_INPUT_TIMEOUT = 300.0
+DEFAULT_TOOL_TIMEOUT = 300.0
 
 
 def _freeze_mapping(value: Any) -> Any:
@@ -440,6 +442,10 @@ def _tool_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def _check_inline_skills(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_inline_skills(value)
+
+
 def _check_session_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is None:
         return
@@ -591,6 +597,16 @@ class ExecuteParams:
         default=None, converter=_tool_tuple, validator=_check_tool_list
     )
     """The built-in tools offered at all (``None``: the CLI's whole set)."""
+
+    inline_skills: tuple[InlineSkill, ...] = attrs.field(
+        default=(), converter=_tool_tuple, validator=_check_inline_skills
+    )
+    """Skills given to this execution only (``protocol/skills.py``), written to a private
+    folder that is removed when the session ends; the model sees them as ``inline:<name>``."""
+
+    tool_timeout: float = attrs.field(default=DEFAULT_TOOL_TIMEOUT, validator=_check_timeout)
+    """Seconds a call of one of the session's ``custom_tools`` may take (unless the tool sets
+    its own ``timeout``); then it is cancelled and the model gets an error result."""
 
     def __attrs_post_init__(self) -> None:
         # With a provider or a base URL the model id is the server's business (any id goes);

@@ -13,7 +13,7 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions
@@ -41,12 +41,22 @@ def config_warnings(params: ExecuteParams) -> list[str]:
         dropped = [tool for tool in params.tools if tool not in READONLY_BUILTINS]
         if dropped:
             out.append(f"plan mode offers read-only tools only: {', '.join(dropped)} dropped")
+    if params.inline_skills and not _skill_tool_offered(params):
+        names = ", ".join(skill.qualified_name for skill in params.inline_skills)
+        out.append(f"the Skill tool is not offered, so the model cannot open {names}")
     if params.provider not in (None, "anthropic") and config.ollama_base_url is not None:
         out.append(
             f"ollama_baseUrl overrides the {params.provider} preset's server "
             f"({config.ollama_base_url})"
         )
     return out
+
+
+def _skill_tool_offered(params: ExecuteParams) -> bool:
+    """Plan mode, ``tools`` without it and ``disallowed_tools`` take the Skill tool away."""
+    if params.plan_mode or "Skill" in params.disallowed_tools:
+        return False
+    return params.tools is None or "Skill" in params.tools
 
 
 def _thinking(options: ClaudeAgentOptions) -> Mapping[str, Any] | None:
@@ -60,8 +70,10 @@ def adapter_ready(
     *,
     sdk_version: str | None,
     cli_version: str | None,
+    custom_tools: Sequence[str] = (),
 ) -> AdapterReady:
-    """The ``adapter_ready`` event for an execution of ``params`` run with ``options``."""
+    """The ``adapter_ready`` event for an execution of ``params`` run with ``options``;
+    ``custom_tools``: the full names of the session's in-process tools."""
     env = redact_secrets(dict(options.env))
     base_url = env.get("ANTHROPIC_BASE_URL") or None
     return AdapterReady(
@@ -88,4 +100,6 @@ def adapter_ready(
         env=env,
         sdk_version=sdk_version,
         cli_version=cli_version,
+        custom_tools=tuple(custom_tools),
+        inline_skills=tuple(skill.qualified_name for skill in params.inline_skills),
     )

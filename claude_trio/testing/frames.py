@@ -54,7 +54,12 @@ __all__ = [
     "initialize_response",
     "input_json_delta",
     "interrupt_response",
+    "mcp_cancelled",
+    "mcp_initialize",
+    "mcp_initialized",
+    "mcp_message_request",
     "mcp_status_response",
+    "mcp_tool_call",
     "message_delta_event",
     "message_start_event",
     "message_stop_event",
@@ -759,4 +764,55 @@ def hook_callback_request(
         "callback_id": callback_id,
         "input": dict(hook_input),
         "tool_use_id": tool_use_id,
+    }
+
+
+def mcp_message_request(server: str, message: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload of an ``mcp_message`` control request: one JSON-RPC message for the
+    in-process (SDK) MCP server ``server``."""
+    return {"subtype": "mcp_message", "server_name": server, "message": dict(message)}
+
+
+def mcp_initialize(request_id: int) -> dict[str, Any]:
+    """The JSON-RPC ``initialize`` request the CLI 2.1.332 sends an SDK MCP server first."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "claude-code", "version": CLAUDE_CODE_VERSION},
+        },
+    }
+
+
+def mcp_initialized() -> dict[str, Any]:
+    """The JSON-RPC notification that ends the MCP handshake."""
+    return {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def mcp_tool_call(
+    request_id: int, tool: str, arguments: Mapping[str, Any], *, tool_use_id: str
+) -> dict[str, Any]:
+    """The JSON-RPC ``tools/call`` request for ``tool`` (its name on the server, without the
+    ``mcp__<server>__`` prefix), as the CLI sends it."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {
+            "name": tool,
+            "arguments": dict(arguments),
+            "_meta": {"claudecode/toolUseId": tool_use_id, "progressToken": request_id},
+        },
+    }
+
+
+def mcp_cancelled(request_id: int, reason: str = "AbortError: remote-cancel") -> dict[str, Any]:
+    """The JSON-RPC notification the CLI sends when it abandons a request (an interrupt)."""
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request_id, "reason": reason},
     }

@@ -70,6 +70,7 @@ from ._transport import (
     FakeTransport,
 )
 from ._turn import BackgroundJob, FakeTurn, Responder
+from ._turn_mcp import ToolCall
 from ._turn_content import DEFAULT_MESSAGE_COST_USD, DEFAULT_MESSAGE_USAGE
 
 __all__ = [
@@ -89,6 +90,7 @@ __all__ = [
     "Responder",
     "SDKControlError",
     "ScriptError",
+    "ToolCall",
     "UserInput",
     "prompt_stream",
     "user_message",

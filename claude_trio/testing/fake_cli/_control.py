@@ -81,6 +81,10 @@ class ControlProtocol:
         self._outgoing[request_id] = pending
         return pending
 
+    def adopt(self, pending: PendingRequest) -> None:
+        """Wait for the answer to a request made elsewhere (a subclass of PendingRequest)."""
+        self._outgoing[pending.request_id] = pending
+
     def withdraw(self, request_id: str) -> None:
         self._outgoing.pop(request_id, None)
 

@@ -75,6 +75,9 @@ class FakeTransport(Transport):
         self.model_usage: dict[str, dict[str, Any]] = {}
         # Process state.
         self._ids = 0
+        self._rpc_ids = 0
+        #: The SDK MCP servers this process did the MCP handshake with.
+        self.mcp_ready: set[str] = set()
         self._last_result_is_error = False
         self._stdout = StdoutPipe()
         self._control = ControlProtocol(self)
@@ -214,6 +217,12 @@ class FakeTransport(Transport):
         self._terminate(exit_code, stderr)
 
     # -- the process ----------------------------------------------------------------------------
+
+    def _next_rpc_id(self) -> int:
+        """The next JSON-RPC id of the process's MCP client (shared by its servers)."""
+        rpc_id = self._rpc_ids
+        self._rpc_ids += 1
+        return rpc_id
 
     def _next_id(self) -> str:
         self._ids += 1

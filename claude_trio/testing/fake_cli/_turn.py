@@ -19,6 +19,7 @@ from claude_trio.protocol.errors import LocalProtocolError
 
 from .. import frames
 from ._turn_content import DEFAULT_MESSAGE_USAGE, ContentMixin, add_usage
+from ._turn_mcp import McpMixin
 from ._turn_requests import RequestsMixin
 from ._turn_system import SystemFramesMixin
 
@@ -39,13 +40,15 @@ _TOOLS = [
 ]  # fmt: skip
 
 
-class FakeTurn(ContentMixin, RequestsMixin, SystemFramesMixin):
+class FakeTurn(ContentMixin, RequestsMixin, McpMixin, SystemFramesMixin):
     """What a responder scripts one turn with. Every method emits real CLI frames.
 
     Content: :meth:`text`, :meth:`thinking`, :meth:`tool_use`, :meth:`tool_result` (the fold
     point for pushes), :meth:`begin_message`/:meth:`end_message` (API-call boundaries, opened and
     closed automatically when not called). User input: :meth:`ask_permission`, :meth:`elicit`,
-    :meth:`hook_callback` (and ``send_*`` variants returning a :class:`PendingRequest`). System
+    :meth:`hook_callback` (and ``send_*`` variants returning a :class:`PendingRequest`). In-process
+    MCP tools: :meth:`call_tool`, :meth:`send_tool_call` (a :class:`ToolCall`), :meth:`mcp_message`.
+    System
     frames: :meth:`task_started`, :meth:`task_progress`, :meth:`task_notification`,
     :meth:`task_updated`, :meth:`compact_boundary`, :meth:`api_retry`, :meth:`rate_limit`,
     :meth:`tool_use_summary`, :meth:`system`, :meth:`frame`, :meth:`raw`. End: :meth:`result`,
