@@ -156,7 +156,9 @@ async def test_an_exception_is_an_error_result_with_its_message_and_an_error_eve
     assert events[-1].final  # the session went on
 
 
-@pytest.mark.parametrize(("tool_timeout", "session_timeout", "expected"), [(5.0, 60.0, 5.0), (None, 7.0, 7.0)])
+@pytest.mark.parametrize(
+    ("tool_timeout", "session_timeout", "expected"), [(5.0, 60.0, 5.0), (None, 7.0, 7.0)]
+)
 async def test_a_call_times_out_at_the_tools_or_the_sessions_timeout_exactly(
     autojump_clock: trio.testing.MockClock,
     tool_timeout: float | None,
@@ -443,7 +445,8 @@ async def test_custom_tools_need_a_free_server_name_and_no_pool(
             pass
     from claude_trio import open_cli_pool
 
-    async with open_cli_pool(ExecuteParams(prompt="-"), size=1, transport_factory=FakeCLI()) as pool:
+    template = ExecuteParams(prompt="-")
+    async with open_cli_pool(template, size=1, transport_factory=FakeCLI()) as pool:
         with pytest.raises(InvalidParamsError, match="None with custom_tools or inline_skills"):
             async with fake_session(FakeCLI(), custom_tools=[tool], pool=pool, config=CONFIG):
                 pass
