@@ -127,7 +127,7 @@ def _check_schema(inst: object, attribute: attrs.Attribute[Any], value: object) 
             f"{field}.properties", value.get("properties"), "a mapping of argument -> schema"
         )
     try:
-        json.dumps(dict(value))
+        json.dumps(dict(value), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidParamsError(field, str(exc), "JSON values only") from None
 

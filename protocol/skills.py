@@ -76,17 +76,22 @@ SkillSource = Literal["user", "project"]
 _KEY = re.compile(r"([A-Za-z0-9_-]+):(?:\s+(.*)|\s*)$")
 
 
+_DOUBLE_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_SINGLE_QUOTED = re.compile(r"'(?:[^']|'')*'")
+
+
 def _unquote(value: str) -> str:
+    """A scalar's value: quoted (what follows the closing quote, a comment, is left out) or
+    plain (up to a comment)."""
     value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] == '"':
+    if (quoted := _DOUBLE_QUOTED.match(value)) is not None:
         try:
-            decoded = json.loads(value)
+            decoded = json.loads(quoted.group())
         except ValueError:
-            return value[1:-1]
-        return decoded if isinstance(decoded, str) else value[1:-1]
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1].replace("''", "'")
-    # A plain scalar ends at a comment.
+            return quoted.group()[1:-1]
+        return decoded if isinstance(decoded, str) else quoted.group()[1:-1]
+    if (quoted := _SINGLE_QUOTED.match(value)) is not None:
+        return quoted.group()[1:-1].replace("''", "'")
     return re.split(r"\s#", value, maxsplit=1)[0].strip()
 
 
@@ -116,7 +121,9 @@ def parse_skill_md(text: str) -> tuple[dict[str, str], str]:
     """``(front matter, instructions)`` of a ``SKILL.md``. The front matter's scalar values
     (plain, quoted, ``|`` / ``>`` blocks, continued lines); other values are left out. Without
     front matter: ``({}, text)``."""
-    lines = text.splitlines()
+    # Only "\n" ends a line (splitlines() would also split at U+0085, U+2028, ...).
+    raw = text.split("\n")
+    lines = [line.removesuffix("\r") for line in raw]
     if not lines or lines[0].strip() != "---":
         return {}, text
     end = next(
@@ -124,7 +131,7 @@ def parse_skill_md(text: str) -> tuple[dict[str, str], str]:
     )
     if end is None:
         return {}, text
-    body = "\n".join(lines[end + 1 :]).lstrip("\n")
+    body = "\n".join(raw[end + 1 :]).lstrip("\r\n")
     fields: dict[str, str] = {}
     i = 1
     while i < end:
@@ -268,9 +275,9 @@ class InlineSkill:
         return f"{PLUGIN_NAME}:{self.name}"
 
     def skill_md(self) -> str:
-        """The ``SKILL.md`` written for this skill. The description is a JSON string, which
-        YAML reads as a double-quoted scalar: any text is safe in it."""
-        description = json.dumps(self.description, ensure_ascii=False)
+        """The ``SKILL.md`` written for this skill. The description is a JSON string in ASCII,
+        which YAML reads as a double-quoted scalar: any text is safe in it."""
+        description = json.dumps(self.description)
         return f"---\nname: {self.name}\ndescription: {description}\n---\n\n{self.body}\n"
 
     @classmethod
