@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         ArchitectureCapabilities,
         architecture_capabilities,
     )
+    from claude_trio.protocol.custom_tools import CustomTool, custom_tool
     from claude_trio.protocol.errors import (
         ClaudeTrioError,
         CLIError,
@@ -73,8 +74,10 @@ if TYPE_CHECKING:
         find_resume_violations,
         get_session_resume_constraints,
     )
+    from claude_trio.protocol.skills import InlineSkill, SkillInfo
     from claude_trio.protocol.usage import Usage, add_usage, normalize_usage, sum_usage
     from claude_trio.protocol.wire import WireError
+    from claude_trio.skills import list_skills
 
 _LAZY: dict[str, str] = {
     "ADAPTIVE_THINKING_ONLY": "claude_trio.protocol.models",
@@ -86,6 +89,11 @@ _LAZY: dict[str, str] = {
     "ArchitectureConfig": "claude_trio.protocol.params",
     "AssistantMessage": "claude_trio.protocol.events",
     "CLIError": "claude_trio.protocol.errors",
+    "CustomTool": "claude_trio.protocol.custom_tools",
+    "custom_tool": "claude_trio.protocol.custom_tools",
+    "InlineSkill": "claude_trio.protocol.skills",
+    "SkillInfo": "claude_trio.protocol.skills",
+    "list_skills": "claude_trio.skills",
     "ClaudeCodeAdapter": "claude_trio.actors.adapter",
     "ClaudeTrioError": "claude_trio.protocol.errors",
     "DriverConfig": "claude_trio.actors.driver",
@@ -174,6 +182,7 @@ __all__ = [
     "CLIPool",
     "ClaudeCodeAdapter",
     "ClaudeTrioError",
+    "CustomTool",
     "DriverConfig",
     "Error",
     "Event",
@@ -184,6 +193,7 @@ __all__ = [
     "FleetStatistics",
     "Flush",
     "GatewayLimits",
+    "InlineSkill",
     "InvalidParamsError",
     "LocalProtocolError",
     "NormalizedMessage",
@@ -198,6 +208,7 @@ __all__ = [
     "Retry",
     "Session",
     "SessionUsage",
+    "SkillInfo",
     "SkillInvoked",
     "SlowSubscriberError",
     "SubagentCompleted",
@@ -221,9 +232,11 @@ __all__ = [
     "WireError",
     "add_usage",
     "architecture_capabilities",
+    "custom_tool",
     "find_resume_violations",
     "get_session_resume_constraints",
     "is_terminal",
+    "list_skills",
     "normalize_usage",
     "open_cli_pool",
     "open_fleet",

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from .custom_tools import SERVER_NAME
 from .models import ADAPTIVE_THINKING_ONLY
 from .params import (
     EFFORT_LEVELS,
@@ -22,6 +23,7 @@ from .params import (
 )
 from .providers import PROVIDERS
 from .resume import RESUME_IMMUTABLE
+from .skills import PLUGIN_NAME
 
 
 @attrs.frozen(kw_only=True)
@@ -76,6 +78,13 @@ class ArchitectureCapabilities:
     """``tools``, ``allowed_tools``, ``disallowed_tools``."""
     context_window: bool
     """``Result.context_tokens`` / ``context_window`` / ``context_share``."""
+    custom_tools: str | None
+    """``open_session(custom_tools=...)``: Python tools run as trio code in the session, served
+    as the in-process MCP server of this name (the model sees ``mcp__<name>__<tool>``); local
+    only, never over the gateway."""
+    inline_skills: str | None
+    """``ExecuteParams.inline_skills``: skills written to a private folder for one session,
+    offered as ``<this>:<name>``; ``list_skills(cwd)`` lists the skills on disk."""
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready: sets become sorted lists, tuples lists."""
@@ -122,6 +131,8 @@ _CLAUDE_CODE = ArchitectureCapabilities(
     structured_output=True,
     tool_lists=frozenset({"tools", "allowed_tools", "disallowed_tools"}),
     context_window=True,
+    custom_tools=SERVER_NAME,
+    inline_skills=PLUGIN_NAME,
 )
 
 

@@ -91,3 +91,17 @@ def test_the_session_surface_is_listed_as_it_is() -> None:
     assert caps.image_input == set(magic)
     assert {sniff_media_type(data) for data in magic.values()} == caps.image_input
     assert caps.to_mapping()["tool_lists"] == ["allowed_tools", "disallowed_tools", "tools"]
+
+
+def test_custom_tools_and_inline_skills_say_the_names_the_model_sees() -> None:
+    from claude_trio.protocol.custom_tools import CustomTool
+    from claude_trio.protocol.skills import InlineSkill
+
+    async def tool(args: object) -> str:
+        return ""
+
+    caps = architecture_capabilities()
+    made = CustomTool(name="t", description="d", function=tool)
+    assert made.full_name == f"mcp__{caps.custom_tools}__t"
+    skill = InlineSkill(name="s", description="d", body="b")
+    assert skill.qualified_name == f"{caps.inline_skills}:s"

@@ -70,8 +70,8 @@ from ._transport import (
     FakeTransport,
 )
 from ._turn import BackgroundJob, FakeTurn, Responder
-from ._turn_mcp import ToolCall
 from ._turn_content import DEFAULT_MESSAGE_COST_USD, DEFAULT_MESSAGE_USAGE
+from ._turn_mcp import ToolCall
 
 __all__ = [
     "CLAUDE_CODE_VERSION",
