@@ -265,3 +265,51 @@ async def test_list_skills_lists_what_the_cli_loads_from_disk(
     for skill in found:
         assert f"- {skill.name}: {skill.description}" in listing
     assert [s.source for s in found if s.name == "shared"] == ["user"]
+
+
+async def test_the_stop_gate_is_asked_before_a_custom_tool_and_its_deny_stops_it(
+    model_double: ModelDouble,
+    hermetic: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once a session stops, its stop gate denies every tool call: custom tools included. The
+    gate is made to answer as it does after a stop, for the custom tool only."""
+    from types import SimpleNamespace
+
+    from claude_trio.actors import session as session_module
+    from claude_trio.actors.core import STOPPED, stop_gate
+
+    asked: list[str] = []
+    stopped = stop_gate(SimpleNamespace(may_write_user_messages=False))  # type: ignore[arg-type]
+
+    def gate_of(lifecycle: Any) -> Any:
+        running = stop_gate(lifecycle)
+
+        async def gate(hook_input: Any, tool_use_id: str | None, context: Any) -> Any:
+            name = str(hook_input.get("tool_name"))
+            asked.append(name)
+            chosen = stopped if name.startswith("mcp__trio__") else running
+            return await chosen(hook_input, tool_use_id, context)
+
+        return gate
+
+    monkeypatch.setattr(session_module, "stop_gate", gate_of)
+    ran: list[Any] = []
+
+    @custom_tool(input_schema=LOOKUP_SCHEMA)
+    async def lookup(args: dict[str, Any]) -> str:
+        """Find a customer by id."""
+        ran.append(args)
+        return "found"
+
+    model_double.responder = call_then_answer(
+        "mcp__trio__lookup", {"customer": "c-1"}, Reply.text("it was denied")
+    )
+    events = await run_session(params(tmp_path, "who?"), hermetic, custom_tools=[lookup])
+    assert asked == ["mcp__trio__lookup"]
+    assert ran == []
+    second = model_double.message_requests[1]
+    assert second.tool_results["toolu_custom"]["is_error"] is True
+    assert STOPPED in str(second.tool_result_text("toolu_custom"))
+    assert isinstance(events[-1], Result), dump(events)
