@@ -19,6 +19,7 @@ from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.providers import PROVIDER_NAMES
+from claude_trio.protocol.skills import InlineSkill
 from claude_trio.protocol.subagents import SubagentDefinition, subagent_from_mapping
 
 EXIT_OK = 0
@@ -183,6 +184,15 @@ def _session_surface_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--disallowed-tools", type=_tool_list, metavar="A,B", default=[], help="tools denied"
     )
+    run.add_argument(
+        "--skill",
+        dest="skills",
+        action="append",
+        metavar="DIR",
+        default=[],
+        help="offer the skill in DIR (its SKILL.md and files) to this session only, as "
+        "inline:<name>; repeatable",
+    )
 
 
 def _json_file(option: str, path: str) -> Any:
@@ -249,12 +259,14 @@ def build_execute_params(args: argparse.Namespace) -> ExecuteParams:
     schema = None
     if getattr(args, "output_schema", None):
         schema = _json_file("--output-schema", args.output_schema)
+    skills = tuple(InlineSkill.from_dir(folder) for folder in getattr(args, "skills", []))
     return ExecuteParams(
         **kwargs,
         architecture_config=config,
         images=images,
         subagents=subagents,
         output_schema=schema,
+        inline_skills=skills,
     )
 
 

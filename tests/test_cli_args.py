@@ -395,3 +395,23 @@ def test_bad_session_surface_options_name_the_problem(
     args = cli.parse_args(["run", "hi", *(a.format(schema=schema) for a in argv)])
     with pytest.raises(InvalidParamsError, match=match):
         cli.build_execute_params(args)
+
+
+def test_skill_folders_become_inline_skills(tmp_path: Path) -> None:
+    folder = tmp_path / "release-notes"
+    (folder / "templates").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: release-notes\ndescription: Write release notes\n---\nGroup by area.\n"
+    )
+    (folder / "templates" / "notes.md").write_text("# Notes")
+    args = cli.parse_args(["run", "hi", "--skill", str(folder)])
+    [skill] = cli.build_execute_params(args).inline_skills
+    assert (skill.name, skill.description, skill.body) == (
+        "release-notes",
+        "Write release notes",
+        "Group by area.\n",
+    )
+    assert dict(skill.files) == {"templates/notes.md": b"# Notes"}
+    args = cli.parse_args(["run", "hi", "--skill", str(tmp_path / "nope")])
+    with pytest.raises(InvalidParamsError, match=r"skill folder.*readable UTF-8 SKILL\.md"):
+        cli.build_execute_params(args)

@@ -145,6 +145,26 @@ async def test_run_prints_the_models_answer(
     assert request.last_user_text == "hi"
 
 
+async def test_run_with_a_skill_folder_offers_it_as_an_inline_skill(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    skill = tmp_path / "skills" / "release-notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: release-notes\ndescription: Write RELEASE NOTES from a log\n---\nGroup.\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    model_double.responder = turns(Reply.text("noted"))
+    done = await claude_trio(
+        "run", "hi", "--cwd", str(work), "--skill", str(skill), env=command_env(hermetic)
+    )
+    assert done.returncode == 0, _show(done)
+    [request] = model_double.message_requests
+    assert "- inline:release-notes: Write RELEASE NOTES from a log" in json.dumps(request.body)
+    assert not list(work.iterdir())  # nothing written into the project
+
+
 def _cli_children(pid: int) -> list[int]:
     return [c.pid for c in children(pid) if "claude" in c.cmdline.split(" ")[0]]
 
