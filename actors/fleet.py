@@ -55,6 +55,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
+from claude_trio.protocol.custom_tools import check_custom_tools
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError, LocalProtocolError
 from claude_trio.protocol.events import (
     Aborted,
@@ -79,9 +80,20 @@ from .pool import CLIPool
 from .session import Session, open_session
 
 SESSION_OPTIONS: frozenset[str] = frozenset(
-    {"transport_factory", "env", "cli_path", "stderr", "max_buffer_size", "config", "pool"}
+    {
+        "transport_factory",
+        "env",
+        "cli_path",
+        "stderr",
+        "max_buffer_size",
+        "config",
+        "pool",
+        "custom_tools",
+    }
 )
-"""The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual)."""
+"""The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual).
+``custom_tools`` are the operator's code: a fleet served by the gateway gives them to remote
+sessions too, but no client can send any."""
 
 DEFAULT_REPLAY_BYTES = 8 * 2**20
 """Counted bytes a session's replay buffer keeps by default (``protocol/replay.py``)."""
@@ -206,6 +218,17 @@ def _check_session_options(options: Mapping[str, Any]) -> None:
             case "config":
                 if not isinstance(value, DriverConfig):
                     raise InvalidParamsError("config", value, "a DriverConfig or None")
+            case "custom_tools":
+                check_custom_tools(value)
+    _check_together(options)
+
+
+def _check_together(options: Mapping[str, Any]) -> None:
+    """Options that cannot go together (checked again on the merged options of a start)."""
+    if options.get("pool") is not None and options.get("custom_tools"):
+        raise InvalidParamsError(
+            "pool", options["pool"], "None with custom_tools (a warm CLI has no custom tools)"
+        )
 
 
 class Subscription(QueueReceiveChannel):
@@ -633,6 +656,7 @@ class Fleet:
         _check_session_options(session_options)
         if self._closed:
             raise LocalProtocolError("the fleet is closed: start sessions inside open_fleet")
+        _check_together(self._options | session_options)
         pool = (self._options | session_options).get("pool")
         if isinstance(pool, CLIPool):
             pool.check(params, user_input=True)

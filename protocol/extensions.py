@@ -5,9 +5,10 @@ Applied by ``open_session`` over :func:`~claude_trio.protocol.options.build_opti
 1. Custom tools: one in-process MCP server named ``custom_tools.SERVER_NAME`` (``trio``) is
    added to ``mcp_servers`` (a server of that name in ``ExecuteParams.mcp_servers`` is refused
    before anything starts). Its config says ``alwaysLoad``: the CLI otherwise defers MCP tools
-   behind its ``ToolSearch`` tool, and the model would see only their names. Each tool's full
-   name (``mcp__trio__<name>``) is added to ``allowed_tools``: the application chose to give
-   the model these tools, so they are never put to an approval.
+   behind its ``ToolSearch`` tool, and the model would see only their names. The tools follow
+   the permission mode like any other tool (``allowed_tools=["mcp__trio__<name>"]``
+   pre-approves one); they are not added to ``allowed_tools`` here, which would also make the
+   SDK warn that ``can_use_tool`` is shadowed for them.
 2. Inline skills: their plugin folder is added to ``plugins``; when ``skills`` is a list of
    names (``claude_skills``), the inline skills' qualified names are added to it, so a filter
    on the skills on disk never hides the session's own.
@@ -57,9 +58,6 @@ def with_extensions(
         check_server_name(servers)
         servers[SERVER_NAME] = {**tool_server, "alwaysLoad": True}
         changes["mcp_servers"] = cast(dict[str, McpServerConfig], servers)
-        allowed = list(options.allowed_tools)
-        allowed += [tool.full_name for tool in tools if tool.full_name not in allowed]
-        changes["allowed_tools"] = allowed
     if skills:
         if skills_folder is None:
             raise InvalidParamsError("skills_folder", None, "the folder of the inline skills")

@@ -112,6 +112,10 @@ PARAMS_FIELDS: tuple[str, ...] = (
 as ``{name: {"description", "prompt", ...}}``; ``provider`` counts as environment (it sends a
 credential of the server's environment to another server): refused unless ``allow_env``."""
 
+LOCAL_ONLY_FIELDS: frozenset[str] = frozenset({"mcp_servers", "inline_skills", "tool_timeout"})
+"""``ExecuteParams`` fields a remote client can never set: servers to start, files to write on
+the server (inline skills), and the deadline of the operator's own custom tools."""
+
 ENV_KEYS: frozenset[str] = frozenset({"custom_env", "ollama_baseUrl"})
 """``architecture_config`` keys that set the CLI's environment (refused unless ``allow_env``)."""
 
@@ -505,11 +509,11 @@ def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> Ex
                 "gateway does not allow it)",
                 op_id,
             )
-        if key == "mcp_servers" or (key == "cwd" and not allow_cwd):
+        if key in LOCAL_ONLY_FIELDS or (key == "cwd" and not allow_cwd):
             raise WireError(
                 "forbidden_field",
                 f"params.{key} cannot be set by a remote client"
-                + ("" if key == "mcp_servers" else " (the gateway does not allow it)"),
+                + ("" if key in LOCAL_ONLY_FIELDS else " (the gateway does not allow it)"),
                 op_id,
             )
         if key not in PARAMS_FIELDS:

@@ -83,7 +83,6 @@ async def test_a_call_runs_the_function_in_the_session_and_its_value_is_the_resu
     ready = events[0]
     assert isinstance(ready, AdapterReady)
     assert ready.custom_tools == ("mcp__trio__double", "mcp__trio__facts")
-    assert {"mcp__trio__double", "mcp__trio__facts"} <= set(ready.allowed_tools)
     [transport] = fake.transports
     server = transport.options.mcp_servers["trio"]  # type: ignore[index]
     assert server["type"] == "sdk"
@@ -476,3 +475,40 @@ async def test_the_tool_server_refuses_an_unknown_tool_without_running_anything(
     assert unknown["isError"] is True
     assert text(unknown) == "Tool 'nope' not found"
     assert "Server 'other' not found" in other_server
+
+
+async def test_a_fleet_gives_its_sessions_the_custom_tools(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from claude_trio import InvalidParamsError, open_cli_pool, open_fleet
+
+    calls: list[Any] = []
+
+    async def record(args: dict[str, Any]) -> str:
+        calls.append(args)
+        return f"recorded {args}"
+
+    tool = CustomTool(name="record", description="Records", function=record)
+    other = CustomTool(name="other", description="Other", function=record)
+    results: list[Any] = []
+
+    async def script(cli: FakeTurn) -> None:
+        results.append(text(await cli.call_tool("trio", cli.prompt, {"by": cli.prompt})))
+
+    fake = FakeCLI(script)
+    async with open_fleet(transport_factory=fake, config=CONFIG, custom_tools=[tool]) as fleet:
+        first = await fleet.start(ExecuteParams(prompt="record"))
+        second = await fleet.start(ExecuteParams(prompt="other"), custom_tools=[other])
+        await first.wait_ended()
+        await second.wait_ended()
+        with pytest.raises(InvalidParamsError, match=r"custom_tools\[0\]"):
+            await fleet.start(ExecuteParams(prompt="x"), custom_tools=[record])
+    assert sorted(results) == ["recorded {'by': 'other'}", "recorded {'by': 'record'}"]
+    template = ExecuteParams(prompt="-")
+    async with open_cli_pool(template, size=1, user_input=True, transport_factory=fake) as pool:
+        with pytest.raises(InvalidParamsError, match="None with custom_tools"):
+            async with open_fleet(pool=pool, custom_tools=[tool]):
+                pass  # pragma: no cover
+        async with open_fleet(pool=pool, max_live=2) as fleet:
+            with pytest.raises(InvalidParamsError, match="None with custom_tools"):
+                await fleet.start(template, custom_tools=[tool])

@@ -188,6 +188,10 @@ def decode_error(text: str, **kwargs: Any) -> WireError:
          "forbidden_field", "1", "params.cwd"),
         ('{"op": "open", "id": "1", "params": {"prompt": "x", "mcp_servers": {}}}',
          "forbidden_field", "1", "params.mcp_servers"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", "inline_skills": []}}',
+         "forbidden_field", "1", "params.inline_skills cannot be set by a remote client"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x", "tool_timeout": 5}}',
+         "forbidden_field", "1", "params.tool_timeout cannot be set by a remote client"),
         ('{"op": "open", "id": "1", "params": {"prompt": "x", '
          '"architecture_config": {"custom_env": {"NODE_OPTIONS": "-r evil"}}}}',
          "forbidden_field", "1", "custom_env"),

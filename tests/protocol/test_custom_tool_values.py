@@ -146,13 +146,13 @@ def test_a_failure_names_the_exception() -> None:
 SERVER = {"type": "sdk", "name": "trio", "instance": object()}
 
 
-def test_the_tool_server_is_added_always_loaded_and_its_tools_allowed() -> None:
+def test_the_tool_server_is_added_always_loaded() -> None:
     tool = CustomTool(name="t", description="d", function=echo)
     other = {"type": "http", "url": "https://example.com/mcp"}
     params = ExecuteParams(prompt="hi", mcp_servers={"web": other}, allowed_tools=["Read"])
     options = with_extensions(build_options(params), tools=[tool], tool_server=SERVER)
     assert options.mcp_servers == {"web": other, "trio": {**SERVER, "alwaysLoad": True}}
-    assert options.allowed_tools == ["Read", "mcp__trio__t"]
+    assert options.allowed_tools == ["Read"]  # the permission mode decides, as for any tool
     assert options.plugins == []
 
 
