@@ -217,6 +217,12 @@ class CLIPool:
     ) -> None:
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise InvalidParamsError("size", size, "a whole number of warm CLIs, at least 1")
+        if template.inline_skills:
+            raise InvalidParamsError(
+                "template.inline_skills",
+                [skill.name for skill in template.inline_skills],
+                "none: inline skills live in a folder of one session, and a warm CLI outlives it",
+            )
         self._template = template
         self._shape = _shape(template)
         self._size = size
