@@ -6,6 +6,11 @@ the block is left, whatever way: ``open_session`` holds it around its nursery, s
 reads the skills is gone before the folder is. Writing and removing run in a worker thread
 (the filesystem may be slow); the removal is shielded from cancellation, so a cancelled or
 failed session still removes it.
+
+Cancellation: writing finishes before a cancellation is seen (the folder is then removed at
+once); removing is shielded. Error handling: a folder that cannot be written (a full disk) is
+an ``OSError`` naming the path, raised by ``open_session`` before anything else starts, and
+what was written is removed; a failure to remove is ignored (it is a temporary folder).
 """
 
 from __future__ import annotations

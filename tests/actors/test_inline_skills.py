@@ -137,7 +137,7 @@ async def test_nothing_is_written_when_the_arguments_are_refused(
         with pytest.raises(InvalidParamsError, match="None with custom_tools or inline_skills"):
             async with fake_session(FakeCLI(), params=PARAMS, pool=pool, config=CONFIG):
                 pass
-    with pytest.raises(InvalidParamsError, match="template.inline_skills"):
+    with pytest.raises(InvalidParamsError, match=r"template\.inline_skills"):
         async with open_cli_pool(PARAMS, size=1, transport_factory=FakeCLI()):
             pass  # pragma: no cover
     with pytest.raises(InvalidParamsError, match="max_buffer_size"):

@@ -3,10 +3,13 @@ add (protocol/extensions.py)."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from claude_trio.protocol.custom_tools import (
     MAX_CUSTOM_TOOLS,
@@ -182,3 +185,22 @@ def test_inline_skills_become_a_plugin_and_join_a_skill_filter() -> None:
     assert options.skills == "all"
     untouched = build_options(ExecuteParams(prompt="hi"))
     assert with_extensions(untouched) is untouched
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON)
+def test_any_json_value_a_tool_returns_reaches_the_model_as_its_json(value: Any) -> None:
+    text, is_error = tool_output(value)
+    assert not is_error
+    assert text == value if isinstance(value, str) else json.loads(text) == value
