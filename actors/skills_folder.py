@@ -10,11 +10,14 @@ failed session still removes it.
 Cancellation: writing finishes before a cancellation is seen (the folder is then removed at
 once); removing is shielded. Error handling: a folder that cannot be written (a full disk) is
 an ``OSError`` naming the path, raised by ``open_session`` before anything else starts, and
-what was written is removed; a failure to remove is ignored (it is a temporary folder).
+what was written is removed. A folder that cannot be removed afterwards is logged (logger
+``claude_trio.actors.skills_folder``, a warning naming it and the cause), not raised: the
+session is over, and the caller's own outcome must not be replaced by it.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Sequence
@@ -26,6 +29,8 @@ import trio
 from claude_trio.protocol.skills import InlineSkill, plugin_files
 
 FOLDER_PREFIX = "claude-trio-skills-"
+
+log = logging.getLogger(__name__)
 
 
 def _write(skills: Sequence[InlineSkill]) -> str:
@@ -42,7 +47,12 @@ def _write(skills: Sequence[InlineSkill]) -> str:
 
 
 def _remove(folder: str) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        shutil.rmtree(folder)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.warning("could not remove the inline skills' folder %s: %s", folder, exc)
 
 
 @asynccontextmanager

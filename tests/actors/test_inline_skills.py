@@ -144,3 +144,24 @@ async def test_nothing_is_written_when_the_arguments_are_refused(
         async with fake_session(FakeCLI(), params=PARAMS, max_buffer_size=1):
             pass
     assert leftovers(temp_root) == []
+
+
+async def test_a_folder_that_cannot_be_removed_is_logged_not_raised(
+    autojump_clock: trio.testing.MockClock,
+    temp_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from claude_trio.actors import skills_folder
+
+    def refuse(path: str) -> None:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(skills_folder.shutil, "rmtree", refuse)
+    async with fake_session(FakeCLI(), params=PARAMS) as session:
+        events = await collect(session)
+    assert events[-1].kind == "result"
+    [record] = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage().startswith("could not remove the inline skills' folder")
+    assert "Permission denied" in record.getMessage()
