@@ -782,7 +782,7 @@ def decode_frame(text: str) -> Frame:
         except RemoteProtocolError as exc:
             raise WireError("invalid_field", f"event frame: {exc}") from None
         return EventFrame(session=session, event=event)
-    if kind in _TYPED_FRAMES:
+    if isinstance(kind, str) and kind in _TYPED_FRAMES:
         try:
             typed: Frame = attrs_from_json(obj, _TYPED_FRAMES[kind], f"{kind} frame")
         except RemoteProtocolError as exc:
