@@ -714,6 +714,7 @@ class Fleet:
         session_options: Mapping[str, Any],
     ) -> None:
         self._nursery = nursery
+        self._max_live = max_live
         # A pool's warm CLIs are CLIs too: sessions get what the pool leaves of the cap.
         pool = session_options.get("pool")
         session_slots = max_live - (pool.size if isinstance(pool, CLIPool) else 0)
@@ -866,6 +867,28 @@ class Fleet:
             return self._sessions[session_id]
         except KeyError:
             raise UnknownSessionError(session_id) from None
+
+    @property
+    def max_live(self) -> int:
+        """The cap on live CLIs (a pool's warm ones included)."""
+        return self._max_live
+
+    @property
+    def replay_buffer(self) -> int:
+        return self._replay_buffer
+
+    @property
+    def replay_bytes(self) -> int:
+        return self._replay_bytes
+
+    @property
+    def keep_finished(self) -> int:
+        return self._keep_finished
+
+    @property
+    def accepting(self) -> bool:
+        """False once the fleet drains or is closed: it starts nothing new."""
+        return not (self._closed or self._draining)
 
     def sessions(self) -> tuple[FleetSession, ...]:
         """Every session the fleet knows (not forgotten), oldest first."""

@@ -86,7 +86,7 @@ WireErrorCode = Literal[
     "invalid_params",  # ExecuteParams refused the params (the message names params.<field>)
     "forbidden_field",  # allowed in ExecuteParams, not from a remote client (rule 3)
     "unknown_session",  # (gateway) no session with that id (or not one of this principal's)
-    "session_busy",  # (gateway) continue while the session's execution still runs
+    "cannot_continue",  # (gateway) continue while the session runs, or with nothing to resume
     "limit_reached",  # (gateway) a per-client or server limit; the message names it
     "internal",  # (gateway) a bug of ours
 ]
