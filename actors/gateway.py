@@ -924,7 +924,7 @@ class _Client:
                 if session is not None:
                     pushed = session.push_nowait(op.text)
                     if isinstance(pushed, Accepted):
-                        self._reply(ReplyFrame(id=op.id, ok=True))
+                        self._reply(ReplyFrame(id=op.id, ok=True, uuid=pushed.uuid))
                     else:
                         self._reply(ReplyFrame(id=op.id, ok=False, reason=pushed.reason))
             case AnswerOp():

@@ -23,7 +23,7 @@ Server -> client frames (each has ``"type"``)::
     {"type": "continued",       "id", "session", "first_seq": int}
     {"type": "sessions",        "id", "sessions": [SessionInfo, ...]}
     {"type": "event",           "session", "event": <codec.event_to_json(event)>}
-    {"type": "reply",           "id", "ok": bool, "reason": str | null}
+    {"type": "reply",           "id", "ok": bool, "reason": str | null, "uuid": str | null}
     {"type": "resync_required", "id", "session", "oldest_seq": int}
     {"type": "error",           "id": str | null, "code": WireErrorCode, "message": str}
 
@@ -322,11 +322,13 @@ class EventFrame:
 
 @attrs.frozen(kw_only=True)
 class ReplyFrame:
-    """The outcome of a push / answer / abort / attach / detach."""
+    """The outcome of a push / answer / abort / attach / detach. ``uuid``: an accepted
+    push's (the ``uuid`` of its ``user_message`` event and in ``result.user_message_uuids``)."""
 
     id: str
     ok: bool
     reason: str | None = None
+    uuid: str | None = None
     type: ClassVar[str] = "reply"
 
 
@@ -746,7 +748,10 @@ def encode_frame(frame: Frame) -> str:
 
 _FRAME_FIELDS: Mapping[str, tuple[type[Any], Mapping[str, tuple[type, ...]]]] = {
     "opened": (OpenedFrame, {"id": (str,), "session": (str,)}),
-    "reply": (ReplyFrame, {"id": (str,), "ok": (bool,), "reason": (str, type(None))}),
+    "reply": (
+        ReplyFrame,
+        {"id": (str,), "ok": (bool,), "reason": (str, type(None)), "uuid": (str, type(None))},
+    ),
     "resync_required": (
         ResyncRequiredFrame,
         {"id": (str,), "session": (str,), "oldest_seq": (int,)},
