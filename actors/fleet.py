@@ -58,6 +58,7 @@ Sessions always run with ``on_user_input="manual"``: remote clients answer throu
 from __future__ import annotations
 
 import collections
+import logging
 import math
 import time
 import uuid as uuid_module
@@ -92,6 +93,8 @@ from .driver import DriverConfig
 from .event_stream import QueueReceiveChannel
 from .pool import CLIPool
 from .session import Session, open_session
+
+log = logging.getLogger(__name__)
 
 SESSION_OPTIONS: frozenset[str] = frozenset(
     {"transport_factory", "env", "cli_path", "stderr", "max_buffer_size", "config", "pool"}
@@ -366,6 +369,18 @@ class Subscription(QueueReceiveChannel):
         self.close()
 
 
+def _outcome(event: Event) -> str:
+    match event:
+        case Result():
+            return "result_error" if event.is_error else "result"
+        case Aborted():
+            return "aborted"
+        case Error():
+            return f"error:{event.code}"
+        case _:
+            return event.kind
+
+
 @attrs.define(eq=False)
 class _Execution:
     """What one execution of a fleet session has of its own. The session's task holds the one
@@ -385,6 +400,8 @@ class _Execution:
     cancel_reason: str = "the fleet was closed"
     final_seen: bool = False
     last_turn: int = 0
+    #: How it ended, for the log: ``result``, ``result_error``, ``aborted``, ``error:<code>``.
+    outcome: str = ""
 
 
 class FleetSession:
@@ -608,6 +625,8 @@ class FleetSession:
         self._last_seq = event.seq
         x.last_turn = event.turn
         x.final_seen = is_terminal(event) and getattr(event, "final", True)
+        if x.final_seen:
+            x.outcome = _outcome(event)
         match event:
             case UserInputRequest():
                 self._pending[event.request_id] = entry
@@ -636,6 +655,19 @@ class FleetSession:
         self._subscribers.clear()
         x.ended.set()
         self._fleet._session_ended(self)
+        log.info(
+            "fleet: session %s execution %d ended: %s",
+            self.id,
+            x.number,
+            x.outcome or "ended",
+            extra={
+                "event": "ended",
+                "session": self.id,
+                "execution": x.number,
+                "outcome": x.outcome or "ended",
+                "cost_usd": self._usage.cost_usd,
+            },
+        )
 
     # ASYNC910: every path goes through ``await x.slot.wait()`` (a checkpoint, even when the
     # scope is already cancelled); the linter cannot see that past ``except Exception``.
