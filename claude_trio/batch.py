@@ -480,8 +480,9 @@ async def _batch(
     )
 
     async def save(result: BatchResult) -> None:
-        display.result(result)
+        # Written and synced first: what the display shows as done is on disk.
         await trio.to_thread.run_sync(results_file.write, result)
+        display.result(result)
 
     interrupted = False
     report: BatchReport | None = None
