@@ -25,6 +25,8 @@ if TYPE_CHECKING:
         open_fleet,
     )
     from claude_trio.actors.gateway import GatewayLimits, Principal, serve_gateway
+    from claude_trio.actors.pool import CLIPool, PoolStatistics, open_cli_pool
+    from claude_trio.actors.session import Session, SessionUsage, open_session
     from claude_trio.batch import BatchItem, BatchReport, BatchResult, RetryPolicy, run_batch
     from claude_trio.client import (
         ClientConfig,
@@ -34,8 +36,6 @@ if TYPE_CHECKING:
         connect_gateway,
     )
     from claude_trio.offline import open_offline_model
-    from claude_trio.actors.pool import CLIPool, PoolStatistics, open_cli_pool
-    from claude_trio.actors.session import Session, SessionUsage, open_session
     from claude_trio.protocol.capabilities import (
         ArchitectureCapabilities,
         architecture_capabilities,

@@ -118,6 +118,15 @@ async def batch(
         )
 
 
+async def read_until(stream: trio.abc.ReceiveStream, marker: bytes, count: int) -> None:
+    """Read ``stream`` until ``marker`` was seen ``count`` times."""
+    shown = b""
+    while shown.count(marker) < count:
+        chunk = await stream.receive_some()
+        assert chunk, f"the stream ended after {shown.count(marker)} of {count}"
+        shown += chunk
+
+
 def result_lines(out: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
@@ -145,15 +154,12 @@ async def test_a_killed_batch_runs_again_without_losing_or_repeating_a_finished_
             # Its progress lines (not a terminal: one per finished item, after its result
             # line is written and synced).
             assert process.stdout is not None
-            shown = b""
             with trio.fail_after(120):
-                while shown.count(b" ok $") < 4:
-                    chunk = await process.stdout.receive_some()
-                    assert chunk, "the batch ended before it was killed"
-                    shown += chunk
+                await read_until(process.stdout, b" ok $", 4)
         finally:
             process.kill()
-            await process.wait()
+            with trio.move_on_after(10, shield=True):
+                await process.wait()
         done_before = {str(r["key"]) for r in result_lines(out)}
         assert 4 <= len(done_before) < 20
 
