@@ -339,9 +339,17 @@ class RemoteEvents(trio.abc.ReceiveChannel[Event]):
 class RemoteSession:
     """A session on the gateway, as this client follows it. See the module docstring."""
 
-    def __init__(self, client: GatewayClient, session_id: str, follow: Follow, first_seq: int):
+    def __init__(
+        self,
+        client: GatewayClient,
+        session_id: str,
+        follow: Follow,
+        first_seq: int,
+        executions: int = 1,
+    ):
         self.id = session_id
         self._client = client
+        self._executions = executions
         self._follow = follow
         self._queue: collections.deque[Event] = collections.deque()
         self._readable = trio.Event()
@@ -445,14 +453,39 @@ class RemoteSession:
     async def continue_(self, prompt: str) -> None:
         """Run ``prompt`` as the next execution of this conversation (its execution must
         have ended); :attr:`events` is then the new execution's channel. Raises
-        :class:`RemoteOpError` with code ``cannot_continue`` while it still runs."""
+        :class:`RemoteOpError` with code ``cannot_continue`` while it still runs.
+
+        Exactly once across a dropped connection: when the answer is lost, the client asks
+        the server (``list``, on the next connection) whether the execution started; if it
+        did, it follows it, otherwise it sends the ``continue`` again (an op on a connection
+        that is gone can no longer reach the server)."""
         if not (isinstance(prompt, str) and prompt.strip()):
             raise InvalidParamsError("prompt", prompt, "a non-empty string")
-        continued = await self._client._request(
-            ContinueOp(id=self._client._op_id(), session=self.id, prompt=prompt), ContinuedFrame
-        )
-        self._follow.continued()
-        self._events = RemoteEvents(self, continued.first_seq)
+        client = self._client
+        while True:
+            try:
+                continued = await client._request(
+                    ContinueOp(id=client._op_id(), session=self.id, prompt=prompt),
+                    ContinuedFrame,
+                )
+            except ConnectionLostError:
+                pass
+            else:
+                first_seq = continued.first_seq
+                self._follow.continued()
+                break
+            info = {s.session: s for s in await client.list()}.get(self.id)
+            if info is None:
+                raise SessionLostError(self.id)
+            if info.executions <= self._executions:
+                continue  # it never reached the server: send it again
+            # It was accepted: follow on from the last event (protocol/follow.py, rule 5).
+            first_seq = info.first_seq
+            if self._follow.continue_lost():
+                client._attach_again(self)
+            break
+        self._executions += 1
+        self._events = RemoteEvents(self, first_seq)
 
     def close(self) -> None:
         """Stop following the session (it goes on on the server); what was queued is
@@ -518,7 +551,9 @@ class GatewayClient:
         info = {s.session: s for s in await self.list()}.get(session_id)
         first_seq = info.first_seq if info is not None else 1
         follow = Follow(max_queue=self._config.max_queue, state="attaching", last_seq=last_seq or 0)
-        session = self._follow_new(session_id, follow, first_seq)
+        session = self._follow_new(
+            session_id, follow, first_seq, info.executions if info is not None else 1
+        )
         reply = await self._request(
             AttachOp(id=self._op_id(), session=session_id, last_seq=last_seq),
             ReplyFrame,
@@ -597,8 +632,10 @@ class GatewayClient:
             _Pending(op=op, text=encode_op(op), repeatable=False, internal=session._on_detach_reply)
         )
 
-    def _follow_new(self, session_id: str, follow: Follow, first_seq: int) -> RemoteSession:
-        session = RemoteSession(self, session_id, follow, first_seq)
+    def _follow_new(
+        self, session_id: str, follow: Follow, first_seq: int, executions: int = 1
+    ) -> RemoteSession:
+        session = RemoteSession(self, session_id, follow, first_seq, executions)
         self._sessions[session_id] = session
         return session
 

@@ -33,7 +33,9 @@ Rules:
 5. **Continue.** When the server accepted ``continue``, an ``idle`` session is followed again
    (``live``): the server sends the next execution from the event after the last one sent.
    Any other state is left as it is (an ``attach`` from ``last_seq`` is due or in flight and
-   covers the next execution too).
+   covers the next execution too). When the connection dropped before the answer, nobody
+   knows whether it was accepted: an ``idle`` session is then attached from ``last_seq`` (on
+   the next connection): if it was, that brings the next execution; if not, nothing comes.
 """
 
 from __future__ import annotations
@@ -139,6 +141,13 @@ class Follow:
         """The server accepted ``continue`` (rule 5)."""
         if self.state == "idle":
             self.state = "live"
+
+    def continue_lost(self) -> bool:
+        """The connection dropped before the answer to ``continue`` (rule 5); True: send an
+        ``attach`` from ``last_seq`` now (the connection is back already)."""
+        if self.state == "idle":
+            self.state = "paused"
+        return self._resume_if_room()
 
     def connection_lost(self) -> None:
         """The connection dropped: nothing more arrives until :meth:`connected` (rule 3)."""

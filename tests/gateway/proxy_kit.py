@@ -23,6 +23,7 @@ class CutProxy:
     refused: int = 0
     refusing: bool = False
     _cut_on_next_send: bool = False
+    _forward_before_cut: bool = False
     _cut: trio.Event = attrs.field(factory=trio.Event)
     _accepted_one: trio.Event = attrs.field(factory=trio.Event)
     _thawed: trio.Event | None = None
@@ -52,10 +53,13 @@ class CutProxy:
         self._accepted_one = trio.Event()
         await self._accepted_one.wait()
 
-    def cut_at_next_client_message(self) -> trio.Event:
-        """Cut every connection when the client next sends anything, without forwarding it;
-        the returned event is set once that happened."""
+    def cut_at_next_client_message(self, *, forward: bool = False) -> trio.Event:
+        """Cut every connection when the client next sends anything: without forwarding it
+        (an op lost on the way), or with ``forward=True`` right after forwarding it (the op
+        reaches the server, its answer is lost); the returned event is set once that
+        happened."""
         self._cut_on_next_send = True
+        self._forward_before_cut = forward
         self._cut = trio.Event()
         return self._cut
 
@@ -103,6 +107,8 @@ class CutProxy:
                     break
                 if from_client and self._cut_on_next_send:
                     self._cut_on_next_send = False
+                    if self._forward_before_cut:
+                        await sink.send_all(data)
                     self.cut()
                     self._cut.set()
                     return

@@ -15,6 +15,7 @@ from gateway_kit import TOKEN, gateway, say, text_of
 from proxy_kit import CutProxy, cut_proxy
 
 from claude_trio import ExecuteParams
+from claude_trio.actors import gateway as gateway_module
 from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fleet import Fleet, open_fleet
 from claude_trio.client import (
@@ -256,6 +257,43 @@ async def test_an_op_lost_with_the_connection_raises_or_is_sent_again() -> None:
     assert fleet.get(session.id).ended
     assert [s.state for s in listed] == ["ended"]
     assert proxy.accepted == 3
+
+
+@pytest.mark.parametrize("reached_the_server", [False, True], ids=["op-lost", "answer-lost"])
+async def test_continue_is_exactly_once_when_its_answer_is_lost(
+    reached_the_server: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def echo(turn: FakeTurn) -> None:
+        await turn.text(f"you said: {turn.prompt}")
+
+    handled: list[str] = []
+    real = gateway_module._Client._continue
+
+    async def counting(self: Any, op: Any) -> None:
+        handled.append(op.prompt)
+        await real(self, op)
+
+    monkeypatch.setattr(gateway_module._Client, "_continue", counting)
+
+    with trio.fail_after(20):
+        async with (
+            served(echo) as (fleet, proxy),
+            connect_gateway(proxy.url, token=TOKEN, config=FAST) as gw,
+        ):
+            session = await gw.open(ExecuteParams(prompt="one"))
+            first = await collect(session.events)
+            await fleet.get(session.id).wait_closed()
+            cut = proxy.cut_at_next_client_message(forward=reached_the_server)
+            await session.continue_("two")
+            assert cut.is_set()
+            second = await collect(session.events)
+            (info,) = await gw.list()
+    assert text_of(first) == "you said: one"
+    assert text_of(second) == "you said: two"
+    assert second[0].seq == first[-1].seq + 1
+    assert isinstance(second[-1], Result)
+    assert info.executions == 2  # once, not twice
+    assert handled == ["two"]  # the server saw it once: sent again only when it never came
 
 
 async def test_a_silent_connection_is_replaced_after_a_missed_pong() -> None:

@@ -62,6 +62,19 @@ def test_a_dropped_connection_reattaches_from_the_last_seq_unless_idle() -> None
     assert idle.state == "live"
 
 
+def test_a_continue_whose_answer_was_lost_attaches_from_the_last_seq() -> None:
+    follow = Follow(max_queue=4)
+    follow.event(1, final=True)
+    follow.connection_lost()
+    assert not follow.continue_lost()  # no connection yet
+    assert follow.connected()  # then: attach from 1, which brings the next execution if any
+    back = Follow(max_queue=4)
+    back.event(1, final=True)
+    back.connection_lost()
+    assert not back.connected()  # idle: nothing to attach
+    assert back.continue_lost()  # the caller hears of the lost answer after the reconnect
+
+
 def test_room_while_disconnected_waits_for_the_connection() -> None:
     follow = Follow(max_queue=2, low_water=0)
     follow.event(1, final=False)
@@ -124,6 +137,7 @@ class World:
     to_server: collections.deque[tuple[str, int]] = attrs.field(factory=collections.deque)
     queue: collections.deque[int] = attrs.field(factory=collections.deque)
     seen: list[int] = attrs.field(factory=list)
+    continue_pending: bool = False  # sent, not answered
 
     def __attrs_post_init__(self) -> None:
         self.follow = Follow(max_queue=self.max_queue)
@@ -181,14 +195,18 @@ class World:
                     self.to_server.clear()
                     self.attached = False
                     self.follow.connection_lost()
+                    if self.continue_pending:  # the caller hears ConnectionLostError
+                        self.continue_pending = False
+                        assert not self.follow.continue_lost()  # offline: attach on connect
             case "reconnect":
                 if not self.online:
                     self.online = True
                     if self.follow.connected():
                         self.client_sends("attach")
             case "continue":
-                if self.second and not self.continued:
+                if self.second and not self.continued and self.online:
                     self.client_sends("continue")
+                    self.continue_pending = True
         assert self.seen == list(range(1, len(self.seen) + 1)), self.seen
         assert len(self.queue) == self.follow.queued <= self.max_queue
 
@@ -207,9 +225,10 @@ class World:
                 if self.follow.detached():
                     self.client_sends("attach")
             case "continued":
+                self.continue_pending = False
                 self.follow.continued()
             case _:
-                pass
+                self.continue_pending = False
 
     def finish(self) -> None:
         """Run everything to the end: the consumer must get every event exactly once."""
