@@ -54,6 +54,7 @@ import collections
 import itertools
 import logging
 import random
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -515,7 +516,11 @@ class GatewayClient:
         self._headers = headers
         self._config = config
         self._ids = itertools.count(1)
-        self._sessions: dict[str, RemoteSession] = {}
+        # Weak: a session nobody holds any more (nor its events) is nobody's to read; its
+        # frames are dropped and the server forgets it at the end of its execution.
+        self._sessions: weakref.WeakValueDictionary[str, RemoteSession] = (
+            weakref.WeakValueDictionary()
+        )
         self._conn: _Connection | None = None
         self._connections = 0
         #: Ops submitted while no connection was up (or to resend), in order.
@@ -575,7 +580,7 @@ class GatewayClient:
         return ClientStatistics(
             connections=self._connections,
             sessions=len(self._sessions),
-            replayed=sum(s._follow.dropped for s in self._sessions.values()),
+            replayed=sum(s._follow.dropped for s in list(self._sessions.values())),
         )
 
     # -- ops on the wire -------------------------------------------------------------------------
@@ -816,7 +821,7 @@ class GatewayClient:
         conn.stop.set()
         if self._conn is conn:
             self._conn = None
-        for session in self._sessions.values():
+        for session in list(self._sessions.values()):
             session._follow.connection_lost()
         sent = list(conn.pending.values())
         conn.pending.clear()
@@ -843,7 +848,7 @@ class GatewayClient:
         waiting, self._waiting = self._waiting, collections.deque()
         for pending in waiting:
             pending.fail(error)
-        for session in self._sessions.values():
+        for session in list(self._sessions.values()):
             session._wake()
 
     async def _reader(self, conn: _Connection) -> None:

@@ -4,6 +4,7 @@ and loses ops on the way (real time: short, under fail_after, no wall-clock asse
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -129,6 +130,10 @@ async def test_a_remote_session_yields_the_classes_a_local_one_does() -> None:
             assert await collect(session.events) == []  # ended, like a local session
             (info,) = await gw.list()
             assert (info.session, info.label, info.state) == (session.id, "greeting", "ended")
+            assert gw.statistics().sessions == 1
+            del session  # nobody holds it (nor its events) any more: the client forgets it
+            gc.collect()
+            assert gw.statistics().sessions == 0
     local = await local_run(script, "hi")
     assert comparable(remote) == comparable(local)
     assert all(e.raw is None for e in remote)
