@@ -2,9 +2,10 @@
 
 * **fleet**: ``--sessions`` (10) real ``claude`` CLIs against the Messages API double at once,
   through ``open_fleet(max_live=10)`` against the raw SDK (``ClaudeSDKClient`` per session, all
-  in one nursery) with the same options (``build_options`` of the same params, the same
-  ``can_use_tool`` flag, the same env). Each side runs in a fresh Python process of its own;
-  measured: wall time from the first start to the last final result, and the peak memory of
+  in one nursery) with the same options (``build_options`` of the same params, a
+  ``can_use_tool`` and a ``PreToolUse`` hook as the fleet's sessions have, the same env).
+  Each side runs in a fresh Python process of its own; measured: wall time from the first
+  start to the last final result, and the peak memory of
   that process tree (the Python process plus its CLIs: RSS summed over the tree, sampled every
   25 ms from here). Sides interleaved over the rounds; medians and ratios (target <= 1.1).
 * **sweep**: ``open_fleet(max_live=N)`` for N in 1, 2, 4, 8 running the same number of short
@@ -74,6 +75,10 @@ async def _allow(*_: Any) -> PermissionResultAllow:
     return PermissionResultAllow()
 
 
+async def _no_opinion(*_: Any) -> dict[str, Any]:
+    return {}
+
+
 async def fleet_side(mode: str, sessions: int, base_url: str) -> None:
     """The measured side (a child process): print ``{"wall": s, "ok": n}``."""
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as tmp:
@@ -96,8 +101,11 @@ async def fleet_side(mode: str, sessions: int, base_url: str) -> None:
                                 ok += 1
                 last = time.perf_counter()
         else:
-            # The fleet's sessions answer permission prompts (can_use_tool): the same flag.
-            options = build_options(params, can_use_tool=_allow, extra_env=env)
+            # The fleet's sessions answer permission prompts (can_use_tool) and register a
+            # PreToolUse hook (the stop gate): the same CLI flags and initialize here.
+            options = build_options(
+                params, can_use_tool=_allow, extra_env=env, pre_tool_use=_no_opinion
+            )
             done: list[float] = []
 
             async def one() -> None:
