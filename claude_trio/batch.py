@@ -421,6 +421,7 @@ class PlainProgress:
     def __init__(self, console: Console) -> None:
         self._console = console
         self._progress: BatchProgress | None = None
+        self._shown = 0  # results shown (the snapshot may already count a later one)
 
     def __enter__(self) -> PlainProgress:
         return self
@@ -433,7 +434,8 @@ class PlainProgress:
 
     def result(self, result: BatchResult) -> None:
         p = self._progress
-        count = f"[{p.finished + 1 + p.skipped}/{p.total}] " if p is not None else ""
+        self._shown += 1
+        count = f"[{self._shown + p.skipped}/{p.total}] " if p is not None else ""
         status = "ok" if result.ok else f"failed: {result.error}"
         tries = f" ({result.attempts} attempts)" if result.attempts > 1 else ""
         self._console.print(
@@ -492,10 +494,9 @@ async def _batch(
 
             async def watch() -> None:
                 nonlocal interrupted
-                async for _ in signals:
+                async for _ in signals:  # the first stops the batch; more change nothing
                     interrupted = True
                     nursery.cancel_scope.cancel()
-                    return
 
             nursery.start_soon(watch)
             try:
@@ -576,8 +577,11 @@ def batch_command(args: argparse.Namespace) -> int:
             f"{len(pending)}",
             markup=False,
         )
+    report: BatchReport | None = None
     try:
         code, report = trio.run(_batch, args, pending, results_file, spent, skipped, token, console)
+    except KeyboardInterrupt:  # a Ctrl-C while trio started or stopped
+        code = EXIT_INTERRUPTED
     finally:
         results_file.close()
     if report is not None:

@@ -46,11 +46,14 @@ def test_plain_lines_say_each_item_as_it_finishes() -> None:
     out = io.StringIO()
     console = Console(file=out, width=200, color_system=None)
     with PlainProgress(console) as plain:
-        plain.update(progress(done=0, failed=0, skipped=0, total=3))
+        plain.update(progress(done=0, failed=0, skipped=1, total=4))
         plain.result(BatchResult(key="a", ok=True, cost_usd=0.0035, usage=Usage()))
-        plain.update(progress(done=1, failed=0, skipped=0, total=3))
+        # two items finished together: the snapshot already counts both
+        plain.update(progress(done=2, failed=1, skipped=1, total=4))
         plain.result(BatchResult(key="b", ok=False, error="aborted: x", attempts=3))
+        plain.result(BatchResult(key="c", ok=True))
     assert out.getvalue().splitlines() == [
-        "[1/3] a ok $0.0035",
-        "[2/3] b failed: aborted: x $0.0000 (3 attempts)",
+        "[2/4] a ok $0.0035",
+        "[3/4] b failed: aborted: x $0.0000 (3 attempts)",
+        "[4/4] c ok $0.0000",
     ]
