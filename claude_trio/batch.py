@@ -42,6 +42,7 @@ import collections
 import os
 import random
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -446,6 +447,47 @@ class PlainProgress:
         )
 
 
+class _Shown:
+    """The progress display, best effort: once nobody reads the output any more (``| head``:
+    a broken pipe, which rich turns into ``SystemExit``), stdout goes to /dev/null and the
+    batch goes on - its results are in the results file, not on the screen."""
+
+    def __init__(self, display: LiveProgress | PlainProgress) -> None:
+        self._display: LiveProgress | PlainProgress | None = display
+
+    def _call(self, method: str, *args: object) -> None:
+        if self._display is None:
+            return
+        try:
+            getattr(self._display, method)(*args)
+        except (BrokenPipeError, SystemExit):
+            self._display = None
+            _silence_stdout()
+
+    def __enter__(self) -> _Shown:
+        self._call("__enter__")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._call("__exit__", None, None, None)
+
+    def update(self, progress: BatchProgress) -> None:
+        self._call("update", progress)
+
+    def result(self, result: BatchResult) -> None:
+        self._call("result", result)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader is gone (the recipe of the Python docs,
+    "Note on SIGPIPE"), so no later write or flush fails."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+
+
 @asynccontextmanager
 async def _open_runner(
     args: argparse.Namespace, token: str | None
@@ -477,9 +519,7 @@ async def _batch(
     token: str | None,
     console: Console,
 ) -> tuple[int, BatchReport | None]:
-    display: LiveProgress | PlainProgress = (
-        LiveProgress(console) if console.is_terminal else PlainProgress(console)
-    )
+    display = _Shown(LiveProgress(console) if console.is_terminal else PlainProgress(console))
 
     async def save(result: BatchResult) -> None:
         # Written and synced first: what the display shows as done is on disk.

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 
+import pytest
 from rich.console import Console
 
+from claude_trio import batch as batch_module
 from claude_trio.batch import LiveProgress, PlainProgress
 from claude_trio.protocol.batch import BatchProgress, BatchResult
 from claude_trio.protocol.usage import Usage
@@ -57,3 +61,23 @@ def test_plain_lines_say_each_item_as_it_finishes() -> None:
         "[3/4] b failed: aborted: x $0.0000 (3 attempts)",
         "[4/4] c ok $0.0000",
     ]
+
+
+def test_a_closed_output_silences_the_display_and_the_batch_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    silenced: list[bool] = []
+    monkeypatch.setattr(batch_module, "_silence_stdout", lambda: silenced.append(True))
+    read, write = os.pipe()
+    os.close(read)  # nobody reads: `claude-trio batch ... | head -1` after head is gone
+    stream = os.fdopen(write, "w")
+    try:
+        shown = batch_module._Shown(PlainProgress(Console(file=stream, color_system=None)))
+        with shown:
+            shown.update(progress(done=0, failed=0, skipped=0, total=3))
+            for key in "abc":  # the first one meets the broken pipe; no exception escapes
+                shown.result(BatchResult(key=key, ok=True))
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            stream.close()
+    assert silenced == [True]
