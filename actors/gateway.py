@@ -98,6 +98,8 @@ import attrs
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest
 
+from claude_trio.protocol.capabilities import architecture_capabilities
+from claude_trio.protocol.codec import to_json_safe
 from claude_trio.protocol.errors import InvalidParamsError, LocalProtocolError
 from claude_trio.protocol.lifecycle import Accepted
 from claude_trio.protocol.remote import (
@@ -981,6 +983,7 @@ class _Client:
             principal=self._principal.name,
             admin=self._principal.admin,
             ops=OP_NAMES,
+            capabilities=to_json_safe(architecture_capabilities()),
             limits=limits,
             policy={
                 "remote_tools": policy.tools,

@@ -18,7 +18,7 @@ Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
 Server -> client frames (each has ``"type"``)::
 
     {"type": "hello",           "id", "server", "protocol", "principal", "admin", "ops",
-                                "limits": {...}, "policy": {...}}
+                                "capabilities": {...}, "limits": {...}, "policy": {...}}
     {"type": "opened",          "id", "session"}
     {"type": "continued",       "id", "session", "first_seq": int}
     {"type": "sessions",        "id", "sessions": [SessionInfo, ...]}
@@ -280,8 +280,9 @@ class SessionInfo:
 class HelloFrame:
     """Who the server is and what it allows: ``server`` (its name and version), ``protocol``
     (:data:`PROTOCOL_VERSION`), the client's ``principal`` and whether it is ``admin``, the
-    ``ops`` it accepts, its ``limits`` (names and values of its bounds) and its remote
-    ``policy`` (``remote_tools``, ``allow_cwd``, ``allow_env``)."""
+    ``ops`` it accepts, the ``capabilities`` of its sessions (``architecture_capabilities()``
+    as JSON: pushes, resume, thinking modes, ...), its ``limits`` (names and values of its
+    bounds) and its remote ``policy`` (``remote_tools``, ``allow_cwd``, ``allow_env``)."""
 
     id: str
     server: str
@@ -289,6 +290,7 @@ class HelloFrame:
     principal: str
     admin: bool
     ops: tuple[str, ...]
+    capabilities: Mapping[str, Any]
     limits: Mapping[str, Any]
     policy: Mapping[str, Any]
     type: ClassVar[str] = "hello"

@@ -72,6 +72,8 @@ async def test_hello_says_who_the_server_is_who_you_are_and_what_it_allows() -> 
     assert (hello.protocol, hello.principal, hello.admin) == (1, "alice", False)
     assert hello.ops == OP_NAMES
     assert {"continue", "list", "hello"} <= set(hello.ops)
+    assert hello.capabilities["mid_turn_push"] is True
+    assert hello.capabilities["resume"] is True
     assert hello.limits["max_sessions_per_client"] == 5
     assert hello.limits["ping_timeout"] == 7.0
     assert hello.limits["max_live"] == 3

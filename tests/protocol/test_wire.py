@@ -129,6 +129,7 @@ FRAMES: list[Frame] = [
         principal="alice",
         admin=False,
         ops=("hello", "open"),
+        capabilities={"mid_turn_push": True, "thinking_modes": ["adaptive"]},
         limits={"max_sessions": 256, "ping_timeout": 20.0},
         policy={"remote_tools": "read-only", "allow_cwd": False},
     ),
@@ -319,7 +320,8 @@ def test_a_non_text_message_is_invalid() -> None:
         ('{"type": "continued", "id": "1", "session": "s", "first_seq": "3"}', "invalid_field"),
         ('{"type": "sessions", "id": "1", "sessions": [{"session": "s"}]}', "invalid_field"),
         ('{"type": "hello", "id": "1", "server": "x", "protocol": 1, "principal": "p", '
-         '"admin": "yes", "ops": [], "limits": {}, "policy": {}}', "invalid_field"),
+         '"admin": "yes", "ops": [], "capabilities": {}, "limits": {}, "policy": {}}',
+         "invalid_field"),
     ],
 )  # fmt: skip
 def test_malformed_frames_are_refused(text: str, code: str) -> None:
