@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -152,6 +153,10 @@ class SessionCore:
     cli_path: str | None
     # The CLI's own transport (inside the tap): the stop kills its tools through it.
     transport: Transport
+    # ExecuteParams.run_timeout / idle_timeout (None: no limit), from started_at.
+    run_timeout: float | None = None
+    idle_timeout: float | None = None
+    started_at: float = attrs.field(factory=trio.current_time)
     stderr_tail: collections.deque[str] = attrs.field(
         factory=lambda: collections.deque(maxlen=STDERR_TAIL)
     )
@@ -310,6 +315,35 @@ class SessionCore:
         self.report_lost_pushes(lost, "the CLI did not start")
         self.finish("cli_died", lambda: self.mapper.stream_ended(error))
 
+    async def watch_timeouts(self) -> None:
+        """End the execution at ``run_timeout`` after it started, or after ``idle_timeout``
+        without any frame from the CLI (every frame resets it): the stop of ``abort()``, and
+        one ``aborted`` event whose reason says which limit it was. Runs beside the read loop
+        until cancelled."""
+        run_timeout, idle_timeout = self.run_timeout, self.idle_timeout
+        never = math.inf
+        run_deadline = self.started_at + run_timeout if run_timeout is not None else never
+        while True:
+            idle_deadline = (
+                self.last_output_at + idle_timeout if idle_timeout is not None else never
+            )
+            deadline = min(run_deadline, idle_deadline)
+            if deadline == never:
+                await trio.sleep_forever()
+            await trio.sleep_until(deadline)
+            if self.done.is_set():
+                return
+            now = trio.current_time()
+            if now >= run_deadline:
+                assert run_timeout is not None
+                reason = f"run_timeout: the execution ran for {run_timeout:g} s"
+            elif idle_timeout is not None and now >= self.last_output_at + idle_timeout:
+                reason = f"idle_timeout: no event from the CLI for {idle_timeout:g} s"
+            else:
+                continue  # the CLI spoke meanwhile: a new idle deadline
+            await self.abort(reason, decided=True)
+            return
+
     async def watch_liveness(self, client: ClaudeSDKClient) -> None:
         """Probe a CLI that went silent while a turn is open; end the execution if it is
         wedged (see ``DriverConfig.stall_timeout``). Runs beside the read loop until cancelled.
@@ -384,18 +418,21 @@ class SessionCore:
 
     # -- stopping --------------------------------------------------------------------------
 
-    async def abort(self, reason: str = "aborted") -> None:
+    async def abort(self, reason: str = "aborted", *, decided: bool = False) -> None:
         """Abort the execution (``Session.abort``): reject later pushes, cancel pending
         questions, stop the CLI (:meth:`stop_cli`), then exactly one ``aborted`` event.
-        Idempotent: a second caller waits for the first one's end."""
+        ``decided``: ``reason`` is the ``aborted`` event's reason even when the CLI confirms
+        with one of its own (a timeout says which). Idempotent: a second caller waits for the
+        first one's end."""
         if self.done.is_set() or self.lifecycle.aborting:
             await self.done.wait()
             return
         lost = self.lifecycle.abort()
-        self.report_lost_pushes(lost, "the execution was aborted")
+        why = "the execution was aborted" + (f" ({reason})" if reason != "aborted" else "")
+        self.report_lost_pushes(lost, why)
         if self.broker is not None:
             self.broker.close("cancelled")
-        self.mapper.abort_requested()
+        self.mapper.abort_requested(reason if decided else None)
         await self.stop_cli()
         if not self.done.is_set():
             self.finish("aborted", self.abort_events_factory(reason))

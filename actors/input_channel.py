@@ -26,6 +26,7 @@ from typing import Any, TypeAlias
 import attrs
 import trio
 
+from claude_trio.protocol.images import ImageInput, message_content
 from claude_trio.protocol.user_input import ControlReply
 
 # Accepted-but-unwritten pushes are capped by the session (MAX_PENDING_PUSHES), so the inbox can
@@ -35,15 +36,16 @@ MAX_PENDING_PUSHES = 64
 
 @attrs.frozen(kw_only=True)
 class OutgoingMessage:
-    """A user message to write: the first prompt or an accepted push."""
+    """A user message to write: the first prompt or an accepted push (with its images)."""
 
     uuid: str
     text: str
+    images: tuple[ImageInput, ...] = ()
 
     def frame(self) -> dict[str, Any]:
         return {
             "type": "user",
-            "message": {"role": "user", "content": self.text},
+            "message": {"role": "user", "content": message_content(self.text, self.images)},
             "parent_tool_use_id": None,
             "uuid": self.uuid,
         }

@@ -56,20 +56,42 @@ Why each is needed:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import importlib.metadata
+from typing import Any, NoReturn
 
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
-from claude_agent_sdk._internal.message_parser import parse_message
-from claude_agent_sdk._internal.transport.subprocess_cli import (
-    _DEFAULT_MAX_BUFFER_SIZE,
-    SubprocessCLITransport,
-    _LineFramer,
-    _parse_stdout_line,
-)
 
 from claude_trio.protocol.errors import LocalProtocolError
+from claude_trio.protocol.versions import VERIFIED_SDK
+
+
+def _missing(name: str, cause: BaseException | None = None) -> NoReturn:
+    """A private name of the SDK this module relies on is not there: say which, and what to do."""
+    try:
+        installed = importlib.metadata.version("claude-agent-sdk")
+    except importlib.metadata.PackageNotFoundError:
+        installed = "(not installed)"
+    low, high = VERIFIED_SDK
+    span = low if low == high else f"{low} to {high}"
+    raise ImportError(
+        f"claude-trio needs claude_agent_sdk's {name}, which claude-agent-sdk {installed} does "
+        f"not have: install a version claude-trio was verified with ({span}), "
+        f"e.g. pip install 'claude-agent-sdk=={high}'"
+    ) from cause
+
+
+try:
+    from claude_agent_sdk._internal.message_parser import parse_message
+    from claude_agent_sdk._internal.transport.subprocess_cli import (
+        _DEFAULT_MAX_BUFFER_SIZE,
+        SubprocessCLITransport,
+        _LineFramer,
+        _parse_stdout_line,
+    )
+except ImportError as exc:
+    _missing(f"private names ({exc})", exc)
 
 DEFAULT_MAX_BUFFER_SIZE = _DEFAULT_MAX_BUFFER_SIZE
 LineFramer = _LineFramer
@@ -105,25 +127,39 @@ def client_options(options: ClaudeAgentOptions) -> ClaudeAgentOptions:
     return dataclasses.replace(options, permission_mode=None)
 
 
-def message_receive(client: ClaudeSDKClient) -> MemoryObjectReceiveStream[dict[str, Any]]:
-    """The receive side of a connected client's message stream."""
-    query = client._query
+def _private(obj: object, name: str, owner: str) -> Any:
+    try:
+        return getattr(obj, name)
+    except AttributeError as exc:
+        _missing(f"{owner}.{name}", exc)
+
+
+def _query(client: ClaudeSDKClient) -> Any:
+    query = _private(client, "_query", "ClaudeSDKClient")
     if query is None:
         raise LocalProtocolError("the ClaudeSDKClient is not connected")
-    receive: MemoryObjectReceiveStream[dict[str, Any]] = query._message_receive
+    return query
+
+
+def message_receive(client: ClaudeSDKClient) -> MemoryObjectReceiveStream[dict[str, Any]]:
+    """The receive side of a connected client's message stream."""
+    receive: MemoryObjectReceiveStream[dict[str, Any]] = _private(
+        _query(client), "_message_receive", "Query"
+    )
     return receive
 
 
 async def send_control_request(client: ClaudeSDKClient, request: dict[str, Any]) -> dict[str, Any]:
     """Send one control request and return the CLI's response payload. The SDK's own deadline
     is 60 s: callers put theirs around it."""
-    query = client._query
-    if query is None:
-        raise LocalProtocolError("the ClaudeSDKClient is not connected")
-    response: dict[str, Any] = await query._send_control_request(request)
+    send = _private(_query(client), "_send_control_request", "Query")
+    response: dict[str, Any] = await send(request)
     return response
 
 
 def subprocess_of(transport: SubprocessCLITransport) -> anyio.abc.Process | None:
     """The CLI process a subprocess transport spawned (None before connect / after close)."""
-    return transport._process
+    process: anyio.abc.Process | None = _private(
+        transport, "_process", "SubprocessCLITransport"
+    )
+    return process

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib.metadata
+import os
 import time
 import uuid as uuid_module
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, Literal
@@ -33,13 +35,16 @@ import trio
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
 
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import Error
+from claude_trio.protocol.events import Error, WarningEvent
+from claude_trio.protocol.images import ImageInput, check_images
 from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Rejected
 from claude_trio.protocol.mapper import Mapper
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
+from claude_trio.protocol.ready import adapter_ready, config_warnings
 from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.user_input import ControlReply
+from claude_trio.protocol.versions import version_warnings
 
 from .boundary import raise_unwrapped
 from .broker import (
@@ -99,15 +104,20 @@ class Session:
     async def wait_ended(self) -> None:
         await self._core.done.wait()
 
-    def push_nowait(self, text: str) -> Accepted | Rejected:
-        """Offer a user message to the running execution; the outcome is decided at once.
+    def push_nowait(
+        self, text: str, *, images: Sequence[ImageInput] = ()
+    ) -> Accepted | Rejected:
+        """Offer a user message (and ``images``) to the running execution; the outcome is
+        decided at once.
 
         ``Accepted``: it will be delivered to the model in this execution (folded into the
         running turn, or as the next turn). ``Rejected(reason)``: it will not (the execution
         ended, was aborted, the CLI died, streaming input is off, too many pushes waiting).
+        Bad input (an empty text, something that is not an image) raises ``InvalidParamsError``.
         """
         if not isinstance(text, str) or not text.strip():
             raise InvalidParamsError("text", text, "a non-empty string")
+        pictures = check_images(images)
         core = self._core
         if not self._params.streaming_input:
             return Rejected(reason="streaming input is off for this execution")
@@ -120,15 +130,17 @@ class Session:
         outcome = lifecycle.push(uuid)
         if isinstance(outcome, Accepted):
             core.emitter.emit_many(
-                core.mapper.push_accepted(text=text, uuid=uuid, timestamp=time.time())
+                core.mapper.push_accepted(
+                    text=text, uuid=uuid, timestamp=time.time(), images=len(pictures)
+                )
             )
-            core.outbox.send_nowait(OutgoingMessage(uuid=uuid, text=text))
+            core.outbox.send_nowait(OutgoingMessage(uuid=uuid, text=text, images=pictures))
         return outcome
 
-    async def push(self, text: str) -> Accepted | Rejected:
+    async def push(self, text: str, *, images: Sequence[ImageInput] = ()) -> Accepted | Rejected:
         """``push_nowait`` as a trio checkpoint (decided atomically, never blocks)."""
         await trio.lowlevel.checkpoint_if_cancelled()
-        outcome = self.push_nowait(text)
+        outcome = self.push_nowait(text, images=images)
         await trio.lowlevel.cancel_shielded_checkpoint()
         return outcome
 
@@ -209,6 +221,13 @@ def _check_options(
         raise InvalidParamsError("passthrough", passthrough, "True or False")
 
 
+def _sdk_version() -> str | None:
+    try:
+        return importlib.metadata.version("claude-agent-sdk")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def _reply_sender(outbox: trio.MemorySendChannel[Outgoing]) -> Callable[[ControlReply], None]:
     def send(reply: ControlReply) -> None:
         # After the end of the execution the CLI is being stopped: nobody is left to read it.
@@ -270,7 +289,7 @@ async def open_session(
     )
     config = config or DriverConfig()
     # Built in dependency order, so nothing needs patching afterwards.
-    mapper = Mapper(passthrough=passthrough)
+    mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema)
     mapper.start_execution()
     stream = EventStream()
     emitter = Emitter(mapper=mapper, stream=stream)
@@ -305,6 +324,7 @@ async def open_session(
             can_use_tool=broker.can_use_tool if broker is not None else None,
             extra_env=env,
             pre_tool_use=stop_gate(lifecycle),
+            environ=os.environ,
         )
         options = with_changes(
             options, cli_path=cli_path, max_buffer_size=max_buffer_size, stderr=collector
@@ -321,6 +341,8 @@ async def open_session(
         broker=broker,
         cli_path=cli_path,
         transport=inner,
+        run_timeout=params.run_timeout,
+        idle_timeout=params.idle_timeout,
         stderr_tail=stderr_tail,
         prompt_uuid=str(uuid_module.uuid4()),
     )
@@ -356,7 +378,7 @@ async def open_session(
                     core.finish("failed", lambda: mapper.stream_ended(error))
                     inbox.close()
                 else:
-                    await _start(nursery, core, broker, driver, tap, inbox, params.prompt)
+                    await _start(nursery, core, broker, driver, tap, inbox, params)
                 yield session
             except BaseException as exc:
                 caller = exc
@@ -377,20 +399,40 @@ async def _start(
     driver: Any,
     tap: TapTransport,
     inbox: trio.MemoryReceiveChannel[Outgoing],
-    prompt: str,
+    params: ExecuteParams,
 ) -> None:
-    """Start the actors: broker, driver (connects), then the input channel with the prompt."""
+    """Start the actors: broker, driver (connects), then the input channel with the prompt.
+    Once the CLI is connected and before anything is written to it, the execution reports its
+    configuration: warnings about it, then ``adapter_ready``."""
     if broker is not None:
         await nursery.start(run_user_input_broker, broker)
     client: ClaudeSDKClient | None = await nursery.start(driver)
     if client is None:
         inbox.close()  # the CLI did not start; the error is in the stream
         return
+    info = await client.get_server_info() or {}
+    reported = info.get("claude_code_version")
+    cli_version = reported if isinstance(reported, str) else None
+    sdk_version = _sdk_version()
+    for message in version_warnings(sdk_version, cli_version):
+        core.emit(WarningEvent(message=message, code="untested_version"))
+    for message in config_warnings(params):
+        core.emit(WarningEvent(message=message, code="config_changed"))
+    core.emit(
+        adapter_ready(
+            params,
+            core.options,
+            sdk_version=sdk_version,
+            cli_version=cli_version,
+        )
+    )
     lifecycle = core.lifecycle
     assert core.prompt_uuid is not None
     lifecycle.push(core.prompt_uuid)
     lifecycle.started()
-    core.outbox.send_nowait(OutgoingMessage(uuid=core.prompt_uuid, text=prompt))
+    core.outbox.send_nowait(
+        OutgoingMessage(uuid=core.prompt_uuid, text=params.prompt, images=params.images)
+    )
     await nursery.start(
         partial(
             run_input_channel,

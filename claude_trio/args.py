@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +16,10 @@ from typing import Any
 import trio
 
 from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.providers import PROVIDER_NAMES
+from claude_trio.protocol.subagents import SubagentDefinition, subagent_from_mapping
 
 EXIT_OK = 0
 EXIT_SESSION_ERROR = 1
@@ -130,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="an Anthropic-compatible endpoint (becomes ANTHROPIC_BASE_URL for the CLI)",
     )
+    _session_surface_arguments(run)
     run.add_argument(
         "--remote",
         metavar="URL",
@@ -254,6 +259,76 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
+def _tool_list(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _session_surface_arguments(run: argparse.ArgumentParser) -> None:
+    """``run``'s options for what a session can be told beyond the prompt and the model."""
+    run.add_argument(
+        "--image",
+        dest="images",
+        action="append",
+        metavar="PATH",
+        default=[],
+        help="send an image (PNG, JPEG, GIF, WebP) with the prompt; repeatable",
+    )
+    run.add_argument(
+        "--timeout", type=_positive_float, metavar="S", help="stop the execution after S seconds"
+    )
+    run.add_argument(
+        "--idle-timeout",
+        type=_positive_float,
+        metavar="S",
+        help="stop when the CLI says nothing for S seconds",
+    )
+    run.add_argument(
+        "--max-budget", type=_positive_float, metavar="USD", help="stop once this much is spent"
+    )
+    run.add_argument(
+        "--provider",
+        choices=PROVIDER_NAMES,
+        help="send the requests to another server (its credential variable must be set)",
+    )
+    run.add_argument("--fallback-model", metavar="M", help="the model to use when M is overloaded")
+    run.add_argument(
+        "--agents",
+        metavar="FILE",
+        help='subagents as JSON: {"name": {"description": ..., "prompt": ..., "tools": [...]}}',
+    )
+    run.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="a JSON Schema (an object) the final answer must follow",
+    )
+    run.add_argument(
+        "--allowed-tools", type=_tool_list, metavar="A,B", default=[], help="tools allowed"
+    )
+    run.add_argument(
+        "--disallowed-tools", type=_tool_list, metavar="A,B", default=[], help="tools denied"
+    )
+
+
+def _json_file(option: str, path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except OSError as exc:
+        raise InvalidParamsError(option, path, f"a readable file ({exc.strerror})") from None
+    except ValueError as exc:
+        raise InvalidParamsError(option, path, f"a JSON file ({exc})") from None
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line (``sys.argv[1:]`` when ``argv`` is None); exits 2 on bad usage."""
     return build_parser().parse_args(argv)
@@ -274,6 +349,13 @@ def execute_params_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "plan_mode": args.plan,
         "cwd": None if args.cwd is None else os.path.abspath(args.cwd),
         "resume_session_id": args.resume,
+        "run_timeout": getattr(args, "timeout", None),
+        "idle_timeout": getattr(args, "idle_timeout", None),
+        "max_budget_usd": getattr(args, "max_budget", None),
+        "provider": getattr(args, "provider", None),
+        "fallback_model": getattr(args, "fallback_model", None),
+        "allowed_tools": getattr(args, "allowed_tools", []),
+        "disallowed_tools": getattr(args, "disallowed_tools", []),
         "architecture_config": {
             "claude_thinking": args.thinking,
             "claude_thinking_budget": args.thinking_budget,
@@ -285,16 +367,38 @@ def execute_params_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_execute_params(args: argparse.Namespace) -> ExecuteParams:
-    """The validated ``ExecuteParams`` for ``run`` arguments; raises ``InvalidParamsError``."""
+    """The validated ``ExecuteParams`` for ``run`` arguments (files read: images, agents,
+    the output schema); raises ``InvalidParamsError`` naming the option."""
     kwargs = execute_params_kwargs(args)
     if kwargs["cwd"] is not None and not os.path.isdir(kwargs["cwd"]):
         raise InvalidParamsError("--cwd", args.cwd, "an existing directory")
     config = ArchitectureConfig(**kwargs.pop("architecture_config"))
-    return ExecuteParams(**kwargs, architecture_config=config)
+    images = tuple(ImageInput.from_path(path) for path in getattr(args, "images", []))
+    subagents: dict[str, SubagentDefinition] = {}
+    if getattr(args, "agents", None):
+        raw = _json_file("--agents", args.agents)
+        if not isinstance(raw, dict):
+            raise InvalidParamsError("--agents", args.agents, "a JSON object: name -> definition")
+        subagents = {name: subagent_from_mapping(name, value) for name, value in raw.items()}
+    schema = None
+    if getattr(args, "output_schema", None):
+        schema = _json_file("--output-schema", args.output_schema)
+    return ExecuteParams(
+        **kwargs,
+        architecture_config=config,
+        images=images,
+        subagents=subagents,
+        output_schema=schema,
+    )
 
 
-def has_credentials(env: Mapping[str, str], *, ollama_base_url: str | None = None) -> bool:
-    """Whether the CLI has some way to reach a model (see :data:`CREDENTIAL_ENV_VARS`)."""
+def has_credentials(
+    env: Mapping[str, str], *, ollama_base_url: str | None = None, provider: str | None = None
+) -> bool:
+    """Whether the CLI has some way to reach a model (see :data:`CREDENTIAL_ENV_VARS`; a
+    provider's own credential is checked when the session starts, naming its variable)."""
+    if provider not in (None, "anthropic"):
+        return True
     return bool(ollama_base_url) or any(env.get(name) for name in CREDENTIAL_ENV_VARS)
 
 

@@ -115,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     markup=False,
                 )
                 return EXIT_USAGE
-        elif not has_credentials(os.environ, ollama_base_url=args.ollama_base_url):
+        elif not has_credentials(
+            os.environ, ollama_base_url=args.ollama_base_url, provider=args.provider
+        ):
             errors.print(NO_CREDENTIALS_MESSAGE, markup=False)
             return EXIT_USAGE
         try:

@@ -28,6 +28,7 @@ from rich.text import Text
 from claude_trio.protocol.codec import dumps, event_to_json, to_json_safe
 from claude_trio.protocol.events import (
     Aborted,
+    AdapterReady,
     AssistantMessage,
     Error,
     Event,
@@ -235,6 +236,15 @@ class Renderer:
         """Render one event."""
         self._stop_waiting()
         match event:
+            case AdapterReady():
+                parts = [event.model or "default model"]
+                if event.provider != "anthropic":
+                    parts.append(f"via {event.provider}")
+                if event.plan_mode:
+                    parts.append("plan mode")
+                if event.cli_version:
+                    parts.append(f"claude {event.cli_version}")
+                self._line(0, " · ".join(parts), STYLE_DIM)
             case TurnStarted():
                 if event.turn <= 1:
                     model = f" · {event.model}" if event.model else ""

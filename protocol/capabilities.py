@@ -20,6 +20,7 @@ from .params import (
     THINKING_DISPLAYS,
     THINKING_MODES,
 )
+from .providers import PROVIDERS
 from .resume import RESUME_IMMUTABLE
 
 
@@ -57,6 +58,24 @@ class ArchitectureCapabilities:
     """``text_delta`` / ``thinking`` deltas while the model streams."""
     tool_use_summary: bool
     abort: bool
+    adapter_ready: bool
+    """``adapter_ready`` first in every execution: the resolved configuration, secrets masked."""
+    timeouts: frozenset[str]
+    """``run_timeout`` / ``idle_timeout`` on the trio clock."""
+    max_budget_usd: bool
+    providers: frozenset[str]
+    """Provider presets (``protocol/providers.py``); any model id with one."""
+    fallback_model: bool
+    subagent_definitions: bool
+    """``ExecuteParams.subagents``: subagents offered to the model."""
+    image_input: frozenset[str]
+    """Image types a prompt or a push may carry."""
+    structured_output: bool
+    """``output_schema`` -> ``Result.structured_output``, checked against the schema."""
+    tool_lists: frozenset[str]
+    """``tools``, ``allowed_tools``, ``disallowed_tools``."""
+    context_window: bool
+    """``Result.context_tokens`` / ``context_window`` / ``context_share``."""
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready: sets become sorted lists, tuples lists."""
@@ -93,6 +112,16 @@ _CLAUDE_CODE = ArchitectureCapabilities(
     partial_messages=True,
     tool_use_summary=True,
     abort=True,
+    adapter_ready=True,
+    timeouts=frozenset({"run_timeout", "idle_timeout"}),
+    max_budget_usd=True,
+    providers=frozenset(PROVIDERS),
+    fallback_model=True,
+    subagent_definitions=True,
+    image_input=frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"}),
+    structured_output=True,
+    tool_lists=frozenset({"tools", "allowed_tools", "disallowed_tools"}),
+    context_window=True,
 )
 
 

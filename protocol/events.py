@@ -127,6 +127,41 @@ class EventBase:
 
 
 @attrs.frozen(kw_only=True)
+class AdapterReady(EventBase):
+    """The first event of every execution: the configuration it really runs with.
+
+    Everything resolved (the model id, thinking, the tools, the provider, the versions), with
+    every secret masked (``protocol/redact.py``). Warnings about the configuration (an option
+    converted or ignored, a version not verified) come before it.
+    """
+
+    model: str | None
+    fallback_model: str | None = None
+    provider: str = "anthropic"
+    base_url: str | None = None
+    thinking: Mapping[str, Any] | None = None
+    effort: str | None = None
+    permission_mode: str | None = None
+    plan_mode: bool = False
+    tools: tuple[str, ...] | None = None
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+    cwd: str | None = None
+    max_turns: int | None = None
+    max_budget_usd: float | None = None
+    run_timeout: float | None = None
+    idle_timeout: float | None = None
+    subagents: tuple[str, ...] = ()
+    output_schema: bool = False
+    images: int = 0
+    resume_session_id: str | None = None
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    sdk_version: str | None = None
+    cli_version: str | None = None
+    kind: ClassVar[str] = "adapter_ready"
+
+
+@attrs.frozen(kw_only=True)
 class TurnStarted(EventBase):
     """The CLI began a turn (its ``init`` system message). Carries the session id early."""
 
@@ -282,6 +317,7 @@ class UserMessage(EventBase):
     text: str
     uuid: str
     timestamp: float  # wall-clock seconds since the epoch
+    images: int = 0  # how many images it carries
     kind: ClassVar[str] = "user_message"
 
 
@@ -339,8 +375,21 @@ class Result(EventBase):
     api_error_status: int | None = None
     user_message_uuids: tuple[str, ...] = ()
     todo_list_snapshot: tuple[TodoItem, ...] | None = None
+    structured_output: Any = None
+    """With ``output_schema``: the final answer as the schema asked for it."""
+    context_tokens: int | None = None
+    """The input of the turn's last model call: how much of the context it used."""
+    context_window: int | None = None
+    """The model's context window, when known (from the CLI, else ``models.CONTEXT_WINDOWS``)."""
     final: bool = False
     kind: ClassVar[str] = "result"
+
+    @property
+    def context_share(self) -> float | None:
+        """The share of the context window the turn's last model call used (0 to 1)."""
+        if self.context_tokens is None or not self.context_window:
+            return None
+        return self.context_tokens / self.context_window
 
 
 @attrs.frozen(kw_only=True)
@@ -374,11 +423,18 @@ class Error(EventBase):
     fatal: bool = True
     status: int | None = None
     detail: str | None = None
+    phase: Literal["init", "runtime"] | None = None
+    """``init`` before the execution's first turn started, ``runtime`` after."""
+    errno: int | None = None
+    """For a CLI that could not be started: the system's error number."""
+    path: str | None = None
+    """For a CLI that could not be started: the path tried."""
     kind: ClassVar[str] = "error"
 
 
 Event: TypeAlias = (
-    TurnStarted
+    AdapterReady
+    | TurnStarted
     | TextDelta
     | ThinkingDelta
     | AssistantMessage
@@ -402,6 +458,7 @@ Event: TypeAlias = (
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = (
+    AdapterReady,
     TurnStarted,
     TextDelta,
     ThinkingDelta,

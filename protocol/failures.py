@@ -50,6 +50,8 @@ def _spawn_failure(exc: BaseException, cli_path: str | None) -> Error:
             f"executable claude binary (chmod +x {path}), or drop cli_path= to use the one "
             "bundled with claude-agent-sdk"
         ),
+        errno=cause.errno if isinstance(cause, OSError) else None,
+        path=cli_path,
     )
 
 
@@ -59,11 +61,15 @@ def describe_failure(
     """The fatal ``error`` event for ``exc`` (``cli_path``: the path tried, None = bundled)."""
     code: ErrorCode
     if isinstance(exc, CLINotFoundError):
-        code = "cli_not_found"
-        message = (
-            f"{exc}. The claude CLI ships inside the claude-agent-sdk wheel "
-            f"(claude_agent_sdk/_bundled/claude): reinstall claude-agent-sdk, or pass "
-            f"cli_path= / put `claude` on PATH. Tried: {cli_path or BUNDLED_CLI}"
+        return Error(
+            code="cli_not_found",
+            message=(
+                f"{exc}. The claude CLI ships inside the claude-agent-sdk wheel "
+                f"(claude_agent_sdk/_bundled/claude): reinstall claude-agent-sdk, or pass "
+                f"cli_path= / put `claude` on PATH. Tried: {cli_path or BUNDLED_CLI}"
+            ),
+            errno=errno.ENOENT,
+            path=cli_path,
         )
     elif isinstance(exc, ProcessError):
         code = "cli_exited"

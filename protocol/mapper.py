@@ -105,6 +105,9 @@ System and other messages
   R16. A result -> ``Result`` with the turn's usage and running totals from the ``UsageLedger``
       (``accounting.py``), ``todo_list_snapshot`` (None if no todo tool was ever used) and
       ``final=False``: whether it ends the execution is the actor's call (``lifecycle.py``).
+      With an output schema, a successful result's ``structured_output`` is checked against it
+      and a ``WarningEvent(code="structured_output_invalid")`` before the result says where it
+      does not follow it (or that it is missing).
   R17. A stream whose message started (``message_start`` / deltas) but another message began
       before any complete block of it arrived broke off (a mid-stream API error; the CLI asks
       again, possibly without streaming): ``WarningEvent(code="stream_restarted")`` naming the
@@ -121,6 +124,7 @@ from typing import Any, TypeVar, assert_never
 
 import attrs
 import claude_agent_sdk as sdk
+from jsonschema import Draft202012Validator
 
 from . import todos
 from .accounting import UsageLedger
@@ -157,6 +161,8 @@ from .events import (
     WarningEvent,
     is_terminal,
 )
+from .models import context_window
+from .usage import normalize_usage
 
 TOOL_USE_SUMMARY = "tool_use_summary"
 SKILL_TOOL = "Skill"
@@ -208,10 +214,16 @@ def _is_abort_result(result: sdk.ResultMessage) -> bool:
 class Mapper:
     """The SDK -> unified event state machine of one session. See the module's rules."""
 
-    def __init__(self, *, passthrough: bool = True) -> None:
+    def __init__(
+        self, *, passthrough: bool = True, output_schema: Mapping[str, Any] | None = None
+    ) -> None:
         self._passthrough = passthrough
+        self._output_validator = (
+            Draft202012Validator(dict(output_schema)) if output_schema is not None else None
+        )
         self._seq = 0
         self._turn = 0
+        self._turn_started = False
         self._turn_open = False
         self._execution_started = False
         self._aborting = False
@@ -233,6 +245,11 @@ class Mapper:
         self._todo_snapshot: tuple[TodoItem, ...] | None = None
         self._ledger = UsageLedger()
         self._consumed: list[str] = []
+        # The input of the latest main-thread model call, and the model: the context used.
+        self._context_tokens: int | None = None
+        self._model: str | None = None
+        self._turn_started = False  # a turn of this execution started (errors' phase)
+        self._abort_reason: str | None = None
 
     # -- state -----------------------------------------------------------------------------
 
@@ -278,7 +295,9 @@ class Mapper:
             )
         self._execution_started = True
         self._turn = 0
+        self._turn_started = False
         self._aborting = False
+        self._abort_reason = None
         self._ledger.start_execution()
 
     def stamp(self, event: _E) -> _E:
@@ -291,14 +310,21 @@ class Mapper:
             )
         return self._stamp(attrs.evolve(event))
 
-    def push_accepted(self, *, text: str, uuid: str, timestamp: float) -> list[Event]:
+    def push_accepted(
+        self, *, text: str, uuid: str, timestamp: float, images: int = 0
+    ) -> list[Event]:
         """A push was accepted onto the input channel: its ``UserMessage`` event."""
         self._ensure_execution()
-        return [self._stamp(UserMessage(text=text, uuid=uuid, timestamp=timestamp))]
+        message = UserMessage(text=text, uuid=uuid, timestamp=timestamp, images=images)
+        return [self._stamp(message)]
 
-    def abort_requested(self) -> list[Event]:
-        """Mark an abort as pending (rule R5). Emits nothing; idempotent."""
+    def abort_requested(self, reason: str | None = None) -> list[Event]:
+        """Mark an abort as pending (rule R5). Emits nothing; idempotent. ``reason``, when
+        given, is the ``Aborted`` event's reason even when the CLI confirms the abort with a
+        reason of its own (a timeout says which)."""
         self._aborting = True
+        if reason is not None:
+            self._abort_reason = reason
         return []
 
     def turn_aborted(self, reason: str = "aborted") -> list[Event]:
@@ -306,10 +332,10 @@ class Mapper:
         events: list[Event] = []
         if self._turn_open:
             self._flush_all(events)
-            self._terminal(events, Aborted(reason=reason))
+            self._terminal(events, Aborted(reason=self._abort_reason or reason))
             self._draining = True
         elif self._aborting:
-            self._terminal(events, Aborted(reason=reason))
+            self._terminal(events, Aborted(reason=self._abort_reason or reason))
         return events
 
     def stream_ended(self, error: Error | None = None) -> list[Event]:
@@ -322,7 +348,7 @@ class Mapper:
         if self._aborting:
             if error is not None:
                 events.append(self._stamp(attrs.evolve(error, fatal=False)))
-            terminal = Aborted(reason="aborted")
+            terminal = Aborted(reason=self._abort_reason or "aborted")
         elif error is not None:
             terminal = attrs.evolve(error, fatal=True)
         elif self._turn_open:
@@ -484,6 +510,10 @@ class Mapper:
                 message_id=message.message_id, parent_tool_use_id=parent
             )
         buffer.raws.append(message)
+        if parent is None:
+            self._model = message.model or self._model
+            if message.usage:
+                self._context_tokens = normalize_usage(message.usage).input_tokens
         buffer.model = message.model or buffer.model
         buffer.stop_reason = message.stop_reason or buffer.stop_reason
         buffer.error = buffer.error or message.error
@@ -713,7 +743,7 @@ class Mapper:
         self._open_turn()
         if self._aborting and _is_abort_result(message):
             terminal: Event = Aborted(
-                reason=message.terminal_reason or "aborted",
+                reason=self._abort_reason or message.terminal_reason or "aborted",
                 usage=usage.turn,
                 session_id=message.session_id,
                 raw=message,
@@ -734,6 +764,7 @@ class Mapper:
                         raw=message,
                     ),
                 )
+            self._check_structured_output(message, events)
             terminal = Result(
                 subtype=message.subtype,
                 is_error=message.is_error,
@@ -750,6 +781,9 @@ class Mapper:
                 api_error_status=message.api_error_status,
                 user_message_uuids=tuple(uuids),
                 todo_list_snapshot=self._todo_snapshot,
+                structured_output=message.structured_output,
+                context_tokens=self._context_tokens,
+                context_window=self._context_window(message),
                 raw=message,
             )
         self._terminal(events, terminal)
@@ -921,6 +955,36 @@ class Mapper:
 
     # -- stamping and turns ----------------------------------------------------------------
 
+    def _check_structured_output(self, result: sdk.ResultMessage, events: list[Event]) -> None:
+        """With an output schema, a successful result's structured output must follow it (R16):
+        a ``warning`` (``structured_output_invalid``) says when it does not, or is missing."""
+        validator = self._output_validator
+        if validator is None or result.is_error:
+            return
+        output = result.structured_output
+        if output is None:
+            problem = "the result has no structured output"
+        else:
+            error = next(iter(validator.iter_errors(output)), None)
+            if error is None:
+                return
+            where = "/".join(str(part) for part in error.absolute_path) or "(the top)"
+            problem = f"the structured output does not follow the schema at {where}: "
+            problem += error.message
+        self._emit(events, WarningEvent(code="structured_output_invalid", message=problem))
+
+    def _context_window(self, result: sdk.ResultMessage) -> int | None:
+        """The CLI's own figure for the turn's model, else the table's."""
+        model_usage = result.model_usage or {}
+        entry = model_usage.get(self._model or "") if self._model else None
+        if entry is None and len(model_usage) == 1:
+            entry = next(iter(model_usage.values()))
+        if isinstance(entry, Mapping):
+            window = entry.get("contextWindow")
+            if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+                return window
+        return context_window(self._model)
+
     def _ensure_execution(self) -> None:
         if not self._execution_started:
             self.start_execution()
@@ -934,6 +998,7 @@ class Mapper:
         if not self._turn_open:
             self._turn += 1
             self._turn_open = True
+            self._turn_started = True
 
     def _stamp(self, event: _E) -> _E:
         """Set ``turn`` and ``seq`` on an event this mapper has just built, in place.
@@ -944,6 +1009,9 @@ class Mapper:
         self._seq += 1
         _set_field(event, "turn", self._turn_number())
         _set_field(event, "seq", self._seq)
+        if isinstance(event, Error) and event.phase is None:
+            # Before the execution's first turn started, an error is about starting.
+            _set_field(event, "phase", "runtime" if self._turn_started else "init")
         return event
 
     def _emit(self, events: list[Event], event: Event, *, parent: str | None = None) -> None:
@@ -959,8 +1027,13 @@ class Mapper:
 
     def _terminal(self, events: list[Event], event: Event) -> None:
         """Close the open turn (or consume the next number when none is open) with ``event``."""
-        self._open_turn()
+        if isinstance(event, Error) and event.phase is None:
+            _set_field(event, "phase", "runtime" if self._turn_started else "init")
+        if not self._turn_open:  # a number of its own, not a turn that started
+            self._turn += 1
+            self._turn_open = True
         events.append(self._stamp(event))
         self._turn_open = False
         if isinstance(event, Aborted):
             self._aborting = False
+            self._abort_reason = None

@@ -58,6 +58,32 @@ REJECTS_DISABLED_THINKING: frozenset[str] = frozenset({"claude-fable-5"})
 
 FULL_ID_PREFIX = "claude-"
 
+CONTEXT_WINDOWS: Mapping[str, int] = MappingProxyType(
+    {
+        "claude-sonnet-4-5": 200_000,
+        "claude-sonnet-4-6": 200_000,
+        "claude-haiku-4-5": 200_000,
+        "claude-opus-4-6": 200_000,
+        "claude-opus-4-7": 200_000,
+        "claude-opus-4-8": 200_000,
+        "claude-fable-5": 200_000,
+    }
+)
+"""Context windows (tokens) of the known models; a ``[1m]`` suffix means one million. The CLI's
+own figure (``model_usage[...]["contextWindow"]``) wins when it reports one."""
+
+
+def context_window(model_id: str | None) -> int | None:
+    """The context window of ``model_id`` (dated and ``[1m]`` variants included), or None."""
+    if not model_id:
+        return None
+    if model_id.endswith("[1m]"):
+        return 1_000_000
+    for known, window in CONTEXT_WINDOWS.items():
+        if model_id == known or model_id.startswith(known + "-"):
+            return window
+    return None
+
 
 class UnknownModelError(InvalidParamsError):
     """A model name is neither a known alias, a CLI family alias, nor a full ``claude-`` id."""

@@ -34,6 +34,14 @@ bundled CLI):
 11. ``include_partial_messages=True`` (text/thinking deltas) and
     ``extra_args={"replay-user-messages": None}``: the CLI echoes each user message when it
     consumes it, which the push accounting relies on.
+13. ``max_buffer_size`` (the SDK's cap on one stdout line) is 32 MiB when a message may carry
+    images (``images.MAX_MESSAGE_IMAGE_BYTES`` in base64, echoed on one line); an explicit
+    ``open_session(max_buffer_size=...)`` wins.
+14. ``tools`` / ``allowed_tools`` / ``disallowed_tools`` from the params; the scheduling tools
+    (``tools.SCHEDULING_TOOLS``) are always denied, plan mode's mutating tools too.
+    ``max_budget_usd``, ``fallback_model``, ``subagents`` (-> ``agents``) and ``output_schema``
+    (-> ``output_format``) pass through. ``env`` starts from :data:`DEFAULT_ENV` and the
+    provider's (``providers.py``), then rule 7.
 12. ``pre_tool_use`` -> a ``PreToolUse`` hook on every tool (``matcher=None``). The CLI asks it
     before each tool call, under ``bypassPermissions`` too: the session denies every call once
     it is stopping, so no tool starts after a stop, whatever an interrupt races with.
@@ -44,27 +52,37 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, assert_never, cast
 
-from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, HookMatcher
 from claude_agent_sdk.types import CanUseTool, HookCallback, McpServerConfig, SystemPromptPreset
 
 from .errors import InvalidParamsError
 from .params import ArchitectureConfig, ExecuteParams
+from .providers import provider_env
+from .tools import MUTATING_BUILTINS, READONLY_BUILTINS, SCHEDULING_TOOLS
 
-READONLY_BUILTINS: tuple[str, ...] = (
-    "Read",
-    "Grep",
-    "Glob",
-    "WebFetch",
-    "WebSearch",
-    "TodoWrite",
-    "AskUserQuestion",
+__all__ = [
+    "DEFAULT_ENV",
+    "MUTATING_BUILTINS",
+    "READONLY_BUILTINS",
+    "build_env",
+    "build_options",
+    "check_root_bypass",
+    "with_changes",
+]
+
+DEFAULT_ENV: Mapping[str, str] = MappingProxyType(
+    {
+        # The todo tools (TodoWrite / the Task* family) are off on the CLI's default model
+        # unless asked for: without them todo_list_updated never happens.
+        "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",
+        # tool_use_summary frames are only written when asked for.
+        "CLAUDE_CODE_EMIT_TOOL_USE_SUMMARIES": "true",
+    }
 )
-"""Plan mode's allow-list of built-in tools (``ClaudeAgentOptions.tools``)."""
-
-MUTATING_BUILTINS: tuple[str, ...] = ("Bash", "Edit", "Write", "NotebookEdit", "Task")
-"""Plan mode's belt-and-braces deny list (``ClaudeAgentOptions.disallowed_tools``)."""
+"""Environment every CLI gets unless ``custom_env`` or the caller's ``env`` says otherwise."""
 
 REPLAY_USER_MESSAGES_FLAG = "replay-user-messages"
 
@@ -85,14 +103,56 @@ def skill_settings(config: ArchitectureConfig) -> dict[str, Any]:
     return settings
 
 
-def build_env(config: ArchitectureConfig, extra_env: Mapping[str, str] | None) -> dict[str, str]:
-    """The CLI's extra environment (rule 7)."""
-    env = dict(config.custom_env)
+def build_env(
+    config: ArchitectureConfig,
+    extra_env: Mapping[str, str] | None,
+    *,
+    provider: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The CLI's extra environment (rule 7): the defaults, the provider's, ``custom_env``,
+    ``ollama_baseUrl``, then the caller's ``extra_env``. ``environ`` is the environment the
+    CLI inherits (for the provider's credential check)."""
+    env = dict(DEFAULT_ENV)
+    user = {**(environ or {}), **config.custom_env, **(extra_env or {})}
+    env.update(provider_env(provider, user))
+    env.update(config.custom_env)
     if config.ollama_base_url is not None:
         env["ANTHROPIC_BASE_URL"] = config.ollama_base_url
     if extra_env:
         env.update(extra_env)
     return env
+
+
+def build_tools(params: ExecuteParams) -> list[str] | None:
+    """``tools``: plan mode's read-only set (narrowed to ``params.tools`` when both are given),
+    else ``params.tools`` (``None``: the CLI's whole set)."""
+    if params.plan_mode:
+        if params.tools is None:
+            return list(READONLY_BUILTINS)
+        return [tool for tool in params.tools if tool in READONLY_BUILTINS]
+    return None if params.tools is None else list(params.tools)
+
+
+def build_disallowed_tools(params: ExecuteParams) -> list[str]:
+    """Plan mode's deny list, the scheduling tools (a headless CLI cannot wake up later), and
+    the caller's own, without repeats."""
+    denied = [*(MUTATING_BUILTINS if params.plan_mode else ()), *SCHEDULING_TOOLS]
+    denied += params.disallowed_tools
+    return list(dict.fromkeys(denied))
+
+
+IMAGE_LINE_BYTES = 32 * 1024 * 1024
+"""The SDK's stdout line cap when a message may carry images (rule 13)."""
+
+
+def image_buffer_size(params: ExecuteParams) -> int | None:
+    """The SDK's stdout line cap (rule 13): the CLI echoes each user message on one line, images
+    in base64, which the SDK's default 1 MiB cap would refuse. When the prompt has images or
+    pushes (which may carry images) are on: room for one message's images."""
+    if params.images or params.streaming_input:
+        return IMAGE_LINE_BYTES
+    return None
 
 
 def build_system_prompt(
@@ -119,6 +179,7 @@ def build_options(
     stderr: Callable[[str], None] | None = None,
     permission_mode: GatePermissionMode = "bypassPermissions",
     pre_tool_use: HookCallback | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> ClaudeAgentOptions:
     """The SDK options for ``params`` (see the module rules). Pure: no I/O, nothing started.
 
@@ -155,11 +216,25 @@ def build_options(
         thinking=params.effective_thinking(),
         effort=config.claude_effort,
         system_prompt=build_system_prompt(params.system_prompt, config.preset),
-        tools=list(READONLY_BUILTINS) if params.plan_mode else None,
-        disallowed_tools=list(MUTATING_BUILTINS) if params.plan_mode else [],
+        tools=build_tools(params),
+        allowed_tools=list(params.allowed_tools),
+        disallowed_tools=build_disallowed_tools(params),
         permission_mode=permission_mode,
         can_use_tool=can_use_tool,
-        env=build_env(config, extra_env),
+        env=build_env(config, extra_env, provider=params.provider, environ=environ),
+        max_budget_usd=params.max_budget_usd,
+        fallback_model=params.resolved_fallback_model,
+        agents={
+            name: AgentDefinition(**definition.to_sdk())
+            for name, definition in params.subagents.items()
+        }
+        or None,
+        output_format=(
+            {"type": "json_schema", "schema": dict(params.output_schema)}
+            if params.output_schema is not None
+            else None
+        ),
+        max_buffer_size=image_buffer_size(params),
         resume=params.resume_session_id,
         max_turns=params.max_turns,
         cwd=params.cwd,

@@ -24,9 +24,15 @@ from urllib.parse import urlsplit
 
 import attrs
 from claude_agent_sdk.types import EffortLevel, ThinkingConfig
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
 from .errors import InvalidParamsError
+from .images import ImageInput, check_images
 from .models import ThinkingDisplay, ThinkingMode, effective_thinking, resolve_model
+from .providers import check_provider
+from .subagents import SubagentDefinition, check_subagents
+from .tools import check_tool_names
 
 SkillOverride: TypeAlias = Literal["on", "name-only", "user-invocable-only", "off"]
 
@@ -373,8 +379,65 @@ def _check_argument(_inst: object, attribute: attrs.Attribute[Any], value: objec
 
 
 def _check_model(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    # Known or not is decided in __attrs_post_init__: with a provider or a base URL any id goes.
+    if value is not None and (not isinstance(value, str) or not value.strip() or "\0" in value):
+        raise InvalidParamsError(attribute.name, value, "a model id or alias, or None")
+
+
+def _check_optional_seconds(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    number = _finite_float(value)
+    if number is None or not 0 < number <= 30 * 86_400:
+        raise InvalidParamsError(attribute.name, value, "seconds > 0 (at most 30 days), or None")
+
+
+def _check_budget(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    number = _finite_float(value)
+    if number is None or not 0 < number <= 1_000_000:
+        raise InvalidParamsError(attribute.name, value, "US dollars > 0, or None")
+
+
+def _check_provider(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_provider(value)
+
+
+def _check_fallback_model(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    _check_model(_inst, attribute, value)
+
+
+def _check_images(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_images(value, attribute.name)
+
+
+def _check_subagents(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_subagents(value)
+
+
+def _check_schema(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, Mapping) or not value:
+        raise InvalidParamsError(attribute.name, value, "a JSON Schema (a non-empty mapping)")
+    try:
+        Draft202012Validator.check_schema(dict(value))
+    except SchemaError as exc:
+        raise InvalidParamsError(attribute.name, exc.message, "a valid JSON Schema") from None
+    if value.get("type", "object") != "object":
+        raise InvalidParamsError(
+            f"{attribute.name}.type", value.get("type"), "'object' (the result is an object)"
+        )
+
+
+def _check_tool_list(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None:
-        resolve_model(value)  # type: ignore[arg-type]  # raises UnknownModelError
+        check_tool_names(attribute.name, value)
+
+
+def _tool_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _check_session_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -479,15 +542,90 @@ class ExecuteParams:
     )
     """Seconds a user-input request (AskUserQuestion, MCP elicitation) waits for an answer."""
 
+    images: tuple[ImageInput, ...] = attrs.field(
+        default=(), converter=_tool_tuple, validator=_check_images
+    )
+    """Images sent with the prompt (``ImageInput.from_path`` / ``from_bytes``)."""
+
+    run_timeout: float | None = attrs.field(default=None, validator=_check_optional_seconds)
+    """Seconds the whole execution may take; then it is stopped, with one ``aborted`` event
+    whose reason says ``run_timeout`` (and the usage so far)."""
+
+    idle_timeout: float | None = attrs.field(default=None, validator=_check_optional_seconds)
+    """Seconds without any event from the CLI after which the execution is stopped (every
+    event resets it), with one ``aborted`` event whose reason says ``idle_timeout``."""
+
+    max_budget_usd: float | None = attrs.field(default=None, validator=_check_budget)
+    """The CLI stops once the execution's cost reaches this; the result says so
+    (``subtype="error_max_budget_usd"``)."""
+
+    provider: str | None = attrs.field(default=None, validator=_check_provider)
+    """A provider preset (``protocol/providers.py``): ``ollama``, ``openrouter``, ``minimax``;
+    ``None`` or ``anthropic``: the Anthropic API."""
+
+    fallback_model: str | None = attrs.field(default=None, validator=_check_fallback_model)
+    """The model the CLI switches to when the main one is overloaded."""
+
+    subagents: Mapping[str, SubagentDefinition] = attrs.field(
+        factory=dict, converter=_freeze_mapping, validator=_check_subagents
+    )
+    """Subagents offered to the model (``protocol/subagents.py``)."""
+
+    output_schema: Mapping[str, Any] | None = attrs.field(
+        default=None, converter=_optional_mapping, validator=_check_schema
+    )
+    """A JSON Schema (an object) the final answer must follow; the result then carries it as
+    ``structured_output``, checked against the schema."""
+
+    allowed_tools: tuple[str, ...] = attrs.field(
+        default=(), converter=_tool_tuple, validator=_check_tool_list
+    )
+    """Tools (and rules: ``Bash(git status:*)``) allowed without asking."""
+
+    disallowed_tools: tuple[str, ...] = attrs.field(
+        default=(), converter=_tool_tuple, validator=_check_tool_list
+    )
+    """Tools the model may not use (added to plan mode's and the scheduling tools' denials)."""
+
+    tools: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_tool_tuple, validator=_check_tool_list
+    )
+    """The built-in tools offered at all (``None``: the CLI's whole set)."""
+
     def __attrs_post_init__(self) -> None:
+        # With a provider or a base URL the model id is the server's business (any id goes);
+        # otherwise an unknown alias is refused now, naming the known ones.
+        if not self.custom_server:
+            for name in ("model", "fallback_model"):
+                value = getattr(self, name)
+                if value is not None:
+                    resolve_model(value)  # raises UnknownModelError
         # Cross-field rules of the thinking keys depend on the model: check them now, not when
         # the options are built (which may be long after the caller's mistake).
         self.effective_thinking()
 
     @property
+    def custom_server(self) -> bool:
+        """The CLI talks to a server other than Anthropic's (a provider, a base URL)."""
+        config = self.architecture_config
+        return (
+            (self.provider is not None and self.provider != "anthropic")
+            or config.ollama_base_url is not None
+            or "ANTHROPIC_BASE_URL" in config.custom_env
+        )
+
+    @property
     def resolved_model(self) -> str | None:
         """The model id the CLI gets (``None``: the CLI's default)."""
-        return None if self.model is None else resolve_model(self.model)
+        if self.model is None:
+            return None
+        return self.model if self.custom_server else resolve_model(self.model)
+
+    @property
+    def resolved_fallback_model(self) -> str | None:
+        if self.fallback_model is None:
+            return None
+        return self.fallback_model if self.custom_server else resolve_model(self.fallback_model)
 
     def effective_thinking(self) -> ThinkingConfig | None:
         """The SDK thinking config for this execution (see ``models.effective_thinking``)."""

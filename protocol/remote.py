@@ -45,6 +45,7 @@ from .checks import positive_int, seconds
 from .errors import InvalidParamsError
 from .events import Error, Event
 from .params import ExecuteParams
+from .tools import READONLY_BUILTINS
 
 RemoteTools: TypeAlias = Literal["read-only", "all"]
 
@@ -109,7 +110,20 @@ def remote_params(params: ExecuteParams, policy: RemotePolicy, cwd: str | None) 
         config = params.architecture_config
         if config.claude_disable_skill_shell_execution is not True:
             config = attrs.evolve(config, claude_disable_skill_shell_execution=True)
-        params = attrs.evolve(params, plan_mode=True, architecture_config=config)
+        # Subagents get the read-only tools too, whatever their definition asks for.
+        subagents = {
+            name: attrs.evolve(
+                definition,
+                tools=tuple(
+                    tool for tool in definition.tools or READONLY_BUILTINS
+                    if tool in READONLY_BUILTINS
+                ),
+            )
+            for name, definition in params.subagents.items()
+        }
+        params = attrs.evolve(
+            params, plan_mode=True, architecture_config=config, subagents=subagents
+        )
     if cwd is not None or params.cwd is not None:
         params = attrs.evolve(params, cwd=cwd)
     return params

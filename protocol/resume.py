@@ -13,6 +13,10 @@ Rules (as the TypeScript library's session-resume rules):
    model ``enabled`` with any budget is ``adaptive``, and the display default applies).
 3. The check cannot see the CLI's state: it compares two ``ExecuteParams``; the caller keeps the
    ones the session was created with.
+4. The provider is immutable too: another server serves other models, and the stored
+   thinking blocks are signed by the one that wrote them. So are the subagents' and the output
+   schema's presence and shape only in so far as the CLI stores them with the transcript: they
+   are not (they travel with each start), so they may change.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ RESUME_IMMUTABLE: frozenset[str] = frozenset(
         "claude_thinking_budget",
         "claude_effort",
         "claude_thinking_display",
+        "provider",
     }
 )
 """Settings a resumed session must keep (model by its resolved id, the rest as the ``claude_*``
@@ -55,7 +60,10 @@ _CONSTRAINTS = ResumeConstraints(
         "API requires back unchanged; a different model or thinking setup fails with HTTP 400 "
         "'thinking blocks ... cannot be modified'"
     ),
-    remedy="to change the model or thinking settings, start a new session instead of resuming",
+    remedy=(
+        "to change the model, the provider or the thinking settings, start a new session "
+        "instead of resuming"
+    ),
     requirements=(
         "resume_session_id is the session_id of an earlier result of this library",
         "the same cwd as the session was created with",
@@ -119,4 +127,8 @@ def find_resume_violations(previous: ExecuteParams, next: ExecuteParams) -> list
     new_effort = next.architecture_config.claude_effort
     if old_effort != new_effort:
         violations.append(ResumeViolation(field="claude_effort", old=old_effort, new=new_effort))
+    old_provider = previous.provider or "anthropic"
+    new_provider = next.provider or "anthropic"
+    if old_provider != new_provider:
+        violations.append(ResumeViolation(field="provider", old=old_provider, new=new_provider))
     return violations

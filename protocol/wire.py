@@ -63,6 +63,7 @@ Rules:
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from collections.abc import Mapping
@@ -73,7 +74,9 @@ import attrs
 from .codec import attrs_from_json, dumps, event_from_json, event_to_json, json_type, to_json_safe
 from .errors import InvalidParamsError, RemoteProtocolError
 from .events import Event
+from .images import MAX_IMAGE_BYTES, ImageInput
 from .params import ArchitectureConfig, ExecuteParams
+from .subagents import subagent_from_mapping
 from .usage import Usage
 
 WireErrorCode = Literal[
@@ -91,6 +94,9 @@ WireErrorCode = Literal[
     "internal",  # (gateway) a bug of ours
 ]
 
+MAX_IMAGE_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4
+"""The longest base64 text of one image (``images.MAX_IMAGE_BYTES`` once decoded)."""
+
 PARAMS_FIELDS: tuple[str, ...] = (
     "prompt",
     "model",
@@ -102,8 +108,22 @@ PARAMS_FIELDS: tuple[str, ...] = (
     "streaming_input",
     "architecture_config",
     "user_input_timeout",
+    "images",
+    "run_timeout",
+    "idle_timeout",
+    "max_budget_usd",
+    "provider",
+    "fallback_model",
+    "subagents",
+    "output_schema",
+    "allowed_tools",
+    "disallowed_tools",
+    "tools",
 )
-"""The ``ExecuteParams`` fields an ``open`` op may carry (``mcp_servers`` never: rule 3)."""
+"""The ``ExecuteParams`` fields an ``open`` op may carry (``mcp_servers`` never: rule 3).
+``images`` travel as ``[{"data": "<base64>"}]`` (the type is read from the bytes), ``subagents``
+as ``{name: {"description", "prompt", ...}}``; ``provider`` counts as environment (it sends a
+credential of the server's environment to another server): refused unless ``allow_env``."""
 
 PROTOCOL_VERSION = 1
 """The version of this protocol a server announces in its ``hello`` frame."""
@@ -626,6 +646,13 @@ def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> Ex
             "invalid_field", f"params: expected a JSON object, got {json_type(obj)}", op_id
         )
     for key in obj:
+        if key == "provider" and not allow_env and obj[key] not in (None, "anthropic"):
+            raise WireError(
+                "forbidden_field",
+                "params.provider cannot be set by a remote client (it is environment, and the "
+                "gateway does not allow it)",
+                op_id,
+            )
         if key == "mcp_servers" or (key == "cwd" and not allow_cwd):
             raise WireError(
                 "forbidden_field",
@@ -649,9 +676,44 @@ def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> Ex
             kwargs["architecture_config"], allow_env, op_id
         )
     try:
+        if "images" in kwargs:
+            kwargs["images"] = _images(kwargs["images"], op_id)
+        if "subagents" in kwargs:
+            raw = kwargs["subagents"]
+            if not isinstance(raw, dict):
+                raise WireError("invalid_field", "params.subagents: expected an object", op_id)
+            kwargs["subagents"] = {
+                name: subagent_from_mapping(name, value) for name, value in raw.items()
+            }
         return ExecuteParams(**kwargs)
     except InvalidParamsError as exc:
         raise WireError("invalid_params", f"params.{exc.field}: {exc}", op_id) from None
+
+
+def _images(raw: Any, op_id: str | None) -> list[ImageInput]:
+    """``[{"data": "<base64>"}]`` -> images (type read from the bytes, size checked)."""
+    if not isinstance(raw, list):
+        raise WireError("invalid_field", "params.images: expected a list", op_id)
+    images = []
+    for i, item in enumerate(raw):
+        data = item.get("data") if isinstance(item, dict) else None
+        if not isinstance(data, str) or len(data) > MAX_IMAGE_BASE64:
+            raise WireError(
+                "invalid_field",
+                f"params.images[{i}]: expected {{\"data\": base64 of at most "
+                f"{MAX_IMAGE_BYTES} bytes}}",
+                op_id,
+            )
+        try:
+            decoded = base64.b64decode(data, validate=True)
+        except ValueError:
+            where = f"params.images[{i}].data"
+            raise WireError("invalid_field", f"{where}: not base64", op_id) from None
+        try:
+            images.append(ImageInput.from_bytes(decoded))
+        except InvalidParamsError as exc:
+            raise WireError("invalid_params", f"params.images[{i}]: {exc.allowed}", op_id) from None
+    return images
 
 
 def _architecture_config(obj: Any, allow_env: bool, op_id: str | None) -> ArchitectureConfig:
@@ -690,6 +752,23 @@ def params_to_json(params: ExecuteParams) -> dict[str, Any]:
             mapping = value.to_mapping()
             if mapping:
                 out[field.name] = mapping
+        elif field.name == "images":
+            if value:
+                out[field.name] = [
+                    {"data": base64.b64encode(image.data).decode("ascii")} for image in value
+                ]
+        elif field.name == "subagents":
+            if value:
+                out[field.name] = {
+                    name: {k: v for k, v in attrs.asdict(d).items() if v not in (None, False)}
+                    for name, d in value.items()
+                }
+        elif field.name == "output_schema":
+            if value is not None:
+                out[field.name] = dict(value)
+        elif field.name in ("allowed_tools", "disallowed_tools", "tools"):
+            if value:
+                out[field.name] = list(value)
         elif value != field.default:  # the other wire fields have plain (non-factory) defaults
             out[field.name] = value
     return out

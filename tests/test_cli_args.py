@@ -109,6 +109,13 @@ def test_params_kwargs_and_execute_params(tmp_path: Path) -> None:
         "plan_mode": True,
         "cwd": str(tmp_path),
         "resume_session_id": "abc",
+        "run_timeout": None,
+        "idle_timeout": None,
+        "max_budget_usd": None,
+        "provider": None,
+        "fallback_model": None,
+        "allowed_tools": [],
+        "disallowed_tools": [],
         "architecture_config": {
             "claude_thinking": "enabled",
             "claude_thinking_budget": 1024,
@@ -336,3 +343,55 @@ async def test_read_stdin_line_reads_lines_then_none_at_eof(
     assert await cli.read_stdin_line("Color? ") == "blue"
     assert await cli.read_stdin_line("Again? ") is None
     assert capsys.readouterr().out == "Color? Again? "
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
+
+
+def test_the_session_surface_options_reach_the_params(tmp_path: Path) -> None:
+    image = tmp_path / "shot.png"
+    image.write_bytes(PNG)
+    agents = tmp_path / "agents.json"
+    agents.write_text('{"reviewer": {"description": "Reviews", "prompt": "Review.", '
+                      '"tools": ["Read"], "maxTurns": 2}}')  # fmt: skip
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "object", "properties": {"ok": {"type": "boolean"}}}')
+    args = cli.parse_args(
+        ["run", "hi", "--image", str(image), "--image", str(image), "--timeout", "90",
+         "--idle-timeout", "30", "--max-budget", "0.5", "--provider", "ollama",
+         "--model", "qwen3-coder", "--fallback-model", "sonnet", "--agents", str(agents),
+         "--output-schema", str(schema), "--allowed-tools", "Read,Bash(git status:*)",
+         "--disallowed-tools", "WebFetch"]
+    )  # fmt: skip
+    params = cli.build_execute_params(args)
+    assert [i.media_type for i in params.images] == ["image/png", "image/png"]
+    assert (params.run_timeout, params.idle_timeout, params.max_budget_usd) == (90, 30, 0.5)
+    assert (params.provider, params.resolved_model, params.fallback_model) == (
+        "ollama",
+        "qwen3-coder",
+        "sonnet",
+    )
+    assert params.subagents["reviewer"].tools == ("Read",)
+    assert params.subagents["reviewer"].max_turns == 2
+    assert params.output_schema == {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    assert params.allowed_tools == ("Read", "Bash(git status:*)")
+    assert params.disallowed_tools == ("WebFetch",)
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--image", "/nonexistent.png"], "a readable image file"),
+        (["--agents", "/nonexistent.json"], r"--agents.*a readable file"),
+        (["--output-schema", "{schema}"], r"output_schema\.type"),
+        (["--allowed-tools", "Bsh"], r"allowed_tools\[0\]"),
+    ],
+)
+def test_bad_session_surface_options_name_the_problem(
+    tmp_path: Path, argv: list[str], match: str
+) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "array"}')
+    args = cli.parse_args(["run", "hi", *(a.format(schema=schema) for a in argv)])
+    with pytest.raises(InvalidParamsError, match=match):
+        cli.build_execute_params(args)

@@ -612,8 +612,17 @@ class ModelDouble:
 
     @property
     def message_requests(self) -> list[ModelRequest]:
-        """The recorded ``/v1/messages`` requests (not count_tokens, not unknown paths)."""
-        return [r for r in self.requests if r.route == "/v1/messages"]
+        """The recorded ``/v1/messages`` requests of the conversation: not count_tokens, not
+        unknown paths, and not the CLI's side requests for tool-use summary labels (those are
+        :attr:`summary_requests`: they come whenever the label is asked for, out of turn)."""
+        return [
+            r for r in self.requests if r.route == "/v1/messages" and not r.is_tool_use_summary
+        ]
+
+    @property
+    def summary_requests(self) -> list[ModelRequest]:
+        """The CLI's side requests for tool-use summary labels."""
+        return [r for r in self.requests if r.route == "/v1/messages" and r.is_tool_use_summary]
 
     def check(self) -> None:
         """Raise :class:`ModelDoubleRunaway` if the CLI ran past the script."""

@@ -148,7 +148,7 @@ async def test_resubscribing_after_last_seq_replays_exactly_the_rest(
         await trio.sleep(1)  # the deltas are out, the script sleeps
         seen = drain_nowait(first)
         first.close()
-        assert len(seen) == 11  # turn_started + 10 deltas
+        assert len(seen) == 12  # adapter_ready, turn_started + 10 deltas
         last_seq = seen[-1].seq
         await trio.sleep(1)
         rest = subscribe(fs, last_seq)  # reconnect while the session runs
@@ -209,14 +209,15 @@ async def test_a_slow_subscriber_is_coalesced_then_dropped_while_another_gets_ev
 
             nursery.start_soon(read_fast)
             await trio.sleep(1)  # all deltas are out; the script sleeps before its tools
-            # Full at 4 (turn_started + 3 deltas), then every further delta merged into the last.
+            # Full at 4 (adapter_ready, turn_started + 2 deltas), then every further delta
+            # merged into the last.
             assert slow.dropped_reason is None
-            assert slow.coalesced == 7
+            assert slow.coalesced == 8
             head = drain_nowait(peeked)
-            assert [e.kind for e in head] == ["turn_started", *["text_delta"] * 3]
+            assert [e.kind for e in head] == ["adapter_ready", "turn_started", *["text_delta"] * 2]
             merged = head[-1]
             assert isinstance(merged, TextDelta)
-            assert merged.text == "cdefghij"
+            assert merged.text == "bcdefghij"
             deltas = [e for e in fast_events if isinstance(e, TextDelta)]
             assert [d.text for d in deltas] == list("abcdefghij")
             assert merged.seq == deltas[-1].seq  # the merged delta carries the last seq
@@ -350,7 +351,9 @@ async def test_leaving_the_fleet_ends_every_session_and_leaks_no_cli(
         assert events[-1] == Aborted(
             reason="the fleet was closed", turn=events[-1].turn, seq=events[-1].seq
         )
-    assert [len(await drain(subscribe(fs))) for fs in sessions] == [3, 3, 1]
+    # adapter_ready, turn_started, aborted for the two that ran; aborted alone for the one
+    # that waited for a slot.
+    assert [len(await drain(subscribe(fs))) for fs in sessions] == [4, 4, 1]
     assert len(fake.transports) == 2
     assert_no_leak(fake)
     with pytest.raises(LocalProtocolError, match="the fleet is closed"):
@@ -438,7 +441,8 @@ async def test_a_push_reaches_the_running_session_and_its_subscribers(
             events: list[Event] = []
             async for event in sub:
                 events.append(event)
-                if isinstance(event, TextDelta) and event.turn == 1 and event.seq == 2:
+                first_delta = isinstance(event, TextDelta) and event.turn == 1
+                if first_delta and not [e for e in events[:-1] if isinstance(e, TextDelta)]:
                     outcome = await fs.push("one more thing")
                     assert isinstance(outcome, Accepted)
     check_stream(events)
@@ -494,14 +498,14 @@ async def test_a_stalled_subscriber_merges_in_linear_time_and_is_dropped_at_its_
     async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
         fs = await fleet.start(PARAMS)
         reader = subscribe(fs)
-        stalled = subscribe(fs, max_queue=4)  # merges: holds 4 items, the last a long run
+        stalled = subscribe(fs, max_queue=5)  # merges: holds 5 items, one a long run
         bounded = fs.subscribe(None, max_queue=4, max_bytes=200_000)
         assert isinstance(bounded, Subscription)
         events = await drain(reader)
         assert joins == []  # about 10,000 merges and no text copied yet
         assert stalled.coalesced > 9_000
         assert stalled.dropped_reason is None
-        assert stalled.queued == 4  # turn_started, one run, the message, the result
+        assert stalled.queued == 5  # adapter_ready, turn_started, a run, the message, the result
         caught_up = await drain(stalled)
         assert len(joins) == 1  # joined once, when taken
         # The one with a byte bound was dropped as soon as its run passed it.
@@ -510,9 +514,9 @@ async def test_a_stalled_subscriber_merges_in_linear_time_and_is_dropped_at_its_
         assert bounded.queued_bytes == 0
     text = "abcd" * 2500
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == text
-    assert [e.kind for e in caught_up] == ["turn_started", "text_delta", "assistant_message",
-                                           "result"]  # fmt: skip
-    assert caught_up[1].text == text  # type: ignore[union-attr]
+    assert [e.kind for e in caught_up] == ["adapter_ready", "turn_started", "text_delta",
+                                           "assistant_message", "result"]  # fmt: skip
+    assert caught_up[2].text == text  # type: ignore[union-attr]
 
 
 async def test_a_lagging_subscriber_gets_one_merged_delta_joined_once(
@@ -536,12 +540,12 @@ async def test_a_lagging_subscriber_gets_one_merged_delta_joined_once(
     fake = FakeCLI(script)
     async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
         fs = await fleet.start(PARAMS)
-        lagging = subscribe(fs, max_queue=3)
+        lagging = subscribe(fs, max_queue=4)
         await trio.testing.wait_all_tasks_blocked()
         got = drain_nowait(lagging)
         release.set()
         got += await drain(lagging)
-    assert joins == [1999]  # turn_started, 'a', then one run of the rest, joined once
+    assert joins == [1999]  # adapter_ready, turn_started, 'a', one run of the rest, joined once
     deltas = [e for e in got if isinstance(e, TextDelta)]
     assert "".join(d.text for d in deltas) == "abcd" * 500
     assert len(deltas) == 2

@@ -352,3 +352,43 @@ async def test_a_cli_silent_in_a_long_tool_but_answering_is_left_alone(
     assert trio.current_time() == 4.5 * CONFIG.stall_timeout
     probes = [r for r in fake.transport.control_requests if r["request"]["subtype"] == "mcp_status"]
     assert len(probes) == 4  # one per stall_timeout of silence
+
+
+# -- run_timeout and idle_timeout ---------------------------------------------------------------
+
+
+async def test_run_timeout_stops_the_execution_when_it_says(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    effects: list[float] = []
+    fake = FakeCLI(tool_script(effects, seconds=100))
+    params = ExecuteParams(prompt="hello", run_timeout=5.0)
+    async with fake_session(fake, params=params) as session:
+        events = await collect(session)
+    assert trio.current_time() == 5.0
+    await trio.sleep(200)
+    assert effects == []
+    aborted = the_aborted(events)
+    assert aborted.reason == "run_timeout: the execution ran for 5 s"
+    assert aborted.usage is not None  # the usage so far: the CLI's own interrupted result
+    assert_no_leak(fake)
+
+
+async def test_idle_timeout_counts_from_the_cli_s_last_frame(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def chatty_then_silent(cli: FakeTurn) -> None:
+        for _ in range(4):  # a frame every 2 s: under the idle limit every time
+            await cli.text("still here ", delay=2.0)
+        await cli.sleep(100)  # then nothing
+
+    fake = FakeCLI(chatty_then_silent)
+    params = ExecuteParams(prompt="hello", idle_timeout=3.0)
+    async with fake_session(fake, params=params) as session:
+        events = await collect(session)
+    last_frame = 8.0  # the fourth delta
+    assert trio.current_time() == last_frame + 3.0
+    aborted = the_aborted(events)
+    assert aborted.reason == "idle_timeout: no event from the CLI for 3 s"
+    assert len([e for e in events if isinstance(e, TextDelta)]) == 4
+    assert_no_leak(fake)

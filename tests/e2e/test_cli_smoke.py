@@ -207,7 +207,7 @@ async def test_bash_round_trip_reaches_the_double_and_emits_a_raw_tool_use_summa
     assert [r.tool_result_text("toolu_bash_1") for r in follow_up if not r.is_tool_use_summary] == [
         "hi"
     ]
-    assert any(r.is_tool_use_summary for r in model_double.message_requests)
+    assert model_double.summary_requests  # the side request for the label
     final = [m for m in messages if isinstance(m, AssistantMessage)][-1]
     assert final.content == [TextBlock(text="the tool said hi")]
     result = messages[-1]

@@ -4,6 +4,7 @@ and no ``claude`` child left (``run_session`` checks that)."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,13 @@ async def test_api_error_ends_the_execution_with_an_error_result_carrying_the_st
 
     events = await run_session(params(tmp_path, "fail please"), hermetic)
 
-    assert kinds(events) == ["turn_started", "assistant_message", "error", "result"], dump(events)
+    assert kinds(events) == [
+        "adapter_ready",
+        "turn_started",
+        "assistant_message",
+        "error",
+        "result",
+    ], dump(events)
     [message] = of_type(events, AssistantMessage)
     assert message.message.error == error
     assert message.message.model == "<synthetic>"
@@ -146,7 +153,13 @@ async def test_529_then_success_with_one_retry_reports_a_retry_event_then_the_re
 
     events = await run_session(params(tmp_path, "retry please"), env)
 
-    assert kinds(events) == ["turn_started", "retry", "assistant_message", "result"], dump(events)
+    assert kinds(events) == [
+        "adapter_ready",
+        "turn_started",
+        "retry",
+        "assistant_message",
+        "result",
+    ], dump(events)
     [retry] = of_type(events, Retry)
     assert (retry.error_status, retry.attempt, retry.max_retries, retry.turn) == (529, 1, 1, 1)
     assert retry.delay_ms is not None
@@ -231,5 +244,6 @@ async def test_missing_cli_binary_is_one_cli_not_found_error_naming_the_path(
     assert "/nonexistent/claude" in error.message
     assert "reinstall claude-agent-sdk" in error.message
     assert "cli_path" in error.message
+    assert (error.phase, error.errno, error.path) == ("init", errno.ENOENT, "/nonexistent/claude")
     assert model_double.requests == []
     assert_no_child_processes()

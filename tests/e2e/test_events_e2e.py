@@ -166,6 +166,7 @@ async def test_thinking_and_text_deltas_messages_and_per_turn_usage_over_two_tur
     [pushed] = of_type(events, UserMessage)
     assert (pushed.text, pushed.uuid, pushed.turn) == ("and once more", receipt.uuid, 1)
     assert kinds(events) == [
+        "adapter_ready",
         "turn_started",
         "user_message",
         "assistant_message",
@@ -235,6 +236,7 @@ async def test_bash_success_and_failure_map_to_tool_events_with_is_error(
     # Per round trip: tool_use, the assistant message, the user message with the result, then
     # the tool_result event; one result for the whole turn.
     assert kinds(events) == [
+        "adapter_ready",
         "turn_started",
         "tool_use",
         "assistant_message",
@@ -297,6 +299,7 @@ async def test_todo_write_becomes_todo_list_updated_and_the_results_snapshot(
     assert of_type(events, ToolUse) == [], dump(events)
     assert of_type(events, ToolResult) == [], dump(events)
     assert kinds(events) == [
+        "adapter_ready",
         "turn_started",
         "todo_list_updated",
         "assistant_message",
@@ -349,7 +352,7 @@ async def test_task_create_and_update_become_todo_list_updated_and_the_results_s
         Reply.tool_use("TaskUpdate", {"taskId": "1", "status": "in_progress"}, id="toolu_update"),
         Reply.text("on it"),
     )
-    env = {**hermetic, "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}
+    env = hermetic  # the todo tools are on by default
 
     events = await run_session(params(tmp_path, "track a task"), env)
 
@@ -579,6 +582,7 @@ async def test_compact_push_after_history_emits_flush(
     assert flush.pre_tokens is not None
     assert flush.pre_tokens > 0
     assert kinds(events) == [
+        "adapter_ready",
         "turn_started",
         "user_message",
         "assistant_message",

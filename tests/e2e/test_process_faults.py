@@ -3,6 +3,7 @@ nothing is left behind. The stand-in CLIs are tiny Python scripts given as ``cli
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -90,6 +91,8 @@ async def test_a_cli_path_that_is_not_executable_says_which_path_and_what_to_do(
     assert error.code == "cli_not_found"
     assert str(cli) in error.message
     assert f"chmod +x {cli}" in error.message
+    assert (error.phase, error.path) == ("init", str(cli))
+    assert error.errno == errno.EACCES  # not executable (mode 644)
 
 
 async def test_file_descriptors_return_to_their_baseline_after_sessions(

@@ -53,7 +53,12 @@ async def test_resume_sends_the_earlier_history_and_reports_only_the_new_calls_u
 
     second_events = await run_session(second_params, hermetic)
 
-    assert kinds(second_events) == ["turn_started", "assistant_message", "result"], dump(
+    assert kinds(second_events) == [
+        "adapter_ready",
+        "turn_started",
+        "assistant_message",
+        "result",
+    ], dump(
         second_events
     )
     _, resumed_request = model_double.message_requests

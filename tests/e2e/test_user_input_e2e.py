@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import trio
+from helpers import of_type
 from helpers_proc import assert_no_cli_left, assert_one_final_terminal, kinds
 
 from claude_trio import AnswerAccepted, AnswerRejected, ExecuteParams, open_session
@@ -82,7 +83,7 @@ async def run_session(
 
 
 def only(events: list[Event], cls: type[Any]) -> Any:
-    [event] = [e for e in events if isinstance(e, cls)]
+    [event] = of_type(events, cls)  # (a tool-use summary's synthetic events left out)
     return event
 
 

@@ -23,6 +23,7 @@ from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import Error
 from claude_trio.protocol.options import MUTATING_BUILTINS, READONLY_BUILTINS
 from claude_trio.protocol.remote import GatewayLimits
+from claude_trio.protocol.tools import SCHEDULING_TOOLS
 from claude_trio.protocol.wire import ErrorFrame, EventFrame
 from claude_trio.testing import FakeCLI
 
@@ -63,7 +64,8 @@ async def test_the_operator_can_opt_in_to_every_tool() -> None:
         async with gateway(fake, remote_tools="all") as (_, port):
             await open_and_finish(port, {"prompt": "hi"})
     assert fake.transport.options.tools is None
-    assert fake.transport.options.disallowed_tools == []
+    # Every tool but those a headless CLI must never have (a wake-up it could not keep).
+    assert fake.transport.options.disallowed_tools == list(SCHEDULING_TOOLS)
 
 
 # -- the working directory ---------------------------------------------------------------------

@@ -70,3 +70,24 @@ def test_to_mapping_is_json_ready_and_complete() -> None:
     assert decoded["mid_turn_push"] is True
     assert decoded["mcp_server_types"] == ["http", "sdk", "sse", "stdio"]
     assert decoded["thinking_modes"] == ["adaptive", "enabled"]
+
+
+def test_the_session_surface_is_listed_as_it_is() -> None:
+    from claude_trio.protocol.images import sniff_media_type
+    from claude_trio.protocol.providers import PROVIDERS
+
+    caps = architecture_capabilities()
+    assert caps.adapter_ready
+    assert caps.structured_output
+    assert caps.max_budget_usd
+    assert caps.providers == frozenset(PROVIDERS) == {"ollama", "openrouter", "minimax"}
+    assert caps.timeouts == {"run_timeout", "idle_timeout"}
+    magic = {
+        "image/png": b"\x89PNG\r\n\x1a\n",
+        "image/jpeg": b"\xff\xd8\xff\xe0",
+        "image/gif": b"GIF89a",
+        "image/webp": b"RIFF\0\0\0\0WEBP",
+    }
+    assert caps.image_input == set(magic)
+    assert {sniff_media_type(data) for data in magic.values()} == caps.image_input
+    assert caps.to_mapping()["tool_lists"] == ["allowed_tools", "disallowed_tools", "tools"]

@@ -325,7 +325,8 @@ def test_bad_input_raises_remote_protocol_error_naming_the_problem(
 
 
 def test_unknown_kind_error_lists_the_known_kinds() -> None:
-    with pytest.raises(RemoteProtocolError, match="known kinds: aborted, assistant_message"):
+    known = "known kinds: aborted, adapter_ready, assistant_message"
+    with pytest.raises(RemoteProtocolError, match=known):
         event_from_json({"kind": "nope"})
 
 

@@ -20,6 +20,7 @@ def test_a_missing_cli_names_the_path_tried() -> None:
     error = describe_failure(CLINotFoundError("Claude Code not found"), cli_path="/opt/claude")
     assert error.code == "cli_not_found"
     assert "/opt/claude" in error.message
+    assert (error.errno, error.path) == (errno.ENOENT, "/opt/claude")
 
 
 def test_a_file_that_cannot_execute_names_the_errno_and_the_path() -> None:
@@ -28,6 +29,7 @@ def test_a_file_that_cannot_execute_names_the_errno_and_the_path() -> None:
     assert error.code == "cli_not_found"
     assert "[Errno 13] Permission denied" in error.message
     assert "chmod +x /tmp/claude" in error.message
+    assert (error.errno, error.path) == (errno.EACCES, "/tmp/claude")
 
 
 def test_a_nul_in_the_command_line_is_a_config_error_not_a_missing_cli() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import attrs
@@ -746,7 +747,18 @@ def test_stream_end_with_an_error_uses_it_as_the_fatal_terminal() -> None:
     feed(mapper, f.init())
     error = ev.Error(message="CLI exited with code 137", code="cli_exited", fatal=False)
     (terminal,) = mapper.stream_ended(error)
-    assert terminal == attrs.evolve(error, fatal=True, turn=1, seq=2)
+    assert terminal == attrs.evolve(error, fatal=True, turn=1, seq=2, phase="runtime")
+
+
+def test_an_error_before_the_first_turn_is_an_init_error() -> None:
+    mapper = Mapper()
+    mapper.start_execution()
+    (terminal,) = mapper.stream_ended(ev.Error(message="no CLI", code="cli_not_found"))
+    assert terminal.phase == "init"
+    stamped = mapper.stamp(ev.Error(message="late", code="transport", fatal=False))
+    assert stamped.phase == "init"
+    feed(mapper, f.init())
+    assert mapper.stamp(ev.Error(message="x", code="transport", fatal=False)).phase == "runtime"
 
 
 def test_stream_end_while_aborting_is_aborted_and_reports_the_error() -> None:
@@ -777,3 +789,34 @@ def test_subagent_and_task_messages_do_not_open_a_turn() -> None:
     assert kinds(out) == ["subagent_progress"]  # the subagent message is still buffered
     # At the end, the subagent's buffered message is flushed and no turn needs a terminal.
     assert kinds(mapper.stream_ended()) == ["assistant_message"]
+
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+def _with_output(output: Any) -> Any:
+    return dataclasses.replace(f.result(), structured_output=output)
+
+
+def test_structured_output_that_follows_the_schema_rides_on_the_result() -> None:
+    mapper = Mapper(output_schema=SCHEMA)
+    feed(mapper, f.init())
+    out = mapper.feed(_with_output({"n": 3}))
+    assert not of(out, ev.WarningEvent)
+    assert out[-1].structured_output == {"n": 3}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("output", "says"),
+    [({"n": "three"}, "at n: 'three' is not of type 'integer'"), (None, "no structured output")],
+)
+def test_structured_output_that_does_not_follow_it_is_reported_before_the_result(
+    output: Any, says: str
+) -> None:
+    mapper = Mapper(output_schema=SCHEMA)
+    feed(mapper, f.init())
+    out = mapper.feed(_with_output(output))
+    (warning,) = of(out, ev.WarningEvent)
+    assert warning.code == "structured_output_invalid"
+    assert says in warning.message
+    assert kinds(out)[-2:] == ["warning", "result"]

@@ -17,12 +17,14 @@ from claude_agent_sdk import ClaudeAgentOptions, PermissionResultAllow, ToolPerm
 from claude_trio.actors.sdk_private import SubprocessCLITransport
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import (
+    DEFAULT_ENV,
     MUTATING_BUILTINS,
     READONLY_BUILTINS,
     build_options,
     check_root_bypass,
 )
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.tools import SCHEDULING_TOOLS
 
 
 def params(**kwargs: Any) -> ExecuteParams:
@@ -189,24 +191,44 @@ def test_no_system_prompt_stays_none_which_the_sdk_sends_as_empty() -> None:
     assert flag_value(cli_argv(options), "--system-prompt") == ""
 
 
-def test_plan_mode_is_option_b_tool_visibility() -> None:
-    assert READONLY_BUILTINS == (
-        "Read",
-        "Grep",
-        "Glob",
-        "WebFetch",
-        "WebSearch",
-        "TodoWrite",
-        "AskUserQuestion",
+def test_plan_mode_offers_the_read_only_tools_and_denies_the_mutating_ones() -> None:
+    # Today's names: both todo families and ToolSearch are read-only too.
+    assert {"TodoWrite", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "ToolSearch"} <= set(
+        READONLY_BUILTINS
     )
-    assert MUTATING_BUILTINS == ("Bash", "Edit", "Write", "NotebookEdit", "Task")
+    assert {"Bash", "Edit", "Write", "NotebookEdit", "Task", "Agent"} <= set(MUTATING_BUILTINS)
+    assert not set(READONLY_BUILTINS) & set(MUTATING_BUILTINS)
     options = build_options(params(plan_mode=True))
     assert options.tools == list(READONLY_BUILTINS)
-    assert options.disallowed_tools == list(MUTATING_BUILTINS)
+    assert options.disallowed_tools == [*MUTATING_BUILTINS, *SCHEDULING_TOOLS]
     assert options.permission_mode == "bypassPermissions"
     argv = cli_argv(options)
     assert flag_value(argv, "--tools") == ",".join(READONLY_BUILTINS)
-    assert flag_value(argv, "--disallowedTools") == ",".join(MUTATING_BUILTINS)
+    assert flag_value(argv, "--disallowedTools") == ",".join(options.disallowed_tools)
+
+
+def test_plan_mode_narrows_the_tools_the_caller_names_to_read_only_ones() -> None:
+    options = build_options(params(plan_mode=True, tools=["Read", "Bash", "Grep"]))
+    assert options.tools == ["Read", "Grep"]
+
+
+def test_tool_lists_pass_through_and_scheduling_tools_are_always_denied() -> None:
+    options = build_options(
+        params(
+            tools=["Read", "Bash"],
+            allowed_tools=["Bash(git status:*)"],
+            disallowed_tools=["WebFetch", "CronList"],
+        )
+    )
+    assert options.tools == ["Read", "Bash"]
+    assert options.allowed_tools == ["Bash(git status:*)"]
+    assert options.disallowed_tools == [*SCHEDULING_TOOLS, "WebFetch"]
+
+
+@pytest.mark.parametrize("bad", ["Bsh", "", "Bash(", "mcp_", 7])
+def test_unknown_tool_names_are_refused_naming_the_field(bad: object) -> None:
+    with pytest.raises(InvalidParamsError, match=r"allowed_tools\[0\]"):
+        params(allowed_tools=[bad])
 
 
 def test_plan_mode_never_uses_permission_mode_plan() -> None:
@@ -225,7 +247,7 @@ def test_plan_mode_keeps_mcp_servers() -> None:
 def test_non_plan_mode_has_all_tools_and_bypass_permissions() -> None:
     options = build_options(params())
     assert options.tools is None
-    assert options.disallowed_tools == []
+    assert options.disallowed_tools == list(SCHEDULING_TOOLS)
     assert options.permission_mode == "bypassPermissions"
     argv = cli_argv(options)
     assert "--tools" not in argv
@@ -262,12 +284,12 @@ def test_env_is_custom_env_plus_extra_env() -> None:
     options = build_options(
         params(config={"custom_env": {"A": "1", "B": "custom"}}), extra_env={"B": "extra", "C": "3"}
     )
-    assert options.env == {"A": "1", "B": "extra", "C": "3"}
+    assert options.env == {**DEFAULT_ENV, "A": "1", "B": "extra", "C": "3"}
 
 
 def test_ollama_base_url_sets_anthropic_base_url() -> None:
     options = build_options(params(config={"ollama_baseUrl": "http://127.0.0.1:11434"}))
-    assert options.env == {"ANTHROPIC_BASE_URL": "http://127.0.0.1:11434"}
+    assert options.env == {**DEFAULT_ENV, "ANTHROPIC_BASE_URL": "http://127.0.0.1:11434"}
 
 
 def test_extra_env_has_the_last_word_over_ollama_base_url() -> None:
@@ -285,7 +307,7 @@ def test_build_options_does_not_share_mutable_state_with_params() -> None:
     options.mcp_servers["t"] = {"command": "y"}  # type: ignore[index]
     assert p.architecture_config.custom_env["A"] == "1"
     assert list(p.mcp_servers) == ["s"]
-    assert build_options(p).env == {"A": "1"}
+    assert build_options(p).env == {**DEFAULT_ENV, "A": "1"}
 
 
 def test_resume_session_id_becomes_resume() -> None:

@@ -141,3 +141,21 @@ def test_a_bucket_is_full_again_after_burst_over_rate_seconds() -> None:
         bucket.take(0.0)
     assert not bucket.full(0.4)
     assert bucket.full(0.5)
+
+
+def test_subagents_of_a_read_only_session_get_read_only_tools_too() -> None:
+    from claude_trio.protocol.subagents import SubagentDefinition
+
+    params = ExecuteParams(
+        prompt="hi",
+        subagents={
+            "doer": SubagentDefinition(description="d", prompt="p", tools=["Bash", "Read"]),
+            "anything": SubagentDefinition(description="d", prompt="p"),
+        },
+    )
+    safe = remote_params(params, RemotePolicy(), None)
+    assert safe.subagents["doer"].tools == ("Read",)
+    assert safe.subagents["anything"].tools == READONLY_BUILTINS
+    agents = build_options(safe).agents
+    assert agents is not None
+    assert agents["doer"].tools == ["Read"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
@@ -24,7 +25,7 @@ def params(model: str | None = None, **config: Any) -> ExecuteParams:
     )
 
 
-def test_resume_immutable_is_model_thinking_budget_effort_display() -> None:
+def test_resume_immutable_is_model_thinking_budget_effort_display_provider() -> None:
     assert (
         frozenset(
             {
@@ -33,6 +34,7 @@ def test_resume_immutable_is_model_thinking_budget_effort_display() -> None:
                 "claude_thinking_budget",
                 "claude_effort",
                 "claude_thinking_display",
+                "provider",
             }
         )
         == RESUME_IMMUTABLE
@@ -170,7 +172,7 @@ def test_every_violation_field_is_in_the_immutable_set_and_order_is_stable() -> 
         "claude_thinking_display",
         "claude_effort",
     ]
-    assert set(fields) == RESUME_IMMUTABLE
+    assert set(fields) == RESUME_IMMUTABLE - {"provider"}
 
 
 @pytest.mark.parametrize("field", ["model", "claude_effort"])
@@ -179,3 +181,12 @@ def test_violation_message_names_field_values_and_remedy(field: str) -> None:
     assert field in message
     assert "'a' -> 'b'" in message
     assert "new session" in message
+
+
+def test_the_provider_cannot_change_on_resume() -> None:
+    first = ExecuteParams(prompt="hi", provider="ollama", model="qwen3-coder")
+    again = attrs.evolve(first, prompt="more", provider="openrouter")
+    [violation] = find_resume_violations(first, again)
+    assert (violation.field, violation.old, violation.new) == ("provider", "ollama", "openrouter")
+    assert "provider" in get_session_resume_constraints().immutable
+    assert find_resume_violations(first, attrs.evolve(first, prompt="more")) == []

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from claude_trio.protocol.events import Question, Result, TextDelta, UserInputRequest
+from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.subagents import SubagentDefinition
 from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.wire import (
     AbortOp,
@@ -328,3 +330,46 @@ def test_malformed_frames_are_refused(text: str, code: str) -> None:
     with pytest.raises(WireError) as caught:
         decode_frame(text)
     assert caught.value.code == code
+
+
+def test_open_carries_the_session_surface_and_round_trips() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 8
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    params = ExecuteParams(
+        prompt="look",
+        images=[ImageInput.from_bytes(png)],
+        run_timeout=60,
+        idle_timeout=20,
+        max_budget_usd=0.25,
+        fallback_model="sonnet",
+        subagents={"reviewer": SubagentDefinition(description="d", prompt="p", tools=["Read"])},
+        output_schema=schema,
+        allowed_tools=["Read"],
+        disallowed_tools=["WebFetch"],
+    )
+    text = encode_op(OpenOp(id="1", params=params))
+    decoded = decode_op(text)
+    assert isinstance(decoded, OpenOp)
+    assert decoded.params == params
+
+
+def test_a_provider_is_environment_for_a_remote_client() -> None:
+    op = '{"op": "open", "id": "1", "params": {"prompt": "hi", "provider": "ollama"}}'
+    with pytest.raises(WireError, match=r"params\.provider cannot be set") as refused:
+        decode_op(op)
+    assert refused.value.code == "forbidden_field"
+    assert decode_op(op, allow_env=True).params.provider == "ollama"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("images", "match"),
+    [
+        ('"x"', r"params\.images: expected a list"),
+        ('[{"data": "!!!"}]', r"params\.images\[0\]\.data: not base64"),
+        ('[{"data": "JVBERi0x"}]', r"params\.images\[0\]: a PNG, JPEG, GIF or WebP"),
+        ("[7]", r"params\.images\[0\]: expected"),
+    ],
+)
+def test_bad_images_over_the_wire_name_the_field(images: str, match: str) -> None:
+    with pytest.raises(WireError, match=match):
+        decode_op(f'{{"op": "open", "id": "1", "params": {{"prompt": "hi", "images": {images}}}}}')

@@ -1,0 +1,91 @@
+"""What an execution reports before it starts: ``adapter_ready`` and the warnings before it
+(pure).
+
+Rules:
+
+1. ``adapter_ready`` is the first event of every execution whose CLI started: the resolved
+   configuration (the options the CLI got, not what was asked), every secret masked
+   (``redact.py``), with the SDK's and the CLI's versions.
+2. Before it, one ``warning`` per option that was converted or ignored
+   (:func:`config_warnings`, ``code="config_changed"``) and per version that was not verified
+   (``versions.py``, ``code="untested_version"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions
+
+from .events import AdapterReady
+from .models import is_adaptive_only
+from .params import ExecuteParams
+from .redact import redact_secrets
+from .tools import READONLY_BUILTINS
+
+
+def config_warnings(params: ExecuteParams) -> list[str]:
+    """Options that do not reach the CLI as asked (rule 2)."""
+    out: list[str] = []
+    config = params.architecture_config
+    model = params.resolved_model
+    if config.claude_thinking == "enabled" and is_adaptive_only(model):
+        budget = config.claude_thinking_budget
+        ignored = f"; claude_thinking_budget={budget} is ignored" if budget is not None else ""
+        out.append(
+            f"claude_thinking='enabled' becomes 'adaptive' on {model}, which takes no fixed "
+            f"thinking budget{ignored}"
+        )
+    if params.plan_mode and params.tools is not None:
+        dropped = [tool for tool in params.tools if tool not in READONLY_BUILTINS]
+        if dropped:
+            out.append(f"plan mode offers read-only tools only: {', '.join(dropped)} dropped")
+    if params.provider not in (None, "anthropic") and config.ollama_base_url is not None:
+        out.append(
+            f"ollama_baseUrl overrides the {params.provider} preset's server "
+            f"({config.ollama_base_url})"
+        )
+    return out
+
+
+def _thinking(options: ClaudeAgentOptions) -> Mapping[str, Any] | None:
+    thinking = options.thinking
+    return dict(thinking) if thinking is not None else None
+
+
+def adapter_ready(
+    params: ExecuteParams,
+    options: ClaudeAgentOptions,
+    *,
+    sdk_version: str | None,
+    cli_version: str | None,
+) -> AdapterReady:
+    """The ``adapter_ready`` event for an execution of ``params`` run with ``options``."""
+    env = redact_secrets(dict(options.env))
+    base_url = env.get("ANTHROPIC_BASE_URL") or None
+    return AdapterReady(
+        model=options.model,
+        fallback_model=options.fallback_model,
+        provider=params.provider or "anthropic",
+        base_url=base_url,
+        thinking=_thinking(options),
+        effort=options.effort,
+        permission_mode=options.permission_mode,
+        plan_mode=params.plan_mode,
+        tools=tuple(options.tools) if isinstance(options.tools, list) else None,
+        allowed_tools=tuple(options.allowed_tools),
+        disallowed_tools=tuple(options.disallowed_tools),
+        cwd=str(options.cwd) if options.cwd is not None else None,
+        max_turns=options.max_turns,
+        max_budget_usd=options.max_budget_usd,
+        run_timeout=params.run_timeout,
+        idle_timeout=params.idle_timeout,
+        subagents=tuple(options.agents or ()),
+        output_schema=options.output_format is not None,
+        images=len(params.images),
+        resume_session_id=options.resume,
+        env=env,
+        sdk_version=sdk_version,
+        cli_version=cli_version,
+    )
