@@ -41,6 +41,7 @@ from claude_trio.protocol.events import (
     UserMessage,
 )
 from claude_trio.protocol.lifecycle import Accepted
+from claude_trio.protocol.remote import RemotePolicy, remote_params
 from claude_trio.testing import FakeCLI, FakeTurn
 
 PATIENT = ClientConfig(reconnect_attempts=1000, backoff_base=0.01, backoff_max=0.02)
@@ -70,9 +71,11 @@ def comparable(events: list[Event]) -> list[dict[str, Any]]:
 
 
 async def local_run(script: Callable[[FakeTurn], Any], prompt: str) -> list[Event]:
-    """The same script through a local fleet: what a remote client must see too."""
+    """The same script through a local fleet, with the params the gateway runs a remote
+    session with (its default policy): what a remote client must see too."""
+    params = remote_params(ExecuteParams(prompt=prompt), RemotePolicy(), None)
     async with open_fleet(transport_factory=FakeCLI(script)) as fleet:
-        fs = await fleet.start(ExecuteParams(prompt=prompt))
+        fs = await fleet.start(params)
         sub = fs.subscribe(None, max_queue=10**6)
         assert not isinstance(sub, type(None))
         with sub:  # type: ignore[union-attr]
