@@ -225,7 +225,8 @@ async def test_continue_runs_the_next_execution_and_its_events_follow_on_the_con
     assert text_of(third) == "you said: three"
     seqs = [e.seq for e in first + second + third]
     assert seqs == list(range(1, len(seqs) + 1))
-    assert isinstance(second[0], TurnStarted)
+    assert second[0].kind == "adapter_ready"  # a new execution, with its own CLI
+    assert [e.turn for e in second if isinstance(e, TurnStarted)] == [1]
     assert [t.options.resume for t in fake.transports] == [
         None,
         fake.transports[0].session_id,
