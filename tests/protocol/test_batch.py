@@ -189,3 +189,13 @@ def test_reading_results_skips_a_cut_line_and_the_last_line_of_a_key_counts() ->
     assert so_far.lines == 4
     assert read_results(b"").done == frozenset()
     assert read_results(b'{"key": "x", "ok": true}').whole_bytes == 0  # no whole line yet
+
+
+def test_an_item_asking_for_structured_output_gets_it_on_its_result_line() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    (item,) = parse_items([json.dumps({"prompt": "count", "output_schema": schema})])
+    assert item.params.output_schema == schema
+    attempt = Attempt()
+    attempt.feed(result(structured_output={"n": 3}))
+    line = BatchResult.of("k", attempt, attempts=1, cost_usd=0.25).to_json()
+    assert line["structured_output"] == {"n": 3}
