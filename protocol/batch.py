@@ -221,7 +221,7 @@ class BatchResult:
             key=key,
             ok=attempt.ok,
             text=final.text if isinstance(final, Result) else None,
-            structured_output=getattr(final, "structured_output", None),
+            structured_output=final.structured_output if isinstance(final, Result) else None,
             usage=attempt.usage,
             cost_usd=cost_usd,
             error=attempt.error,
