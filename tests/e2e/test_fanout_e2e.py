@@ -228,3 +228,25 @@ async def test_principals_cannot_see_each_others_sessions_and_continue_resumes(
     assert second[0].seq == first[-1].seq + 1
     assert (info.executions, info.state, info.first_seq) == (2, "ended", second[0].seq)
     assert info.usage.cost_usd > 0
+
+
+async def test_run_remote_runs_one_prompt_on_the_server(tmp_path: Path) -> None:
+    async with serve(tmp_path) as server:
+        with trio.fail_after(120):
+            done = await trio.run_process(
+                [*COMMAND, "run", "hello from afar", "--remote", server.url, "--json"],
+                env=command_env({"CLAUDE_TRIO_TOKEN": BOB}),
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        async with connect_gateway(server.url, token=BOB, config=CLIENT) as bob:
+            (info,) = await bob.list()
+    assert done.returncode == 0, done.stderr.decode()
+    events = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert events[-1]["kind"] == "result"
+    assert events[-1]["final"] is True
+    text = "".join(e["text"] for e in events if e["kind"] == "text_delta")
+    assert text.endswith("You said: hello from afar")
+    assert (info.owner, info.state) == ("bob", "ended")
