@@ -213,6 +213,10 @@ def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
             raise InvalidParamsError("command", other, "'run' or 'demo'")
 
 
+REMOTE_ABORT_GRACE = 10.0
+"""How long leaving ``run --remote`` early may wait for the server to abort the session."""
+
+
 class _AnsweredEvents(trio.abc.ReceiveChannel[Event]):
     """A remote session's events; each question is answered in a task of its own, by the
     handler or, without one (nobody at a terminal), with "no answer"."""
@@ -223,11 +227,15 @@ class _AnsweredEvents(trio.abc.ReceiveChannel[Event]):
         self._session = session
         self._handler = handler
         self._nursery = nursery
+        #: The execution's final terminal event came (nothing left to stop on the server).
+        self.ended = False
 
     async def receive(self) -> Event:
         event = await self._session.events.receive()
         if isinstance(event, UserInputRequest):
             self._nursery.start_soon(self._answer, event)
+        if is_terminal(event) and getattr(event, "final", True):
+            self.ended = True
         return event
 
     async def _answer(self, request: UserInputRequest) -> None:
@@ -262,21 +270,25 @@ async def open_remote_session(
     on_user_input: UserInputHandler | None = None,
 ) -> AsyncIterator[RunnableSession]:
     """``run --remote``: one session on a claude-trio server, through the client
-    (:func:`claude_trio.client.connect_gateway`). The caller's exception leaves as itself."""
+    (:func:`claude_trio.client.connect_gateway`). Leaving the block before the execution's
+    end stops it on the server too (a server's session does not stop with its client), as
+    leaving ``open_session`` does. The caller's exception leaves as itself."""
     async with connect_gateway(url, token=token) as gateway:
         session = await gateway.open(params)
         caller: BaseException | None = None
         try:
             async with trio.open_nursery() as nursery:
+                events = _AnsweredEvents(session, on_user_input, nursery)
                 try:
-                    yield _RemoteRun(
-                        session=session, events=_AnsweredEvents(session, on_user_input, nursery)
-                    )
+                    yield _RemoteRun(session=session, events=events)
                 except BaseException as exc:
                     caller = exc
                     raise
                 finally:
                     nursery.cancel_scope.cancel()
+                    if not events.ended:
+                        with trio.move_on_after(REMOTE_ABORT_GRACE, shield=True):
+                            await session.abort()
         except BaseExceptionGroup as group:
             raise_unwrapped(group, caller)
 

@@ -18,7 +18,7 @@ from proxy_kit import CutProxy, cut_proxy
 from claude_trio import ExecuteParams
 from claude_trio.actors import gateway as gateway_module
 from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
-from claude_trio.actors.fleet import Fleet, open_fleet
+from claude_trio.actors.fleet import Fleet, Subscription, open_fleet
 from claude_trio.client import (
     ClientConfig,
     ConnectionLostError,
@@ -443,3 +443,26 @@ async def test_a_client_opened_session_can_be_attached_from_a_second_client() ->
             assert isinstance(first, GatewayClient)
     assert comparable(theirs) == comparable(rest)
     assert text_of(seen + rest) == "part one part two"
+
+
+async def test_leaving_a_remote_run_early_stops_the_session_on_the_server() -> None:
+    from claude_trio.runner import open_remote_session
+
+    async def forever(turn: FakeTurn) -> None:
+        await turn.text("working")
+        await turn.sleep(1000)
+
+    with trio.fail_after(20):
+        async with served(forever) as (fleet, proxy):
+            async with open_remote_session(
+                proxy.url, TOKEN, ExecuteParams(prompt="go")
+            ) as run:
+                first = await run.events.receive()
+            (session,) = fleet.sessions()
+            assert session.ended  # stopped on the server, not left running
+            replay = session.subscribe(None, max_queue=1000)
+            assert isinstance(replay, Subscription)
+            with replay:
+                events = [event async for event in replay]
+    assert first.kind == "adapter_ready"
+    assert isinstance(events[-1], Aborted)
