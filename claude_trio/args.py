@@ -66,16 +66,6 @@ def _port(text: str) -> int:
     return value
 
 
-def _positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (value > 0 and value < float("inf")):
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
-    return value
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -202,7 +192,7 @@ def add_fanout_commands(commands: Any) -> None:
     )
     serve.add_argument(
         "--drain-grace",
-        type=_positive_number,
+        type=_positive_float,
         default=30.0,
         metavar="S",
         help="on Ctrl-C, seconds running sessions get to finish (default 30)",
@@ -230,7 +220,7 @@ def add_fanout_commands(commands: Any) -> None:
     )
     batch.add_argument(
         "--budget",
-        type=_positive_number,
+        type=_positive_float,
         metavar="USD",
         help="start no new item once this much was spent (items already running finish)",
     )
