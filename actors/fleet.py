@@ -36,8 +36,20 @@ Why it is built this way:
   requests still pending that the replay would not include, so a reconnecting client sees its
   open questions again.
 * **Isolation.** A session that fails (its ``open_session`` raises) ends with one ``error``
-  event; the other sessions go on. Leaving ``open_fleet`` ends every session still waiting or
-  running, as leaving ``open_session`` does, and nothing started here outlives the block.
+  event; the other sessions go on.
+* **Conversations outlive a CLI.** A session is a conversation; each ``start`` or
+  ``continue_`` runs one execution of it with its own CLI, and between executions it holds
+  none. ``continue_(session_id, prompt)`` resumes the conversation by the CLI's session id
+  with the session's own parameters and options (so the same config folder), and its events
+  continue the session's ``seq``. ``keep_finished`` bounds how many idle sessions are kept:
+  the longest idle is forgotten first, and a forgotten id is unknown (``UnknownSessionError``).
+* **Leaving the block.** ``open_fleet`` is a nursery: leaving it ends every session still
+  waiting or running (each with one ``aborted``, its CLI stopped as ``abort()`` stops it), as
+  leaving ``open_session`` does, and nothing started here outlives the block. That is the
+  choice because a block that waited for running agents could hang for as long as they run
+  (and an exception or Ctrl-C must get out promptly). To let running executions finish,
+  call ``await fleet.drain(deadline)`` before leaving: it stops accepting, waits until the
+  deadline, then aborts what is left.
 
 Sessions always run with ``on_user_input="manual"``: remote clients answer through
 :meth:`FleetSession.answer`.
@@ -46,6 +58,9 @@ Sessions always run with ``on_user_input="manual"``: remote clients answer throu
 from __future__ import annotations
 
 import collections
+import logging
+import math
+import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
@@ -71,6 +86,7 @@ from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.replay import Entry, ReplayBuffer, SubscriberQueue
 from claude_trio.protocol.slots import SlotQueue
+from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
 
 from .boundary import raise_unwrapped
 from .broker import AnswerAccepted, AnswerRejected
@@ -78,6 +94,8 @@ from .driver import DriverConfig
 from .event_stream import QueueReceiveChannel
 from .pool import CLIPool
 from .session import Session, open_session
+
+log = logging.getLogger(__name__)
 
 SESSION_OPTIONS: frozenset[str] = frozenset(
     {
@@ -114,6 +132,21 @@ class SlowSubscriberError(ClaudeTrioError):
         super().__init__(reason)
 
 
+class UnknownSessionError(ClaudeTrioError, KeyError):
+    """No session with this id: it was never started here, or it was forgotten
+    (``keep_finished``). A ``KeyError`` too, as ``Fleet.get`` always raised."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(session_id)
+
+    def __str__(self) -> str:
+        return (
+            f"no session {self.session_id!r} in this fleet: it was never started here, or it "
+            "ended and was forgotten (keep_finished bounds how many ended sessions are kept)"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class ResyncRequired:
     """``last_seq`` is older than the replay buffer: events after it were evicted.
@@ -129,7 +162,7 @@ class ResyncRequired:
 @attrs.frozen(kw_only=True)
 class FleetStatistics:
     """``live``: sessions holding a slot (their CLI exists); ``waiting``: for a slot;
-    ``finished``: sessions whose task is done (ended ones still remembered or not)."""
+    ``finished``: executions whose task is done (their CLI gone; remembered or not)."""
 
     live: int
     waiting: int
@@ -359,14 +392,53 @@ class Subscription(QueueReceiveChannel):
         self.close()
 
 
+def _outcome(event: Event) -> str:
+    match event:
+        case Result():
+            return "result_error" if event.is_error else "result"
+        case Aborted():
+            return "aborted"
+        case Error():
+            return f"error:{event.code}"
+        case _:
+            return event.kind
+
+
+@attrs.define(eq=False)
+class _Execution:
+    """What one execution of a fleet session has of its own. The session's task holds the one
+    it runs, so a task still closing an ended execution's CLI never touches the next one's."""
+
+    number: int
+    #: A continued execution's session numbers its events from 1 again: they are shifted by
+    #: this so that seq keeps increasing over the fleet session (its replay spans executions).
+    seq_offset: int
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    slot: trio.Event = attrs.field(factory=trio.Event)  # granted a slot
+    requested: bool = False  # asked the fleet's SlotQueue for a slot
+    ended: trio.Event = attrs.field(factory=trio.Event)  # its final event is in the buffer
+    done: trio.Event = attrs.field(factory=trio.Event)  # its CLI is gone, its slot released
+    session: Session | None = None
+    state: SessionState = "waiting"
+    cancel_reason: str = "the fleet was closed"
+    final_seen: bool = False
+    last_turn: int = 0
+    #: How it ended, for the log: ``result``, ``result_error``, ``aborted``, ``error:<code>``.
+    outcome: str = ""
+
+
 class FleetSession:
-    """One session of a fleet, from ``start()`` on (before it has a slot) until it is forgotten.
+    """One session (one conversation) of a fleet, from ``start()`` on until it is forgotten.
+
+    It runs one execution at a time (``start``, then each ``Fleet.continue_``), each with its
+    own CLI; between executions it holds none.
 
     Channels: owns its replay buffer and offers events to its subscriptions (which their
-    subscribers own). Cancellation: the fleet cancels the session's task when the fleet closes,
-    or when a session still waiting for a slot is aborted; either way it ends with one
-    ``aborted`` event. Error handling: an exception out of ``open_session`` ends it with one
-    fatal ``error`` event (code ``internal``); nothing propagates to the fleet.
+    subscribers own). Cancellation: the fleet cancels an execution's task when the fleet
+    closes, or when an execution still waiting for a slot is aborted or drained; either way
+    it ends with one ``aborted`` event. Error handling: an exception out of ``open_session``
+    ends the execution with one fatal ``error`` event (code ``internal``); nothing propagates
+    to the fleet.
     """
 
     def __init__(
@@ -376,40 +448,56 @@ class FleetSession:
         options: Mapping[str, Any],
         *,
         owner: Hashable,
+        label: str | None,
         replay_buffer: int,
         replay_bytes: int,
     ) -> None:
         self.id = str(uuid_module.uuid4())
+        #: The parameters of the current execution (a continued one resumes the conversation).
         self.params = params
         #: Who started it (``Fleet.start(owner=...)``): slots are granted fairly between owners.
         self.owner = owner
+        #: The starter's name for it (``Fleet.start(label=...)``), for listings.
+        self.label = label
         #: The CLI's own session id once it reported one (for ``resume_session_id``).
         self.claude_session_id: str | None = None
+        #: Wall-clock seconds since the epoch: when it was started, when its last execution
+        #: ended (None while one runs or waits).
+        self.created_at = time.time()
+        self.ended_at: float | None = None
+        #: The seq of the current execution's first event.
+        self.first_seq = 1
         self._fleet = fleet
         self._options = dict(options)
         self._buffer = ReplayBuffer(max_events=replay_buffer, max_bytes=replay_bytes)
+        self._usage = ZERO_USAGE
         self._last_seq = 0
-        self._last_turn = 0
-        self._final_seen = False
         self._subscribers: dict[Subscription, None] = {}  # insertion-ordered set
         self._pending: dict[str, Entry] = {}
-        self._session: Session | None = None
-        self._state: SessionState = "waiting"
-        self._ended = trio.Event()
-        self._scope = trio.CancelScope()
-        self._slot = trio.Event()  # set when the fleet grants this session a slot
-        self._cancel_reason = "the fleet was closed"
+        self._x = _Execution(number=1, seq_offset=0)
 
     # -- state ---------------------------------------------------------------------------------
 
     @property
     def state(self) -> SessionState:
-        return self._state
+        """``waiting`` for a slot, ``live`` (its CLI exists), or ``ended`` (its execution ended;
+        it holds no CLI once its old one is closed, and ``Fleet.continue_`` may run the next)."""
+        return self._x.state
 
     @property
     def ended(self) -> bool:
-        """True once the session's final event is in the buffer."""
-        return self._ended.is_set()
+        """True once the current execution's final event is in the buffer."""
+        return self._x.ended.is_set()
+
+    @property
+    def executions(self) -> int:
+        """Executions started so far (``Fleet.continue_`` starts the next one)."""
+        return self._x.number
+
+    @property
+    def usage(self) -> Usage:
+        """Every turn of every execution so far (interrupted turns included)."""
+        return self._usage
 
     @property
     def last_seq(self) -> int:
@@ -436,17 +524,23 @@ class FleetSession:
         )
 
     async def wait_ended(self) -> None:
-        await self._ended.wait()
+        """Until the current execution's final event is in the buffer."""
+        await self._x.ended.wait()
+
+    async def wait_closed(self) -> None:
+        """Until the current execution's CLI is gone and its slot released (after its end)."""
+        await self._x.done.wait()
 
     # -- actions -------------------------------------------------------------------------------
 
     def push_nowait(self, text: str) -> Accepted | Rejected:
         """Offer a user message; decided at once (see ``Session.push_nowait``)."""
-        if self.ended:
+        x = self._x
+        if x.ended.is_set():
             return Rejected(reason="the execution has ended")
-        if self._session is None:
+        if x.session is None:
             return Rejected(reason="the session has not started yet: it is waiting for a slot")
-        return self._session.push_nowait(text)
+        return x.session.push_nowait(text)
 
     async def push(self, text: str) -> Accepted | Rejected:
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -456,28 +550,34 @@ class FleetSession:
 
     async def answer(self, request_id: str, answer: Any) -> AnswerAccepted | AnswerRejected:
         """Answer a pending ``user_input_request``; a bad or late answer is ``AnswerRejected``."""
-        if self._session is None or self.ended:
+        x = self._x
+        if x.session is None or x.ended.is_set():
             await trio.lowlevel.checkpoint()
             return AnswerRejected(
                 request_id=request_id, reason=f"no user-input request {request_id!r} is pending"
             )
-        return await self._session.answer(request_id, answer)
+        return await x.session.answer(request_id, answer)
 
     async def abort(self) -> None:
-        """Abort: exactly one ``aborted`` event, then the session ends. Idempotent.
+        """Abort the current execution: exactly one ``aborted`` event, then it ends.
+        Idempotent.
 
-        Returns once the session's final event is in the buffer. A session still waiting for a
-        slot never starts its CLI.
+        Returns once the execution's final event is in the buffer. An execution still waiting
+        for a slot never starts its CLI.
         """
-        if self.ended:
+        x = self._x
+        if x.ended.is_set():
             await trio.lowlevel.checkpoint()
             return
-        if self._session is None:
-            self._cancel_reason = "aborted before it started"
-            self._scope.cancel()
+        if x.session is None:
+            self._cancel_waiting(x, "aborted before it started")
         else:
-            await self._session.abort()
-        await self._ended.wait()
+            await x.session.abort()
+        await x.ended.wait()
+
+    def _cancel_waiting(self, x: _Execution, reason: str) -> None:
+        x.cancel_reason = reason
+        x.scope.cancel()
 
     def subscribe(
         self,
@@ -487,7 +587,8 @@ class FleetSession:
         max_bytes: int = DEFAULT_SUBSCRIBER_BYTES,
         notify: Callable[[], None] | None = None,
     ) -> Subscription | ResyncRequired:
-        """A new subscription: the events after ``last_seq``, then live ones.
+        """A new subscription: the events after ``last_seq``, then live ones, until the end of
+        the current execution.
 
         ``last_seq=None``: everything the replay buffer still holds (a new client; never a
         resync). Otherwise exactly the events with ``seq > last_seq``, or
@@ -496,7 +597,8 @@ class FleetSession:
         ``max_queue`` / ``max_bytes``: how far the subscriber may lag behind the live events
         before it is dropped. ``notify``: called (synchronously, from the session's task)
         whenever the subscription becomes readable, was dropped or ended; for a consumer that
-        waits on several subscriptions at once.
+        waits on several subscriptions at once. After ``Fleet.continue_``, subscribe again
+        with the last seq you saw to follow the next execution.
         """
         _check_int("max_queue", max_queue, 1)
         _check_int("max_bytes", max_bytes, 1)
@@ -531,65 +633,102 @@ class FleetSession:
     def _detach(self, subscription: Subscription) -> None:
         self._subscribers.pop(subscription, None)
 
-    def _publish(self, event: Event) -> None:
+    def _next_execution(self, params: ExecuteParams) -> _Execution:
+        """Make the next execution current (``Fleet.continue_``); the previous one's."""
+        previous = self._x
+        self.params = params
+        self.first_seq = self._last_seq + 1
+        self.ended_at = None
+        self._x = _Execution(number=previous.number + 1, seq_offset=self._last_seq)
+        return previous
+
+    def _publish(self, x: _Execution, event: Event) -> None:
         entry = self._buffer.append(event)
         event = entry.event
         self._last_seq = event.seq
-        self._last_turn = event.turn
-        self._final_seen = is_terminal(event) and getattr(event, "final", True)
+        x.last_turn = event.turn
+        x.final_seen = is_terminal(event) and getattr(event, "final", True)
+        if x.final_seen:
+            x.outcome = _outcome(event)
         match event:
             case UserInputRequest():
                 self._pending[event.request_id] = entry
             case UserInputResolved():
                 self._pending.pop(event.request_id, None)
-            case TurnStarted() | Result() | Aborted() if event.session_id:
+            case Result() | Aborted():
+                if event.session_id:
+                    self.claude_session_id = event.session_id
+                if event.usage is not None:
+                    self._usage = add_usage(self._usage, event.usage)
+            case TurnStarted() if event.session_id:
                 self.claude_session_id = event.session_id
             case _:
                 pass
         for subscription in list(self._subscribers):
             subscription._offer(entry)
 
-    def _end(self) -> None:
-        if self._ended.is_set():
+    def _end(self, x: _Execution) -> None:
+        if x.ended.is_set():
             return
-        self._state = "ended"
+        x.state = "ended"
+        self.ended_at = time.time()
         self._pending.clear()
         for subscription in list(self._subscribers):
             subscription._end()
         self._subscribers.clear()
-        self._ended.set()
+        x.ended.set()
         self._fleet._session_ended(self)
+        log.info(
+            "fleet: session %s execution %d ended: %s",
+            self.id,
+            x.number,
+            x.outcome or "ended",
+            extra={
+                "event": "ended",
+                "session": self.id,
+                "execution": x.number,
+                "outcome": x.outcome or "ended",
+                "cost_usd": self._usage.cost_usd,
+            },
+        )
 
-    # ASYNC910: every path goes through ``await self._slot.wait()`` (a checkpoint, even when
-    # the scope is already cancelled); the linter cannot see that past ``except Exception``.
-    async def _run(self) -> None:  # noqa: ASYNC910
+    # ASYNC910: every path goes through ``await x.slot.wait()`` (a checkpoint, even when the
+    # scope is already cancelled); the linter cannot see that past ``except Exception``.
+    async def _run(self, x: _Execution, previous: trio.Event | None) -> None:  # noqa: ASYNC910
+        """Run execution ``x``: wait for the previous execution's CLI to be gone
+        (``previous``, when its slot was not asked for yet), then for a slot, then run."""
         fleet = self._fleet
         try:
-            with self._scope:
+            with x.scope:
                 try:
-                    await self._slot.wait()
-                    self._state = "live"
-                    await self._run_session()
+                    if previous is not None:
+                        await previous.wait()
+                        fleet._request_slot(self, x)
+                    await x.slot.wait()
+                    x.state = "live"
+                    await self._run_session(x)
                 finally:
-                    if self._slot.is_set():
+                    if x.slot.is_set():
                         fleet._release_slot(self)
-                    else:
+                    elif x.requested:
                         fleet._withdraw(self)
         except Exception as exc:  # one session's failure must not take the fleet down
             self._publish_final(
-                Error(message=f"the session failed: {exc!r}", code="internal", fatal=True)
+                x, Error(message=f"the session failed: {exc!r}", code="internal", fatal=True)
             )
         finally:
-            self._publish_final(Aborted(reason=self._cancel_reason))
-            self._end()
-            fleet._finished_session(self)
+            self._publish_final(x, Aborted(reason=x.cancel_reason))
+            self._end(x)
+            x.done.set()
+            fleet._finished_session(self, x)
 
-    async def _run_session(self) -> None:
+    async def _run_session(self, x: _Execution) -> None:
         async with open_session(self.params, on_user_input="manual", **self._options) as session:
-            self._session = session
+            x.session = session
             events = session.events
+            offset = x.seq_offset
             async for event in events:
-                self._publish(event)
+                self._publish(x, self._shifted(event, offset))
                 # Everything else already queued, without a checkpoint per event: with many
                 # busy clients the scheduler runs this task once per batch, not per event.
                 while True:
@@ -597,15 +736,23 @@ class FleetSession:
                         event = events.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
-                    self._publish(event)
+                    self._publish(x, self._shifted(event, offset))
             # The final event is published: end now, not after the CLI is closed (the slot is
             # held until then, but subscribers and abort() need not wait for it).
-            self._end()
+            self._end(x)
 
-    def _publish_final(self, event: Error | Aborted) -> None:
-        """Close the stream with a synthesized terminal event unless it already has one."""
-        if not self._final_seen:
-            self._publish(attrs.evolve(event, turn=self._last_turn, seq=self._last_seq + 1))
+    @staticmethod
+    def _shifted(event: Event, offset: int) -> Event:
+        if not offset:
+            return event
+        # raw goes too: the buffer would drop it anyway (protocol/replay.py, rule 1).
+        return attrs.evolve(event, seq=event.seq + offset, raw=None)
+
+    def _publish_final(self, x: _Execution, event: Error | Aborted) -> None:
+        """Close the execution's stream with a synthesized terminal event unless it already
+        has one (an execution that ended before a later one began never gets one here)."""
+        if not x.final_seen and not x.ended.is_set():
+            self._publish(x, attrs.evolve(event, turn=x.last_turn, seq=self._last_seq + 1))
 
 
 class Fleet:
@@ -622,6 +769,7 @@ class Fleet:
         session_options: Mapping[str, Any],
     ) -> None:
         self._nursery = nursery
+        self._max_live = max_live
         # A pool's warm CLIs are CLIs too: sessions get what the pool leaves of the cap.
         pool = session_options.get("pool")
         session_slots = max_live - (pool.size if isinstance(pool, CLIPool) else 0)
@@ -632,18 +780,26 @@ class Fleet:
         self._options = dict(session_options)
         self._sessions: dict[str, FleetSession] = {}
         self._active: dict[Hashable, int] = {}  # owner -> sessions started and not ended
-        self._finished_ids: collections.deque[str] = collections.deque()
+        # Sessions between executions (their task done), the longest idle first.
+        self._idle: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._finished = 0
         self._closed = False
+        self._draining = False
 
     async def start(
-        self, params: ExecuteParams, *, owner: Hashable = None, **session_options: Any
+        self,
+        params: ExecuteParams,
+        *,
+        owner: Hashable = None,
+        label: str | None = None,
+        **session_options: Any,
     ) -> FleetSession:
         """Start a session; it runs as soon as a slot is free. Never waits for the slot.
 
         ``owner``: who asks (any hashable; the gateway passes its client's key). Waiting
         sessions of different owners get slots in turn, so one owner's long queue does not
-        hold up another's first session. ``session_options`` override the fleet's
+        hold up another's first session. ``label``: your name for the session, kept on it
+        (``FleetSession.label``) for listings. ``session_options`` override the fleet's
         ``open_session`` keywords for this session.
         """
         await trio.lowlevel.checkpoint()
@@ -653,9 +809,10 @@ class Fleet:
             hash(owner)
         except TypeError:
             raise InvalidParamsError("owner", owner, "a hashable value or None") from None
+        if label is not None:
+            _check_text("label", label)
         _check_session_options(session_options)
-        if self._closed:
-            raise LocalProtocolError("the fleet is closed: start sessions inside open_fleet")
+        self._check_accepting()
         _check_together(self._options | session_options)
         pool = (self._options | session_options).get("pool")
         if isinstance(pool, CLIPool):
@@ -665,19 +822,146 @@ class Fleet:
             params,
             self._options | session_options,
             owner=owner,
+            label=label,
             replay_buffer=self._replay_buffer,
             replay_bytes=self._replay_bytes,
         )
         self._sessions[session.id] = session
         self._active[owner] = self._active.get(owner, 0) + 1
-        if self._slots.request(session, owner):
-            session._slot.set()
-        self._nursery.start_soon(session._run, name=f"fleet session {session.id}")
+        self._request_slot(session, session._x)
+        self._nursery.start_soon(
+            session._run, session._x, None, name=f"fleet session {session.id}"
+        )
         return session
 
+    async def continue_(self, session_id: str, prompt: str) -> FleetSession:
+        """Run ``prompt`` as the next execution of an ended session's conversation.
+
+        The CLI resumes the conversation by its session id (``resume_session_id``) with the
+        session's own parameters and options - the same working directory and environment,
+        so the same config folder holding its transcript - and the model sees the earlier
+        turns. Between executions a session holds no CLI: this asks for a slot again, like
+        ``start`` (it never waits for it), once the previous execution's CLI is gone. The
+        new execution's events continue the session's ``seq`` from ``first_seq``; existing
+        subscriptions ended with the previous execution, so subscribe again (with the last
+        seq seen) to follow it. Returns the session.
+
+        Raises :class:`UnknownSessionError` for an id this fleet does not know (or forgot),
+        ``LocalProtocolError`` while the session's execution still runs (push to it
+        instead), when its CLI never said a session id (there is no conversation to resume),
+        or once the fleet is draining or closed; ``InvalidParamsError`` for a bad prompt.
+        """
+        await trio.lowlevel.checkpoint()
+        session = self.get(session_id)
+        if not session.ended:
+            raise LocalProtocolError(
+                f"session {session_id!r} is still running ({session.state}): push to it, or "
+                "wait for its end (wait_ended) before continuing it"
+            )
+        if session.claude_session_id is None:
+            raise LocalProtocolError(
+                f"session {session_id!r} has no conversation to continue: its CLI never "
+                "reported a session id (its first execution failed before a turn started); "
+                "start a new session instead"
+            )
+        self._check_accepting()
+        params = attrs.evolve(
+            session.params, prompt=prompt, resume_session_id=session.claude_session_id
+        )  # validates the prompt (InvalidParamsError)
+        previous = session._next_execution(params)
+        x = session._x
+        self._idle.pop(session.id, None)
+        self._active[session.owner] = self._active.get(session.owner, 0) + 1
+        if previous.done.is_set():
+            self._request_slot(session, x)
+            wait_for: trio.Event | None = None
+        else:  # the previous CLI is still being closed: ask for the slot once it is gone
+            wait_for = previous.done
+        self._nursery.start_soon(
+            session._run, x, wait_for, name=f"fleet session {session.id} execution {x.number}"
+        )
+        return session
+
+    async def drain(self, deadline: float) -> None:
+        """Stop accepting, let running executions finish until ``deadline``, abort the rest.
+
+        ``deadline`` is a time on trio's clock, as for :func:`trio.move_on_at`
+        (``trio.current_time() + 30``: thirty seconds from now). From the call on, ``start``
+        and ``continue_`` raise ``LocalProtocolError``; sessions still waiting for a slot
+        are ended at once with ``aborted`` (they never start a CLI). Running executions
+        go on until they end by themselves or the deadline passes; then each one left is
+        aborted (``FleetSession.abort``: one ``aborted`` event, its CLI stopped). Returns
+        once every execution has ended and every CLI is gone: at the deadline plus the
+        abort's bounds (``DriverConfig``) at worst. Calling it again is harmless; leaving
+        ``open_fleet`` afterwards finds nothing left to stop.
+        """
+        if isinstance(deadline, bool) or not isinstance(deadline, int | float):
+            raise InvalidParamsError("deadline", deadline, "a time on trio's clock (a number)")
+        if math.isnan(deadline):
+            raise InvalidParamsError("deadline", deadline, "a time on trio's clock, not NaN")
+        await trio.lowlevel.checkpoint()
+        self._draining = True
+        for session in list(self._sessions.values()):
+            x = session._x
+            if x.session is None and not x.ended.is_set():
+                session._cancel_waiting(x, "the fleet is draining: it never started")
+        with trio.move_on_at(deadline):
+            await trio.lowlevel.checkpoint()
+            for session in list(self._sessions.values()):
+                await session.wait_ended()
+        async with trio.open_nursery() as nursery:
+            for session in list(self._sessions.values()):
+                if not session.ended:
+                    nursery.start_soon(session.abort)
+        for session in list(self._sessions.values()):
+            await session.wait_closed()
+
     def get(self, session_id: str) -> FleetSession:
-        """The session with this id; ``KeyError`` if there is none (or it was forgotten)."""
-        return self._sessions[session_id]
+        """The session with this id; :class:`UnknownSessionError` (a ``KeyError``) if there
+        is none (or it was forgotten)."""
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            raise UnknownSessionError(session_id) from None
+
+    @property
+    def max_live(self) -> int:
+        """The cap on live CLIs (a pool's warm ones included)."""
+        return self._max_live
+
+    @property
+    def replay_buffer(self) -> int:
+        return self._replay_buffer
+
+    @property
+    def replay_bytes(self) -> int:
+        return self._replay_bytes
+
+    @property
+    def keep_finished(self) -> int:
+        return self._keep_finished
+
+    @property
+    def accepting(self) -> bool:
+        """False once the fleet drains or is closed: it starts nothing new."""
+        return not (self._closed or self._draining)
+
+    def sessions(self) -> tuple[FleetSession, ...]:
+        """Every session the fleet knows (not forgotten), oldest first."""
+        return tuple(self._sessions.values())
+
+    def _check_accepting(self) -> None:
+        if self._closed:
+            raise LocalProtocolError("the fleet is closed: start sessions inside open_fleet")
+        if self._draining:
+            raise LocalProtocolError(
+                "the fleet is draining (drain() was called): it starts nothing new"
+            )
+
+    def _request_slot(self, session: FleetSession, x: _Execution) -> None:
+        x.requested = True
+        if self._slots.request(session, session.owner):
+            x.slot.set()
 
     def statistics(self) -> FleetStatistics:
         return FleetStatistics(
@@ -695,7 +979,7 @@ class Fleet:
     def _release_slot(self, session: FleetSession) -> None:
         granted = self._slots.release(session)
         if granted is not None:
-            granted._slot.set()  # handed over: the count of used slots stays
+            granted._x.slot.set()  # handed over: the count of used slots stays
 
     def _withdraw(self, session: FleetSession) -> None:
         """A waiting session gave up (aborted, or the fleet closed) before it got a slot."""
@@ -708,11 +992,16 @@ class Fleet:
         else:
             del self._active[session.owner]
 
-    def _finished_session(self, session: FleetSession) -> None:
+    def _finished_session(self, session: FleetSession, x: _Execution) -> None:
+        """An execution's task is done: the session is idle unless it was continued
+        meanwhile (the longest idle is forgotten first once more than ``keep_finished``)."""
         self._finished += 1
-        self._finished_ids.append(session.id)
-        while len(self._finished_ids) > self._keep_finished:
-            self._sessions.pop(self._finished_ids.popleft(), None)
+        if x is not session._x:
+            return
+        self._idle[session.id] = None
+        while len(self._idle) > self._keep_finished:
+            forgotten, _ = self._idle.popitem(last=False)
+            self._sessions.pop(forgotten, None)
 
 
 @asynccontextmanager
@@ -728,13 +1017,15 @@ async def open_fleet(
 
     ``replay_buffer`` / ``replay_bytes``: events, and counted bytes, kept per session for
     replay (the oldest are evicted first; see ``protocol/replay.py``). ``keep_finished``:
-    ended sessions still reachable with ``get()`` (the oldest is forgotten first).
+    idle sessions (their execution ended) still reachable with ``get()`` and
+    ``continue_()``; the longest idle is forgotten first.
     ``session_options``: ``open_session`` keywords for every session (see
     :data:`SESSION_OPTIONS`), checked by name and type here. With ``pool=``, the pool's warm
     CLIs count against ``max_live`` (the pool must be smaller, and opened with
     ``user_input=True``: fleet sessions answer user input with ``FleetSession.answer()``).
     An exception raised in the block comes out as itself.
-    Leaving the block ends every session still waiting or running.
+    Leaving the block ends every session still waiting or running (aborted); to let running
+    executions finish first, ``await fleet.drain(deadline)`` before leaving.
     """
     _check_int("max_live", max_live, 1)
     _check_int("replay_buffer", replay_buffer, 1)

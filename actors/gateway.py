@@ -84,11 +84,12 @@ import collections
 import contextlib
 import errno
 import hmac
+import importlib.metadata
 import logging
 import os
 import resource
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from functools import partial
 from typing import NoReturn, assert_never
 from urllib.parse import parse_qs, urlsplit
@@ -97,13 +98,18 @@ import attrs
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest
 
+from claude_trio.protocol.capabilities import architecture_capabilities
+from claude_trio.protocol.codec import to_json_safe
 from claude_trio.protocol.errors import InvalidParamsError, LocalProtocolError
 from claude_trio.protocol.lifecycle import Accepted
 from claude_trio.protocol.remote import (
+    DEFAULT_PRINCIPAL,
     Admission,
     GatewayLimits,
+    Principal,
     RemotePolicy,
     TokenBucket,
+    check_token,
     connection_cap,
     cwd_candidate,
     is_inside,
@@ -112,18 +118,27 @@ from claude_trio.protocol.remote import (
 )
 from claude_trio.protocol.replay import Entry
 from claude_trio.protocol.wire import (
+    OP_NAMES,
+    PROTOCOL_VERSION,
     AbortOp,
     AnswerOp,
     AttachOp,
+    ContinuedFrame,
+    ContinueOp,
     DetachOp,
     ErrorFrame,
     EventFrame,
     Frame,
+    HelloFrame,
+    HelloOp,
+    ListOp,
     OpenedFrame,
     OpenOp,
     PushOp,
     ReplyFrame,
     ResyncRequiredFrame,
+    SessionInfo,
+    SessionsFrame,
     WireError,
     decode_op,
     encode_frame,
@@ -132,9 +147,16 @@ from claude_trio.protocol.wire import (
 
 from ._websocket_private import clip_reason, run_reader, server_connection, wait_request
 from .broker import AnswerAccepted
-from .fleet import Fleet, FleetSession, ResyncRequired, SlowSubscriberError, Subscription
+from .fleet import (
+    Fleet,
+    FleetSession,
+    ResyncRequired,
+    SlowSubscriberError,
+    Subscription,
+    UnknownSessionError,
+)
 
-__all__ = ["GatewayLimits", "serve_gateway"]
+__all__ = ["GatewayLimits", "GatewayOwner", "Principal", "serve_gateway"]
 
 log = logging.getLogger(__name__)
 
@@ -154,10 +176,11 @@ _SHED_RESPONSE = (
 NOTICE_INTERVAL = 60.0
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)  # no repr: it holds the tokens
 class _Config:
     fleet: Fleet
-    token: str
+    #: Every token (UTF-8) with the principal it names.
+    tokens: tuple[tuple[bytes, Principal], ...]
     allowed_origins: frozenset[str] | None
     max_message_size: int
     client_queue: int
@@ -234,6 +257,7 @@ def _check_options(
     host: object,
     port: object,
     token: object,
+    tokens: object,
     allowed_origins: object,
     max_message_size: object,
     client_queue: object,
@@ -243,15 +267,26 @@ def _check_options(
         raise InvalidParamsError("host", host, "an address or host name (a non-empty string)")
     if not (isinstance(port, int) and not isinstance(port, bool) and 0 <= port <= 65535):
         raise InvalidParamsError("port", port, "an int from 0 to 65535 (0: any free port)")
-    if not isinstance(token, str):
-        raise InvalidParamsError("token", "<hidden>", "a string")
-    if not 16 <= len(token) <= 4096 or not all("\x21" <= c <= "\x7e" for c in token):
+    if (token is None) == (tokens is None):
         raise InvalidParamsError(
             "token",
             "<hidden>",
-            f"16 to 4096 visible ASCII characters, no spaces (got {len(token)} characters); "
-            "for example secrets.token_urlsafe(32)",
+            "exactly one of token= (one secret, one principal) and tokens= (a mapping of "
+            "tokens to principals)",
         )
+    if token is not None:
+        check_token(token)
+    if tokens is not None:
+        if not isinstance(tokens, Mapping) or not tokens:
+            raise InvalidParamsError(
+                "tokens", "<hidden>", "a non-empty mapping of tokens to Principal objects"
+            )
+        for i, (secret, principal) in enumerate(tokens.items()):
+            check_token(secret, f"tokens (entry {i + 1})")
+            if not isinstance(principal, Principal):
+                raise InvalidParamsError(
+                    f"tokens (entry {i + 1})", principal, "a Principal(name=..., admin=...)"
+                )
     if allowed_origins is not None:
         if isinstance(allowed_origins, str | bytes) or not isinstance(allowed_origins, Collection):
             raise InvalidParamsError(
@@ -283,7 +318,8 @@ async def serve_gateway(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    token: str,
+    token: str | None = None,
+    tokens: Mapping[str, Principal] | None = None,
     allowed_origins: Collection[str] | None,
     max_message_size: int = 64 * 1024,
     client_queue: int = 1000,
@@ -297,7 +333,10 @@ async def serve_gateway(
     """Serve ``fleet`` over websockets on ``host:port`` until cancelled.
 
     ``task_status.started(port)`` gives the bound port (useful with ``port=0``) once the
-    socket listens. ``token``: 16 to 4096 visible ASCII characters. ``remote_tools``:
+    socket listens. ``token``: one secret of 16 to 4096 visible ASCII characters, whose
+    holders are all one principal; or ``tokens``: each token with the :class:`Principal` it
+    names (a session belongs to the principal that opened it; others are told it does not
+    exist, except admins, who may list and attach to every session). ``remote_tools``:
     ``"read-only"`` (the default: remote sessions run in plan mode) or ``"all"``.
     ``cwd_root``: the absolute path of the folder remote sessions run in; ``allow_cwd``
     lets clients pick a folder below it (``params.cwd``), ``allow_env`` lets them set the
@@ -310,6 +349,7 @@ async def serve_gateway(
         host=host,
         port=port,
         token=token,
+        tokens=tokens,
         allowed_origins=allowed_origins,
         max_message_size=max_message_size,
         client_queue=client_queue,
@@ -325,9 +365,10 @@ async def serve_gateway(
     )
     if cwd_root is not None and not await trio.Path(cwd_root).is_dir():
         raise InvalidParamsError("cwd_root", cwd_root, "an existing directory")
+    table = {token: DEFAULT_PRINCIPAL} if token is not None else dict(tokens or {})
     config = _Config(
         fleet=fleet,
-        token=token,
+        tokens=tuple((secret.encode(), principal) for secret, principal in table.items()),
         allowed_origins=None if allowed_origins is None else frozenset(allowed_origins),
         max_message_size=max_message_size,
         client_queue=client_queue,
@@ -453,15 +494,21 @@ async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -
                 request = await _handshake(server, connection, reader_done, peer)
                 server.admission.handshake_done(host)
                 in_handshake = False
-                refusal = None if request is None else _refusal(config, request)
-                if refusal is not None:
+                who = None if request is None else _authenticate(config, request)
+                if isinstance(who, tuple):
                     assert request is not None
-                    await _refuse(server, request, refusal, peer)
+                    await _refuse(server, request, who, peer)
                 elif request is not None:
+                    assert who is not None
                     ws = await request.accept()
                     accepted = True
-                    log.debug("gateway: %s connected", peer)
-                    await _Client(server, ws, stream, peer, host).run()
+                    log.debug(
+                        "gateway: %s connected as %s",
+                        peer,
+                        who.name,
+                        extra={"event": "connected", "peer": peer, "principal": who.name},
+                    )
+                    await _Client(server, ws, stream, peer, host, who).run()
             except Exception as exc:
                 # A bug met by one connection must not end the server and its other clients.
                 # Logged with its traceback once per exception type, then counted.
@@ -524,9 +571,9 @@ async def _refuse(
         await request.reject(status, extra_headers=headers, body=why.encode() + b"\n")
 
 
-def _refusal(config: _Config, request: WebSocketRequest) -> tuple[int, str] | None:
-    """``(HTTP status, why)`` if the handshake must be refused, else None. Never echoes the
-    token: the reason names only what was wrong."""
+def _authenticate(config: _Config, request: WebSocketRequest) -> Principal | tuple[int, str]:
+    """The principal the request's token names, or ``(HTTP status, why)`` if the handshake
+    must be refused. Never echoes the token: the reason names only what was wrong."""
     headers: dict[str, list[str]] = {}
     for name, value in request.headers:
         headers.setdefault(name.decode("latin-1").lower(), []).append(value.decode("latin-1"))
@@ -538,16 +585,16 @@ def _refusal(config: _Config, request: WebSocketRequest) -> tuple[int, str] | No
         scheme, _, presented = authorization[0].strip().partition(" ")
         if scheme.lower() != "bearer":
             return 401, "unauthorized: the Authorization header must be 'Bearer <token>'"
-        if not _same_secret(presented.strip(), config.token):
-            return 401, "unauthorized: wrong token"
+        principal = _principal_of(presented.strip(), config)
     else:
         tokens = parse_qs(urlsplit(request.path).query).get("token")
         if not tokens:
             return 401, "unauthorized: send 'Authorization: Bearer <token>' (or ?token=)"
         if len(tokens) > 1:
             return 400, "bad request: more than one token parameter"
-        if not _same_secret(tokens[0], config.token):
-            return 401, "unauthorized: wrong token"
+        principal = _principal_of(tokens[0], config)
+    if principal is None:
+        return 401, "unauthorized: wrong token"
     origins = headers.get("origin")
     if (
         config.allowed_origins is not None
@@ -555,11 +602,18 @@ def _refusal(config: _Config, request: WebSocketRequest) -> tuple[int, str] | No
         and origins[0] not in config.allowed_origins
     ):
         return 403, "forbidden: this Origin is not allowed"
-    return None
+    return principal
 
 
-def _same_secret(presented: str, expected: str) -> bool:
-    return hmac.compare_digest(presented.encode(), expected.encode())
+def _principal_of(presented: str, config: _Config) -> Principal | None:
+    """The principal of the presented token. Every token is compared, in constant time each,
+    so the time taken does not say which token (or which prefix) came close."""
+    given = presented.encode()
+    found = None
+    for secret, principal in config.tokens:
+        if hmac.compare_digest(given, secret):
+            found = principal
+    return found
 
 
 @attrs.define(eq=False)
@@ -569,6 +623,19 @@ class _Attached:
     session_id: str
     subscription: Subscription
     ready: bool = False  # in the client's ready queue
+    #: The seq of the last event sent (a continued session is re-subscribed from it).
+    last_sent: int = 0
+
+
+@attrs.frozen
+class GatewayOwner:
+    """The ``owner`` of a session opened through a gateway (``Fleet.start(owner=...)``,
+    ``FleetSession.owner``): the principal it belongs to, and the peer address its
+    per-client limits and slot turns are counted under
+    (``fleet.owner_statistics(GatewayOwner("alice", "10.0.0.7"))``)."""
+
+    principal: str
+    host: str
 
 
 class _Client:
@@ -582,6 +649,7 @@ class _Client:
         stream: trio.SocketStream,
         peer: str,
         host: str,
+        principal: Principal,
     ) -> None:
         self._server = server
         self._config = server.config
@@ -590,8 +658,10 @@ class _Client:
         self._ws = ws
         self._stream = stream
         self._peer = peer
-        #: The key sessions are counted under (``Fleet.start(owner=...)``): the peer address.
-        self._owner = host
+        self._host = host
+        self._principal = principal
+        #: The key sessions are counted under (``Fleet.start(owner=...)``).
+        self._owner = GatewayOwner(principal.name, host)
         # Bounded: the reader waits for room before it handles the next op.
         self._replies: collections.deque[str] = collections.deque()
         self._reply_room = trio.Event()
@@ -694,7 +764,8 @@ class _Client:
                 continue
             except trio.EndOfChannel:
                 attached.ready = False
-                self._forget(attached)
+                if not self._follow_next_execution(attached):
+                    self._forget(attached)
                 continue
             except SlowSubscriberError as exc:
                 self._close(POLICY_VIOLATION, exc.reason)
@@ -703,6 +774,7 @@ class _Client:
                 attached.ready = False
                 continue
             ready.append(attached)  # its next event waits for the other sessions' turn
+            attached.last_sent = entry.seq
             return self._frame(attached.session_id, entry)
         return None
 
@@ -725,6 +797,31 @@ class _Client:
             attached.ready = True
             self._ready.append(attached)
         self._wake.set()
+
+    def _follow_next_execution(self, attached: _Attached) -> bool:
+        """A subscription ended with its execution; if the session was continued meanwhile,
+        follow the next execution from the last event sent. False when there is none."""
+        try:
+            session = self._fleet.get(attached.session_id)
+        except UnknownSessionError:
+            return False
+        if session.ended and session.last_seq <= attached.last_sent:
+            return False
+        attached.subscription.close()
+        subscribed = session.subscribe(
+            attached.last_sent,
+            max_queue=self._config.client_queue,
+            max_bytes=self._limits.client_queue_bytes,
+            notify=partial(self._notify, attached),
+        )
+        if isinstance(subscribed, ResyncRequired):
+            # What followed its end was evicted before this connection got to it: it is as
+            # far behind as a slow consumer; it reconnects and attaches with its last seq.
+            self._close(POLICY_VIOLATION, "slow consumer: the session moved on past the replay")
+            return True
+        attached.subscription = subscribed
+        self._notify(attached)
+        return True
 
     def _forget(self, attached: _Attached) -> None:
         if self._attached.get(attached.session_id) is attached:
@@ -768,7 +865,7 @@ class _Client:
     async def _reader(self) -> None:
         await trio.lowlevel.checkpoint()
         limit = self._limits.max_pending_replies
-        bucket = self._server.bucket(self._owner)
+        bucket = self._server.bucket(self._host)
         while True:
             while len(self._replies) >= limit and not self._close_wanted.is_set():
                 self._reply_room = trio.Event()
@@ -805,8 +902,14 @@ class _Client:
             self._reply(exc.to_frame())
             return
         match op:
+            case HelloOp():
+                self._reply(self._hello(op.id))
+            case ListOp():
+                self._reply(SessionsFrame(id=op.id, sessions=self._listing()))
             case OpenOp():
                 await self._open(op)
+            case ContinueOp():
+                await self._continue(op)
             case AttachOp():
                 session = self._session(op.id, op.session)
                 if session is not None:
@@ -823,7 +926,7 @@ class _Client:
                 if session is not None:
                     pushed = session.push_nowait(op.text)
                     if isinstance(pushed, Accepted):
-                        self._reply(ReplyFrame(id=op.id, ok=True))
+                        self._reply(ReplyFrame(id=op.id, ok=True, uuid=pushed.uuid))
                     else:
                         self._reply(ReplyFrame(id=op.id, ok=False, reason=pushed.reason))
             case AnswerOp():
@@ -843,9 +946,13 @@ class _Client:
                 assert_never(op)
 
     def _session(self, op_id: str, session_id: str) -> FleetSession | None:
+        """The session if this principal may see it; else an ``unknown_session`` error, the
+        same whether it does not exist or is another principal's (no existence leak)."""
         try:
-            return self._fleet.get(session_id)
-        except KeyError:
+            session = self._fleet.get(session_id)
+        except UnknownSessionError:
+            session = None
+        if session is None or not self._principal.may_see(_principal_of_session(session)):
             self._reply(
                 ErrorFrame(
                     id=op_id,
@@ -854,11 +961,50 @@ class _Client:
                 )
             )
             return None
+        return session
 
-    def _limit_reached(self) -> str | None:
+    def _hello(self, op_id: str) -> HelloFrame:
+        config = self._config
+        fleet = self._fleet
+        limits: dict[str, object] = {
+            "max_message_size": config.max_message_size,
+            "client_queue": config.client_queue,
+            "max_live": fleet.max_live,
+            "replay_buffer": fleet.replay_buffer,
+            "replay_bytes": fleet.replay_bytes,
+            "keep_finished": fleet.keep_finished,
+            **attrs.asdict(self._limits),
+        }
+        policy = config.policy
+        return HelloFrame(
+            id=op_id,
+            server=f"claude-trio {_version()}",
+            protocol=PROTOCOL_VERSION,
+            principal=self._principal.name,
+            admin=self._principal.admin,
+            ops=OP_NAMES,
+            capabilities=to_json_safe(architecture_capabilities()),
+            limits=limits,
+            policy={
+                "remote_tools": policy.tools,
+                "cwd_root_set": policy.cwd_root is not None,
+                "allow_cwd": policy.allow_cwd,
+                "allow_env": policy.allow_env,
+            },
+        )
+
+    def _listing(self) -> tuple[SessionInfo, ...]:
+        principal = self._principal
+        return tuple(
+            _session_info(session)
+            for session in self._fleet.sessions()
+            if principal.may_see(_principal_of_session(session))
+        )
+
+    def _limit_reached(self, *, attaching: bool = True) -> str | None:
         limits = self._limits
         fleet = self._fleet
-        if len(self._attached) >= limits.max_attached_per_client:
+        if attaching and len(self._attached) >= limits.max_attached_per_client:
             return (
                 f"this connection already follows {limits.max_attached_per_client} sessions "
                 "(the limit); detach one first"
@@ -901,15 +1047,74 @@ class _Client:
                 return
         params = remote_params(op.params, policy, cwd)
         try:
-            session = await self._fleet.start(params, owner=self._owner)
+            session = await self._fleet.start(params, owner=self._owner, label=op.label)
         except InvalidParamsError as exc:
             self._reply(ErrorFrame(id=op.id, code="invalid_params", message=str(exc)[:1000]))
             return
-        except LocalProtocolError:  # the fleet is closing
+        except LocalProtocolError:  # the fleet is closing or draining
             self._reply(ErrorFrame(id=op.id, code="internal", message="the server is closing"))
             return
+        log.info(
+            "gateway: %s opened session %s",
+            self._principal.name,
+            session.id,
+            extra={"event": "opened", "principal": self._principal.name, "session": session.id},
+        )
         self._reply(OpenedFrame(id=op.id, session=session.id))
         self._attach(None, session, None)
+
+    async def _continue(self, op: ContinueOp) -> None:
+        await trio.lowlevel.checkpoint()
+        session = self._session(op.id, op.session)
+        if session is None:
+            return
+        if not session.ended:
+            self._reply(
+                ErrorFrame(
+                    id=op.id,
+                    code="cannot_continue",
+                    message=f"session {quote(op.session)} is still running ({session.state}): "
+                    "push to it, or wait for its final event",
+                )
+            )
+            return
+        refused = self._limit_reached(attaching=op.session not in self._attached)
+        if refused is not None:
+            self._reply(ErrorFrame(id=op.id, code="limit_reached", message=refused))
+            return
+        try:
+            await self._fleet.continue_(session.id, op.prompt)
+        except InvalidParamsError as exc:
+            self._reply(ErrorFrame(id=op.id, code="invalid_params", message=str(exc)[:1000]))
+            return
+        except UnknownSessionError:  # forgotten meanwhile (not possible today: no checkpoint)
+            self._session(op.id, op.session)
+            return
+        except LocalProtocolError as exc:
+            if self._fleet.accepting:
+                # no conversation to resume (its first execution failed before a turn)
+                self._reply(ErrorFrame(id=op.id, code="cannot_continue", message=str(exc)))
+            else:
+                self._reply(
+                    ErrorFrame(id=op.id, code="internal", message="the server is closing")
+                )
+            return
+        log.info(
+            "gateway: %s continued session %s",
+            self._principal.name,
+            session.id,
+            extra={
+                "event": "continued",
+                "principal": self._principal.name,
+                "session": session.id,
+                "execution": session.executions,
+            },
+        )
+        self._reply(ContinuedFrame(id=op.id, session=session.id, first_seq=session.first_seq))
+        if session.id not in self._attached:
+            # Followed from here on; an attached one follows it when its old execution's
+            # events are all sent (_follow_next_execution).
+            self._attach(None, session, session.first_seq - 1)
 
     def _attach(self, op_id: str | None, session: FleetSession, last_seq: int | None) -> None:
         """Subscribe to ``session``; ``op_id`` None for the attach that ``open`` implies (it
@@ -950,6 +1155,33 @@ class _Client:
             self._reply(ReplyFrame(id=op_id, ok=True))
         self._attached[session.id] = attached
         self._notify(attached)  # the replay is ready now
+
+
+def _principal_of_session(session: FleetSession) -> str | None:
+    owner = session.owner
+    return owner.principal if isinstance(owner, GatewayOwner) else None
+
+
+def _session_info(session: FleetSession) -> SessionInfo:
+    return SessionInfo(
+        session=session.id,
+        label=session.label,
+        owner=_principal_of_session(session),
+        state=session.state,
+        executions=session.executions,
+        first_seq=session.first_seq,
+        last_seq=session.last_seq,
+        usage=session.usage,
+        created_at=session.created_at,
+        ended_at=session.ended_at,
+    )
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("claude-trio")
+    except importlib.metadata.PackageNotFoundError:  # a source tree, not installed
+        return "unknown"
 
 
 async def _resolve_cwd(root: str, requested: str | None) -> str | None:

@@ -57,6 +57,16 @@ def _version() -> str:
         return "unknown"
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535; 0: any free port)")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -116,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="an Anthropic-compatible endpoint (becomes ANTHROPIC_BASE_URL for the CLI)",
     )
     _session_surface_arguments(run)
+    run.add_argument(
+        "--remote",
+        metavar="URL",
+        help="run it on a claude-trio server (ws://host:port/; token in CLAUDE_TRIO_TOKEN)",
+    )
 
     commands.add_parser(
         "demo",
@@ -123,7 +138,116 @@ def build_parser() -> argparse.ArgumentParser:
         help="a scripted session: no API key, no network",
         description="Replay a scripted session through the real pipeline; no API key needed.",
     )
+    add_fanout_commands(commands)
     return parser
+
+
+def add_fanout_commands(commands: Any) -> None:
+    """``serve`` and ``batch``: many sessions, from one command."""
+    serve = commands.add_parser(
+        "serve",
+        help="serve sessions to websocket clients (a fleet behind a gateway)",
+        description="Serve Claude Code sessions over websockets: a fleet with a cap on live "
+        "CLIs behind an authenticated gateway. The token comes from CLAUDE_TRIO_TOKEN, or is "
+        "generated and printed once (loopback addresses only).",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=_port, default=8765, help="port (0: any free one)")
+    serve.add_argument(
+        "--max-live", type=_positive_int, default=4, metavar="N", help="CLIs running at once"
+    )
+    serve.add_argument(
+        "--replay-buffer",
+        type=_positive_int,
+        default=2000,
+        metavar="N",
+        help="events kept per session for clients that reconnect",
+    )
+    serve.add_argument(
+        "--allow-cwd",
+        action="store_true",
+        help="let clients choose a working directory inside --cwd-root",
+    )
+    serve.add_argument(
+        "--cwd-root", metavar="DIR", help="the folder sessions run in (default: this one)"
+    )
+    serve.add_argument(
+        "--allow-env", action="store_true", help="let clients set the CLI's environment"
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a browser origin allowed to connect (repeatable; default: no browser)",
+    )
+    serve.add_argument(
+        "--tokens", metavar="FILE", help="a JSON list of {principal, token, admin} entries"
+    )
+    serve.add_argument(
+        "--offline",
+        action="store_true",
+        help="every session talks to the built-in scripted model: no API key, no network",
+    )
+    serve.add_argument(
+        "--log-json", action="store_true", help="log lines as one JSON object per line"
+    )
+    serve.add_argument(
+        "--drain-grace",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
+        help="on Ctrl-C, seconds running sessions get to finish (default 30)",
+    )
+
+    batch = commands.add_parser(
+        "batch",
+        help="run many prompts, with a live progress display",
+        description="Run every prompt of a JSON-lines file (a prompt string, or an object "
+        'with "prompt", an optional "key" and other ExecuteParams fields), a few at a time; '
+        "one result line per item in --out. Re-running with the same --out skips the items "
+        "already done.",
+    )
+    batch.add_argument("prompts", metavar="PROMPTS.jsonl", help="the items, one per line")
+    batch.add_argument(
+        "--out",
+        metavar="FILE",
+        help="the results, one JSON line per item (default: PROMPTS.results.jsonl)",
+    )
+    batch.add_argument(
+        "--max-live", type=_positive_int, default=4, metavar="N", help="items running at once"
+    )
+    batch.add_argument(
+        "--remote", metavar="URL", help="run them on a claude-trio server (ws://host:port/)"
+    )
+    batch.add_argument(
+        "--budget",
+        type=_positive_float,
+        metavar="USD",
+        help="start no new item once this much was spent (items already running finish)",
+    )
+    batch.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        default=4,
+        metavar="N",
+        help="retries of an item that hit 429, 529 or overloaded (default 4)",
+    )
+    batch.add_argument("--model", help="the model of items that do not name one")
+    batch.add_argument(
+        "--offline",
+        action="store_true",
+        help="run them against the built-in scripted model: no API key, no network",
+    )
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
 
 
 def _positive_float(text: str) -> float:

@@ -79,6 +79,17 @@ def _load_run_command() -> RunCommand:
     return run_command
 
 
+FANOUT_COMMANDS = ("serve", "batch")
+TOKEN_ENV = "CLAUDE_TRIO_TOKEN"
+
+
+def _run_fanout_command(args: argparse.Namespace) -> int:
+    """``serve`` and ``batch``: their own modules, loaded on use (like the runner)."""
+    module = importlib.import_module(f"claude_trio.{args.command}")
+    command: Callable[[argparse.Namespace], int] = getattr(module, f"{args.command}_command")
+    return command(args)
+
+
 def _exit_code(code: object) -> int:
     """The int for a ``SystemExit`` code (argparse uses 0 and 2)."""
     if code is None:
@@ -93,8 +104,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse has printed the usage error, help or version
         return _exit_code(exit_.code)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    if args.command in FANOUT_COMMANDS:
+        return _run_fanout_command(args)
     if args.command == "run":
-        if not has_credentials(
+        if args.remote is not None:
+            if not os.environ.get(TOKEN_ENV):
+                errors.print(
+                    f"claude-trio: --remote needs the server's token in {TOKEN_ENV} "
+                    "(claude-trio serve prints one, or set it on both sides)",
+                    markup=False,
+                )
+                return EXIT_USAGE
+        elif not has_credentials(
             os.environ, ollama_base_url=args.ollama_base_url, provider=args.provider
         ):
             errors.print(NO_CREDENTIALS_MESSAGE, markup=False)

@@ -1,4 +1,5 @@
-"""The session side of the ``claude-trio`` command: ``run`` and ``demo``.
+"""The session side of the ``claude-trio`` command: ``run`` (``--remote URL``: on a
+``claude-trio serve`` server, through :mod:`claude_trio.client`) and ``demo``.
 
 :func:`run_command` is what ``cli.main`` calls once the arguments are valid. Both commands are
 one session whose every event goes to the renderer; they differ only in the session they open
@@ -36,13 +37,14 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
 import attrs
 import trio
 from rich.console import Console
 
+from claude_trio.actors.boundary import raise_unwrapped
 from claude_trio.actors.broker import UserInputHandler
 from claude_trio.actors.session import open_session
 from claude_trio.args import (
@@ -52,9 +54,11 @@ from claude_trio.args import (
     build_execute_params,
     read_stdin_line,
 )
+from claude_trio.client import RemoteSession, connect_gateway
 from claude_trio.demo import open_demo_session
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
 from claude_trio.protocol.events import Event, Result, UserInputRequest, is_terminal
+from claude_trio.protocol.params import ExecuteParams
 from claude_trio.render import EventSink, Renderer, ask_interactively
 
 
@@ -194,11 +198,99 @@ def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
         case "run":
             params = build_execute_params(args)
             handler = user_input_handler(args, sink, stdin_is_tty=sys.stdin.isatty())
+            if getattr(args, "remote", None) is not None:
+                return functools.partial(
+                    open_remote_session,
+                    args.remote,
+                    os.environ.get("CLAUDE_TRIO_TOKEN", ""),
+                    params,
+                    on_user_input=handler,
+                )
             return functools.partial(open_session, params, on_user_input=handler)
         case "demo":
             return open_demo_session
         case other:
             raise InvalidParamsError("command", other, "'run' or 'demo'")
+
+
+REMOTE_ABORT_GRACE = 10.0
+"""How long leaving ``run --remote`` early may wait for the server to abort the session."""
+
+
+class _AnsweredEvents(trio.abc.ReceiveChannel[Event]):
+    """A remote session's events; each question is answered in a task of its own, by the
+    handler or, without one (nobody at a terminal), with "no answer"."""
+
+    def __init__(
+        self, session: RemoteSession, handler: UserInputHandler | None, nursery: trio.Nursery
+    ) -> None:
+        self._session = session
+        self._handler = handler
+        self._nursery = nursery
+        #: The execution's final terminal event came (nothing left to stop on the server).
+        self.ended = False
+
+    async def receive(self) -> Event:
+        event = await self._session.events.receive()
+        if isinstance(event, UserInputRequest):
+            self._nursery.start_soon(self._answer, event)
+        if is_terminal(event) and getattr(event, "final", True):
+            self.ended = True
+        return event
+
+    async def _answer(self, request: UserInputRequest) -> None:
+        if self._handler is not None:
+            answer = await self._handler(request)
+        else:
+            await trio.lowlevel.checkpoint()
+            answer = {} if request.source == "model-tool" else {"action": "decline"}
+        await self._session.answer(request.request_id, answer)
+
+    async def aclose(self) -> None:
+        await self._session.events.aclose()
+
+
+@attrs.define(eq=False)
+class _RemoteRun:
+    """What the runner needs of a session, over a :class:`RemoteSession`."""
+
+    session: RemoteSession
+    events: _AnsweredEvents
+
+    async def abort(self) -> None:
+        await self.session.abort()
+
+
+@asynccontextmanager
+async def open_remote_session(
+    url: str,
+    token: str,
+    params: ExecuteParams,
+    *,
+    on_user_input: UserInputHandler | None = None,
+) -> AsyncIterator[RunnableSession]:
+    """``run --remote``: one session on a claude-trio server, through the client
+    (:func:`claude_trio.client.connect_gateway`). Leaving the block before the execution's
+    end stops it on the server too (a server's session does not stop with its client), as
+    leaving ``open_session`` does. The caller's exception leaves as itself."""
+    async with connect_gateway(url, token=token) as gateway:
+        session = await gateway.open(params)
+        caller: BaseException | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                events = _AnsweredEvents(session, on_user_input, nursery)
+                try:
+                    yield _RemoteRun(session=session, events=events)
+                except BaseException as exc:
+                    caller = exc
+                    raise
+                finally:
+                    nursery.cancel_scope.cancel()
+                    if not events.ended:
+                        with trio.move_on_after(REMOTE_ABORT_GRACE, shield=True):
+                            await session.abort()
+        except BaseExceptionGroup as group:
+            raise_unwrapped(group, caller)
 
 
 def run_command(args: argparse.Namespace, renderer: EventSink) -> int:

@@ -34,7 +34,7 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeVar, Union
 
 import attrs
 
@@ -43,6 +43,7 @@ from .events import EVENT_KINDS, Event, EventBase
 from .usage import Usage
 
 _OMITTED_FIELDS = frozenset({"raw"})
+_T = TypeVar("_T")
 
 MAX_DEPTH = 64
 """Containers nested deeper than this inside an event are encoded as ``"<nested too deeply>"``."""
@@ -158,6 +159,14 @@ def _field_types(cls: type) -> tuple[tuple[str, Any, bool], ...]:
         for f in attrs.fields(cls)
         if f.name not in _OMITTED_FIELDS
     )
+
+
+def attrs_from_json(obj: Any, cls: type[_T], where: str) -> _T:
+    """An instance of the attrs class ``cls`` from a decoded JSON object, checked against its
+    annotations as events are (rules 4-5); raises :class:`RemoteProtocolError` naming the path
+    of a bad value, starting at ``where``."""
+    value: _T = _decode_attrs(obj, cls, where)
+    return value
 
 
 def _decode_attrs(obj: Any, cls: type, where: str) -> Any:

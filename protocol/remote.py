@@ -27,6 +27,10 @@ Rules:
    off a ``cli_exited`` message; the events as the fleet keeps them are unchanged.
 6. **Admission.** :class:`Admission` counts connections and handshakes in progress, in total and
    per peer, and says which cap a new connection would exceed (it is then shed at once).
+7. **Principals.** Each token names a :class:`Principal`. A session belongs to the principal
+   that opened it: another principal is told the session does not exist (the same answer as
+   for an id nobody knows, so ids do not leak), unless it is an ``admin``, which may list and
+   attach to every session. :func:`check_token` is the one rule for what a token may be.
 """
 
 from __future__ import annotations
@@ -145,6 +149,59 @@ def remote_event(event: Event) -> Event:
         cut = event.message.split(_STDERR_MARK, 1)[0]
         return attrs.evolve(event, message=cut + " (its stderr is kept on the server)")
     return event
+
+
+TOKEN_MIN_CHARS = 16
+TOKEN_MAX_CHARS = 4096
+
+
+def check_token(token: object, where: str = "token") -> str:
+    """``token`` if it is 16 to 4096 visible ASCII characters; else ``InvalidParamsError``
+    naming ``where`` (never the token itself: errors and logs must not carry it)."""
+    if not isinstance(token, str):
+        raise InvalidParamsError(where, "<hidden>", "a string")
+    if not TOKEN_MIN_CHARS <= len(token) <= TOKEN_MAX_CHARS or not all(
+        "\x21" <= c <= "\x7e" for c in token
+    ):
+        raise InvalidParamsError(
+            where,
+            "<hidden>",
+            f"{TOKEN_MIN_CHARS} to {TOKEN_MAX_CHARS} visible ASCII characters, no spaces (got "
+            f"{len(token)} characters); for example secrets.token_urlsafe(32)",
+        )
+    return token
+
+
+def _check_principal_name(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not (
+        isinstance(value, str)
+        and 0 < len(value) <= 256
+        and value.isprintable()
+        and value.strip() == value
+    ):
+        raise InvalidParamsError(
+            attribute.name, value, "a name of 1 to 256 printable characters, no outer spaces"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Principal:
+    """Who a token speaks for (rule 7): ``name`` owns the sessions it opens; an ``admin`` may
+    list and attach to every session."""
+
+    name: str = attrs.field(validator=_check_principal_name)
+    admin: bool = attrs.field(default=False, validator=_check_flag)
+
+    def may_see(self, owner: str | None) -> bool:
+        """Whether a session opened by principal ``owner`` (None: not through a gateway)
+        exists for this principal."""
+        return self.admin or owner == self.name
+
+
+DEFAULT_PRINCIPAL = Principal(name="default", admin=True)
+"""The principal of a gateway's single ``token``: whoever has the one secret may see every
+session of the fleet (including those its operator started), as there is no one to keep
+them from."""
 
 
 ShedCause: TypeAlias = Literal[

@@ -4,20 +4,31 @@ Every message is one JSON object in one text message.
 
 Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
 
-    {"op": "open",   "id", "params": {ExecuteParams fields, see PARAMS_FIELDS}}
-    {"op": "push",   "id", "session", "text"}
-    {"op": "answer", "id", "session", "request", "answer": <any JSON>}
-    {"op": "abort",  "id", "session"}
-    {"op": "attach", "id", "session", "last_seq": <int >= 0 or null; may be omitted>}
-    {"op": "detach", "id", "session"}
+    {"op": "hello",    "id"}
+    {"op": "open",     "id", "params": {ExecuteParams fields, see PARAMS_FIELDS},
+                       "label": <str, optional: shown by "list">}
+    {"op": "continue", "id", "session", "prompt"}
+    {"op": "list",     "id"}
+    {"op": "push",     "id", "session", "text"}
+    {"op": "answer",   "id", "session", "request", "answer": <any JSON>}
+    {"op": "abort",    "id", "session"}
+    {"op": "attach",   "id", "session", "last_seq": <int >= 0 or null; may be omitted>}
+    {"op": "detach",   "id", "session"}
 
 Server -> client frames (each has ``"type"``)::
 
+    {"type": "hello",           "id", "server", "protocol", "principal", "admin", "ops",
+                                "capabilities": {...}, "limits": {...}, "policy": {...}}
     {"type": "opened",          "id", "session"}
+    {"type": "continued",       "id", "session", "first_seq": int}
+    {"type": "sessions",        "id", "sessions": [SessionInfo, ...]}
     {"type": "event",           "session", "event": <codec.event_to_json(event)>}
-    {"type": "reply",           "id", "ok": bool, "reason": str | null}
+    {"type": "reply",           "id", "ok": bool, "reason": str | null, "uuid": str | null}
     {"type": "resync_required", "id", "session", "oldest_seq": int}
     {"type": "error",           "id": str | null, "code": WireErrorCode, "message": str}
+
+A session's events carry one ``seq`` sequence across its executions: ``continue`` starts the
+next execution of an ended session's conversation, whose first event has ``first_seq``.
 
 Rules:
 
@@ -60,12 +71,13 @@ from typing import Any, ClassVar, Literal, NoReturn, TypeAlias, assert_never
 
 import attrs
 
-from .codec import dumps, event_from_json, event_to_json, json_type
+from .codec import attrs_from_json, dumps, event_from_json, event_to_json, json_type, to_json_safe
 from .errors import InvalidParamsError, RemoteProtocolError
 from .events import Event
 from .images import MAX_IMAGE_BYTES, ImageInput
 from .params import ArchitectureConfig, ExecuteParams
 from .subagents import subagent_from_mapping
+from .usage import Usage
 
 WireErrorCode = Literal[
     "malformed_json",  # not JSON (or nested too deeply)
@@ -76,7 +88,8 @@ WireErrorCode = Literal[
     "unknown_field",  # a key the op does not know
     "invalid_params",  # ExecuteParams refused the params (the message names params.<field>)
     "forbidden_field",  # allowed in ExecuteParams, not from a remote client (rule 3)
-    "unknown_session",  # (gateway) no session with that id
+    "unknown_session",  # (gateway) no session with that id (or not one of this principal's)
+    "cannot_continue",  # (gateway) continue while the session runs, or with nothing to resume
     "limit_reached",  # (gateway) a per-client or server limit; the message names it
     "internal",  # (gateway) a bug of ours
 ]
@@ -116,6 +129,9 @@ LOCAL_ONLY_FIELDS: frozenset[str] = frozenset({"mcp_servers", "inline_skills", "
 """``ExecuteParams`` fields a remote client can never set: servers to start, files to write on
 the server (inline skills), and the deadline of the operator's own custom tools."""
 
+PROTOCOL_VERSION = 1
+"""The version of this protocol a server announces in its ``hello`` frame."""
+
 ENV_KEYS: frozenset[str] = frozenset({"custom_env", "ollama_baseUrl"})
 """``architecture_config`` keys that set the CLI's environment (refused unless ``allow_env``)."""
 
@@ -153,10 +169,39 @@ class WireError(RemoteProtocolError):
 
 
 @attrs.frozen(kw_only=True)
+class HelloOp:
+    """Ask the server who it is and what it allows (answered by a ``hello`` frame)."""
+
+    id: str
+    op: ClassVar[str] = "hello"
+
+
+@attrs.frozen(kw_only=True)
 class OpenOp:
+    """Start a session. ``label``: the client's name for it, shown by ``list``."""
+
     id: str
     params: ExecuteParams
+    label: str | None = None
     op: ClassVar[str] = "open"
+
+
+@attrs.frozen(kw_only=True)
+class ContinueOp:
+    """Run ``prompt`` as the next execution of an ended session's conversation."""
+
+    id: str
+    session: str
+    prompt: str
+    op: ClassVar[str] = "continue"
+
+
+@attrs.frozen(kw_only=True)
+class ListOp:
+    """The sessions this client's principal may see (answered by a ``sessions`` frame)."""
+
+    id: str
+    op: ClassVar[str] = "list"
 
 
 @attrs.frozen(kw_only=True)
@@ -200,9 +245,21 @@ class DetachOp:
     op: ClassVar[str] = "detach"
 
 
-Op: TypeAlias = OpenOp | PushOp | AnswerOp | AbortOp | AttachOp | DetachOp
+Op: TypeAlias = (
+    HelloOp | OpenOp | ContinueOp | ListOp | PushOp | AnswerOp | AbortOp | AttachOp | DetachOp
+)
 
-OP_NAMES: tuple[str, ...] = ("open", "push", "answer", "abort", "attach", "detach")
+OP_NAMES: tuple[str, ...] = (
+    "hello",
+    "open",
+    "continue",
+    "list",
+    "push",
+    "answer",
+    "abort",
+    "attach",
+    "detach",
+)
 
 # ---------------------------------------------------------------------------------------------
 # Frames (server -> client)
@@ -216,6 +273,72 @@ class OpenedFrame:
     type: ClassVar[str] = "opened"
 
 
+SessionState: TypeAlias = Literal["waiting", "live", "ended"]
+
+
+@attrs.frozen(kw_only=True)
+class SessionInfo:
+    """One session as ``list`` shows it.
+
+    ``state``: ``waiting`` (for a CLI slot), ``live`` (its CLI runs) or ``ended`` (its
+    execution ended; ``continue`` may start the next one). ``executions``: how many were
+    started; ``first_seq``: the seq of the current execution's first event; ``last_seq``: the
+    highest seq so far. ``usage``: every turn of every execution so far (interrupted turns
+    included). ``created_at`` / ``ended_at``: seconds since the epoch (``ended_at``: when the
+    last execution ended; None while one runs). ``owner``: the principal that opened it.
+    """
+
+    session: str
+    label: str | None
+    owner: str | None
+    state: SessionState
+    executions: int
+    first_seq: int
+    last_seq: int
+    usage: Usage
+    created_at: float
+    ended_at: float | None
+
+
+@attrs.frozen(kw_only=True)
+class HelloFrame:
+    """Who the server is and what it allows: ``server`` (its name and version), ``protocol``
+    (:data:`PROTOCOL_VERSION`), the client's ``principal`` and whether it is ``admin``, the
+    ``ops`` it accepts, the ``capabilities`` of its sessions (``architecture_capabilities()``
+    as JSON: pushes, resume, thinking modes, ...), its ``limits`` (names and values of its
+    bounds) and its remote ``policy`` (``remote_tools``, ``allow_cwd``, ``allow_env``)."""
+
+    id: str
+    server: str
+    protocol: int
+    principal: str
+    admin: bool
+    ops: tuple[str, ...]
+    capabilities: Mapping[str, Any]
+    limits: Mapping[str, Any]
+    policy: Mapping[str, Any]
+    type: ClassVar[str] = "hello"
+
+
+@attrs.frozen(kw_only=True)
+class ContinuedFrame:
+    """``continue`` was accepted: the next execution's events start at ``first_seq``."""
+
+    id: str
+    session: str
+    first_seq: int
+    type: ClassVar[str] = "continued"
+
+
+@attrs.frozen(kw_only=True)
+class SessionsFrame:
+    """The answer to ``list``: oldest first."""
+
+    id: str
+    sessions: tuple[SessionInfo, ...]
+    type: ClassVar[str] = "sessions"
+
+
 @attrs.frozen(kw_only=True)
 class EventFrame:
     session: str
@@ -225,11 +348,13 @@ class EventFrame:
 
 @attrs.frozen(kw_only=True)
 class ReplyFrame:
-    """The outcome of a push / answer / abort / attach / detach."""
+    """The outcome of a push / answer / abort / attach / detach. ``uuid``: an accepted
+    push's (the ``uuid`` of its ``user_message`` event and in ``result.user_message_uuids``)."""
 
     id: str
     ok: bool
     reason: str | None = None
+    uuid: str | None = None
     type: ClassVar[str] = "reply"
 
 
@@ -251,7 +376,16 @@ class ErrorFrame:
     type: ClassVar[str] = "error"
 
 
-Frame: TypeAlias = OpenedFrame | EventFrame | ReplyFrame | ResyncRequiredFrame | ErrorFrame
+Frame: TypeAlias = (
+    OpenedFrame
+    | EventFrame
+    | ReplyFrame
+    | ResyncRequiredFrame
+    | ErrorFrame
+    | HelloFrame
+    | ContinuedFrame
+    | SessionsFrame
+)
 
 # ---------------------------------------------------------------------------------------------
 # Decoding ops
@@ -446,10 +580,24 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
     fields = _Fields(obj, name, op_id)
     op_id = fields.string("id")
     match name:
+        case "hello":
+            fields.only("op", "id")
+            return HelloOp(id=op_id)
+        case "list":
+            fields.only("op", "id")
+            return ListOp(id=op_id)
         case "open":
-            fields.only("op", "id", "params")
+            fields.only("op", "id", "params", "label")
             params = _params(fields.required("params"), allow_cwd, allow_env, op_id)
-            return OpenOp(id=op_id, params=params)
+            label = fields.string("label") if obj.get("label") is not None else None
+            return OpenOp(id=op_id, params=params, label=label)
+        case "continue":
+            fields.only("op", "id", "session", "prompt")
+            return ContinueOp(
+                id=op_id,
+                session=fields.string("session"),
+                prompt=fields.string("prompt", max_chars=None),
+            )
         case "push":
             fields.only("op", "id", "session", "text")
             return PushOp(
@@ -634,8 +782,14 @@ def encode_op(op: Op) -> str:
     """The client message for ``op`` (clients and tests; the server only decodes)."""
     obj: dict[str, Any] = {"op": op.op}
     match op:
+        case HelloOp() | ListOp():
+            obj |= {"id": op.id}
         case OpenOp():
             obj |= {"id": op.id, "params": params_to_json(op.params)}
+            if op.label is not None:
+                obj["label"] = op.label
+        case ContinueOp():
+            obj |= {"id": op.id, "session": op.session, "prompt": op.prompt}
         case PushOp():
             obj |= {"id": op.id, "session": op.session, "text": op.text}
         case AnswerOp():
@@ -665,6 +819,9 @@ def frame_to_json(frame: Frame) -> dict[str, Any]:
             }
         case OpenedFrame() | ReplyFrame() | ResyncRequiredFrame() | ErrorFrame():
             return {"type": frame.type, **attrs.asdict(frame)}
+        case HelloFrame() | ContinuedFrame() | SessionsFrame():
+            encoded: dict[str, Any] = to_json_safe(frame)
+            return encoded
         case _:
             assert_never(frame)
 
@@ -676,12 +833,22 @@ def encode_frame(frame: Frame) -> str:
 
 _FRAME_FIELDS: Mapping[str, tuple[type[Any], Mapping[str, tuple[type, ...]]]] = {
     "opened": (OpenedFrame, {"id": (str,), "session": (str,)}),
-    "reply": (ReplyFrame, {"id": (str,), "ok": (bool,), "reason": (str, type(None))}),
+    "reply": (
+        ReplyFrame,
+        {"id": (str,), "ok": (bool,), "reason": (str, type(None)), "uuid": (str, type(None))},
+    ),
     "resync_required": (
         ResyncRequiredFrame,
         {"id": (str,), "session": (str,), "oldest_seq": (int,)},
     ),
     "error": (ErrorFrame, {"id": (str, type(None)), "code": (str,), "message": (str,)}),
+}
+
+
+_TYPED_FRAMES: Mapping[str, type[HelloFrame | ContinuedFrame | SessionsFrame]] = {
+    "hello": HelloFrame,
+    "continued": ContinuedFrame,
+    "sessions": SessionsFrame,
 }
 
 
@@ -705,8 +872,14 @@ def decode_frame(text: str) -> Frame:
         except RemoteProtocolError as exc:
             raise WireError("invalid_field", f"event frame: {exc}") from None
         return EventFrame(session=session, event=event)
+    if isinstance(kind, str) and kind in _TYPED_FRAMES:
+        try:
+            typed: Frame = attrs_from_json(obj, _TYPED_FRAMES[kind], f"{kind} frame")
+        except RemoteProtocolError as exc:
+            raise WireError("invalid_field", str(exc)) from None
+        return typed
     if not isinstance(kind, str) or kind not in _FRAME_FIELDS:
-        known = ", ".join(["event", *_FRAME_FIELDS])
+        known = ", ".join(["event", *_FRAME_FIELDS, *_TYPED_FRAMES])
         raise WireError("invalid_message", f"type={kind!r}: expected one of {known}")
     cls, types = _FRAME_FIELDS[kind]
     kwargs: dict[str, Any] = {}

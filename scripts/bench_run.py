@@ -15,6 +15,12 @@ Sections (all by default; pick with ``--only``):
 * ``soak``: about 200 clients (reading, slow, never-reading, silent, flooding) against one
   gateway: server RSS and descriptors over time, the reading clients' latency with and
   without the others, every close code.
+* ``fleet``: 10 real CLI sessions at once through ``open_fleet`` against the raw SDK in one
+  nursery with the same options: wall time to all results, peak memory of the process tree.
+* ``sweep``: ``open_fleet(max_live=N)`` for N in 1, 2, 4, 8 on the same sessions: finished
+  sessions per minute (and per core).
+* ``latency``: the gateway at 10,000 events/s offered: p50/p99 latency from the CLI's frame
+  to a ``connect_gateway`` client.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -33,7 +39,7 @@ from importlib.metadata import version
 import trio
 from bench_replay import record_stream
 
-SECTIONS = ("hot", "memory", "cli", "stop", "gateway", "soak")
+SECTIONS = ("hot", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency")
 
 
 def _load() -> str:
@@ -61,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-rounds", type=int, help="rounds of the stop benchmark")
     parser.add_argument("--clients", type=int, help="soak clients (all kinds together)")
     parser.add_argument("--soak-seconds", type=float, help="length of the soak's second phase")
+    parser.add_argument("--fleet-rounds", type=int, help="rounds of the fleet fan-out")
+    parser.add_argument(
+        "--sweep-sessions", type=int, help="sessions per max_live in the sweep"
+    )
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
@@ -123,6 +133,21 @@ def main(argv: list[str] | None = None) -> int:
         bench_soak.run(
             clients=args.clients or 200, seconds=args.soak_seconds or (10.0 if quick else 30.0)
         )
+    if "fleet" in only:
+        import bench_fanout
+
+        print("\n[7] fleet fan-out: 10 real CLI sessions, open_fleet vs the raw SDK")
+        bench_fanout.run_fleet(rounds=args.fleet_rounds or (1 if quick else 3), sessions=10)
+    if "sweep" in only:
+        import bench_fanout
+
+        print("\n[8] max_live sweep: finished sessions per minute (real CLIs)")
+        bench_fanout.run_sweep(sessions=args.sweep_sessions or (8 if quick else 16))
+    if "latency" in only:
+        import bench_fanout
+
+        print("\n[9] gateway latency at 10,000 events/s offered (CLI frame -> client)")
+        bench_fanout.run_latency(seconds=1.0 if quick else 3.0)
     print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
 

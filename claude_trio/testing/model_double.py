@@ -588,7 +588,12 @@ class ModelDouble:
     max_unscripted: int = 3
     unscripted_reply: Reply = _UNSCRIPTED_REPLY
     summary_reply: Reply = _SUMMARY_REPLY
+    #: Keep only the latest this many requests in ``requests`` (None: all; a long-running
+    #: double, such as the offline model of ``claude-trio serve``, must not keep them all).
+    keep_requests: int | None = None
     requests: list[ModelRequest] = attrs.field(factory=list, init=False)
+    #: Requests received so far (``requests`` may hold fewer: ``keep_requests``).
+    received: int = attrs.field(default=0, init=False)
     unscripted: list[ModelRequest] = attrs.field(factory=list, init=False)
     runaway: bool = attrs.field(default=False, init=False)
     port: int | None = attrs.field(default=None, init=False)
@@ -665,6 +670,13 @@ class ModelDouble:
             message=f"model double: runaway, {len(self.unscripted)} requests beyond the script",
         )
 
+    def _record(self, request: ModelRequest) -> None:
+        self.received += 1
+        self.requests.append(request)
+        keep = self.keep_requests
+        if keep is not None and len(self.requests) > keep:
+            del self.requests[: len(self.requests) - keep]
+
     def _next_message_id(self) -> str:
         return f"msg_double_{next(self._ids):04d}"
 
@@ -733,13 +745,13 @@ class _HttpConnection:
             except ValueError:
                 parsed = {"_unparsed": body.decode(errors="replace")}
         request = ModelRequest(
-            index=len(self._double.requests),
+            index=self._double.received,
             method=event.method.decode(),
             path=event.target.decode(),
             headers=tuple((k.decode().lower(), v.decode()) for k, v in event.headers),
             body=parsed if isinstance(parsed, dict) else {"_body": parsed},
         )
-        self._double.requests.append(request)
+        self._double._record(request)
         return request
 
     async def _send_bad_request(self, exc: h11.RemoteProtocolError) -> None:
@@ -789,7 +801,7 @@ class _HttpConnection:
                 assert_never(response)
 
     def _headers(self, content_type: str) -> list[tuple[str, str]]:
-        request_id = f"req_double_{len(self._double.requests):04d}"
+        request_id = f"req_double_{self._double.received:04d}"
         return [("content-type", content_type), ("request-id", request_id)]
 
     async def _send(self, event: h11.Event) -> None:

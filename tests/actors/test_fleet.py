@@ -35,6 +35,7 @@ from claude_trio.actors.fleet import (
     ResyncRequired,
     SlowSubscriberError,
     Subscription,
+    UnknownSessionError,
     open_fleet,
 )
 from claude_trio.protocol import replay as replay_module
@@ -644,3 +645,181 @@ async def test_the_caller_s_exception_leaves_open_fleet_as_itself(
         await run()
     assert type(caught.value) is KeyError
     assert_no_leak(fake)
+
+
+# -- conversations that outlive a CLI: continue_, keep_finished, drain -------------------------
+
+
+async def echo(cli: FakeTurn) -> None:
+    await cli.sleep(1.0)
+    await cli.text(f"you said: {cli.prompt}")
+
+
+async def test_continue_resumes_the_conversation_with_the_same_options_and_seq_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(echo)
+    env = {"CLAUDE_CONFIG_DIR": "/srv/cli-config"}
+    params = ExecuteParams(prompt="first", cwd="/srv/work")
+    async with open_fleet(max_live=1, transport_factory=fake, config=CONFIG, env=env) as fleet:
+        fs = await fleet.start(params, label="chat")
+        first = await drain(subscribe(fs))
+        await fs.wait_closed()
+        assert (fs.state, fs.executions, fs.first_seq) == ("ended", 1, 1)
+        assert fs.ended_at is not None
+        assert fleet.statistics().live == 0  # idle: no CLI, no slot
+        assert not fake.transports[0].process_alive
+        cli_id = fs.claude_session_id
+        assert cli_id == fake.transports[0].session_id
+
+        again = await fleet.continue_(fs.id, "second")
+        assert again is fs
+        assert (fs.state, fs.executions, fs.first_seq, fs.ended_at) == (
+            "waiting", 2, first[-1].seq + 1, None
+        )  # fmt: skip
+        second = await drain(subscribe(fs, first[-1].seq))
+    check_stream(first)
+    check_stream(second)
+    # One conversation: seq goes on over both executions, turns count per execution.
+    assert second[0].seq == first[-1].seq + 1
+    assert [e.seq for e in first + second] == list(range(1, len(first) + len(second) + 1))
+    assert second[0].turn == 1
+    assert "".join(e.text for e in second if isinstance(e, TextDelta)) == "you said: second"
+    # The second CLI resumed the first one's conversation, in the same folder and environment.
+    resumed = fake.transports[1].options
+    assert resumed.resume == cli_id
+    assert str(resumed.cwd) == "/srv/work"
+    assert resumed.env["CLAUDE_CONFIG_DIR"] == "/srv/cli-config"
+    assert fake.transports[0].options.resume is None
+    assert fs.params.prompt == "second"
+    assert fs.label == "chat"
+    # Usage sums every turn of both executions.
+    results = [e for e in first + second if isinstance(e, Result)]
+    assert fs.usage.output_tokens == sum(r.usage.output_tokens for r in results) > 0
+    assert_no_leak(fake)
+
+
+async def test_continue_is_refused_while_running_unknown_or_without_a_conversation(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def broken(options: Any) -> Any:
+        raise RuntimeError("no CLI today")
+
+    fake = FakeCLI(sleeper)
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        running = await fleet.start(PARAMS)
+        await trio.sleep(1)  # its turn started: the CLI said its session id
+        with pytest.raises(LocalProtocolError, match="still running"):
+            await fleet.continue_(running.id, "more")
+        with pytest.raises(UnknownSessionError, match="never started here") as caught:
+            await fleet.continue_("no-such-id", "more")
+        assert isinstance(caught.value, KeyError)
+        failed = await fleet.start(PARAMS, transport_factory=broken)
+        await failed.wait_closed()
+        with pytest.raises(LocalProtocolError, match="no conversation to continue"):
+            await fleet.continue_(failed.id, "more")
+        await running.abort()
+        with pytest.raises(InvalidParamsError, match="prompt"):
+            await fleet.continue_(running.id, "")
+        assert running.executions == 1  # a refused continue changes nothing
+    assert_no_leak(fake)
+
+
+async def test_continue_right_after_the_end_waits_for_the_old_cli_before_taking_a_slot(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(echo)
+    async with open_fleet(max_live=1, transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(PARAMS)
+        await fs.wait_ended()  # the final event is in; the CLI is still being closed
+        await fleet.continue_(fs.id, "next")
+        await fs.wait_ended()
+        await fs.wait_closed()
+    assert len(fake.transports) == 2
+    # never two CLIs of one conversation at once
+    assert fake.transports[0].closed
+    assert fake.transports[1].options.resume == fake.transports[0].session_id
+    assert_no_leak(fake)
+
+
+async def test_idle_sessions_past_keep_finished_are_forgotten_longest_idle_first(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(echo)
+    async with open_fleet(transport_factory=fake, config=CONFIG, keep_finished=2) as fleet:
+        a = await fleet.start(ExecuteParams(prompt="a"))
+        b = await fleet.start(ExecuteParams(prompt="b"))
+        for fs in (a, b):
+            await fs.wait_closed()
+        await fleet.continue_(a.id, "a again")  # a is busy again, then idle after b
+        await a.wait_closed()
+        c = await fleet.start(ExecuteParams(prompt="c"))
+        await c.wait_closed()
+        # idle order: b (longest), a, c -> b is forgotten
+        assert [s.id for s in fleet.sessions()] == [a.id, c.id]
+        with pytest.raises(UnknownSessionError):
+            fleet.get(b.id)
+        with pytest.raises(UnknownSessionError):
+            await fleet.continue_(b.id, "b again")
+        assert fleet.get(a.id) is a
+    assert_no_leak(fake)
+
+
+async def test_drain_lets_running_executions_finish_and_ends_the_waiting_ones(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def three_seconds(cli: FakeTurn) -> None:
+        await cli.sleep(3.0)
+        await cli.text("finished")
+
+    fake = FakeCLI(three_seconds)
+    async with open_fleet(max_live=2, transport_factory=fake, config=CONFIG) as fleet:
+        running = [await fleet.start(PARAMS) for _ in range(2)]
+        waiting = await fleet.start(PARAMS)
+        await trio.sleep(1.0)
+        start = trio.current_time()
+        await fleet.drain(trio.current_time() + 10.0)
+        # returns when the running ones finished by themselves (2 s more), CLIs gone
+        assert trio.current_time() - start == pytest.approx(2.0, abs=0.1)
+        for fs in running:
+            events = await drain(subscribe(fs))
+            assert isinstance(events[-1], Result)
+            assert events[-1].final
+        (event,) = await drain(subscribe(waiting))
+        assert event == Aborted(reason="the fleet is draining: it never started", turn=0, seq=1)
+        assert len(fake.transports) == 2
+        with pytest.raises(LocalProtocolError, match="draining"):
+            await fleet.start(PARAMS)
+        with pytest.raises(LocalProtocolError, match="draining"):
+            await fleet.continue_(running[0].id, "more")
+        assert fleet.statistics().live == 0
+    assert_no_leak(fake)
+
+
+async def test_drain_aborts_what_is_still_running_at_the_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(sleeper)
+    async with open_fleet(max_live=2, transport_factory=fake, config=CONFIG) as fleet:
+        sessions = [await fleet.start(PARAMS) for _ in range(2)]
+        watchers = [subscribe(fs) for fs in sessions]
+        await trio.sleep(1.0)
+        start = trio.current_time()
+        await fleet.drain(start + 5.0)
+        assert fleet.statistics().live == 0
+        # the deadline, then the abort (the fake confirms the interrupt at once)
+        assert trio.current_time() - start == pytest.approx(5.0, abs=0.5)
+        for watcher in watchers:
+            events = await drain(watcher)
+            check_stream(events)
+            assert isinstance(events[-1], Aborted)
+        assert sum(t.interrupts for t in fake.transports) == 2
+        await fleet.drain(trio.current_time())  # again: nothing left, returns at once
+    assert_no_leak(fake)
+
+
+async def test_drain_refuses_a_deadline_that_is_not_a_time() -> None:
+    async with open_fleet(transport_factory=FakeCLI()) as fleet:
+        for bad in ("soon", True, float("nan")):
+            with pytest.raises(InvalidParamsError, match="deadline"):
+                await fleet.drain(bad)  # type: ignore[arg-type]

@@ -41,15 +41,18 @@ async def gateway(
     fleet_options: dict[str, Any] | None = None,
     **gateway_options: Any,
 ) -> AsyncIterator[tuple[Fleet, int]]:
-    """A fleet of ``fake`` sessions behind a gateway; yields ``(fleet, port)``."""
+    """A fleet of ``fake`` sessions behind a gateway; yields ``(fleet, port)``. The token is
+    :data:`TOKEN` unless ``tokens=`` names principals."""
     gateway_options.setdefault("allowed_origins", {ORIGIN})
+    if "tokens" not in gateway_options:
+        gateway_options.setdefault("token", TOKEN)
     async with (
         open_fleet(
             transport_factory=fake, replay_buffer=replay_buffer, **(fleet_options or {})
         ) as fleet,
         trio.open_nursery() as nursery,
     ):
-        port = await nursery.start(partial(serve_gateway, fleet, token=TOKEN, **gateway_options))
+        port = await nursery.start(partial(serve_gateway, fleet, **gateway_options))
         yield fleet, port
         nursery.cancel_scope.cancel()
 
@@ -136,6 +139,11 @@ async def drain(c: Client) -> None:
     """Read until the connection closes (raises ``ConnectionClosed``)."""
     while True:
         await c.receive()
+
+
+def bearer(token: str) -> list[tuple[bytes, bytes]]:
+    """The handshake headers that present ``token``."""
+    return [(b"authorization", f"Bearer {token}".encode())]
 
 
 def is_event(frame: Frame) -> bool:

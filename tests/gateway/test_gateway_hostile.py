@@ -35,6 +35,7 @@ from wsproto.events import CloseConnection, Ping, RejectConnection, TextMessage
 from claude_trio import ExecuteParams
 from claude_trio.actors import gateway as gateway_module
 from claude_trio.actors.fleet import Subscription
+from claude_trio.actors.gateway import GatewayOwner
 from claude_trio.protocol.events import (
     Result,
     ToolUse,
@@ -415,7 +416,7 @@ async def test_session_caps_per_client_and_fair_slots_between_clients() -> None:
             assert [e.code for e in refused] == ["limit_reached"] * 6
             assert "waiting for a slot" in refused[0].message
             first = await other.open(ExecuteParams(prompt="other 0"))
-            stats = fleet.owner_statistics("127.0.3.1")
+            stats = fleet.owner_statistics(GatewayOwner("default", "127.0.3.1"))
             assert (stats.live, stats.waiting, stats.active) == (1, 3, 4)
             # Each release lets the next session in: the other client's first session
             # waits behind one of busy's, not behind all three.

@@ -320,7 +320,9 @@ async def test_push_and_answer_over_the_wire() -> None:
             assert frames[-1].reason  # type: ignore[union-attr]
             await c.send("push", id="p1", session=session_id, text="more please")
             frames = await c.receive_until(lambda f: isinstance(f, ReplyFrame))
-            assert frames[-1] == ReplyFrame(id="p1", ok=True)
+            pushed = frames[-1]
+            assert isinstance(pushed, ReplyFrame)
+            assert (pushed.id, pushed.ok, pushed.reason) == ("p1", True, None)
             release.set()
             events = await c.events_until_final()
             # After the end, a push is rejected with the reason.
@@ -335,6 +337,8 @@ async def test_push_and_answer_over_the_wire() -> None:
     results = [e for e in all_events if isinstance(e, Result)]
     assert [r.final for r in results] == [False, True]
     assert text_of(events).endswith("got more please")
+    # the push's reply carries its uuid: the one the result says it consumed
+    assert results[1].user_message_uuids == (pushed.uuid,)
 
 
 ROUNDS = 40

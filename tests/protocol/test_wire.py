@@ -16,16 +16,23 @@ from claude_trio.protocol.wire import (
     AbortOp,
     AnswerOp,
     AttachOp,
+    ContinuedFrame,
+    ContinueOp,
     DetachOp,
     ErrorFrame,
     EventFrame,
     Frame,
+    HelloFrame,
+    HelloOp,
+    ListOp,
     Op,
     OpenedFrame,
     OpenOp,
     PushOp,
     ReplyFrame,
     ResyncRequiredFrame,
+    SessionInfo,
+    SessionsFrame,
     WireError,
     decode_frame,
     decode_op,
@@ -60,6 +67,10 @@ OPS: list[Op] = [
     AttachOp(id="7", session="s", last_seq=41),
     AttachOp(id="8", session="s", last_seq=None),
     DetachOp(id="9", session="s"),
+    HelloOp(id="10"),
+    ListOp(id="11"),
+    OpenOp(id="12", params=ExecuteParams(prompt="hi"), label="item 7"),
+    ContinueOp(id="13", session="s", prompt="and now the tests"),
 ]
 
 
@@ -113,6 +124,48 @@ FRAMES: list[Frame] = [
     ResyncRequiredFrame(id="4", session="s", oldest_seq=17),
     ErrorFrame(id=None, code="malformed_json", message="not valid JSON"),
     ErrorFrame(id="5", code="unknown_session", message="no session 'x'"),
+    HelloFrame(
+        id="6",
+        server="claude-trio 0.1.0",
+        protocol=1,
+        principal="alice",
+        admin=False,
+        ops=("hello", "open"),
+        capabilities={"mid_turn_push": True, "thinking_modes": ["adaptive"]},
+        limits={"max_sessions": 256, "ping_timeout": 20.0},
+        policy={"remote_tools": "read-only", "allow_cwd": False},
+    ),
+    ContinuedFrame(id="7", session="s", first_seq=12),
+    SessionsFrame(
+        id="8",
+        sessions=(
+            SessionInfo(
+                session="s",
+                label="item 1",
+                owner="alice",
+                state="ended",
+                executions=2,
+                first_seq=12,
+                last_seq=20,
+                usage=USAGE,
+                created_at=1700000000.5,
+                ended_at=1700000010.0,
+            ),
+            SessionInfo(
+                session="t",
+                label=None,
+                owner=None,
+                state="live",
+                executions=1,
+                first_seq=1,
+                last_seq=3,
+                usage=Usage(),
+                created_at=1700000001.0,
+                ended_at=None,
+            ),
+        ),
+    ),
+    SessionsFrame(id="9", sessions=()),
 ]
 
 
@@ -134,6 +187,22 @@ def test_event_frames_use_the_event_codec_and_compact_utf8_json() -> None:
 def test_frames_from_a_newer_server_with_extra_keys_still_decode() -> None:
     text = '{"type":"reply","id":"1","ok":true,"reason":null,"added_later":1}'
     assert decode_frame(text) == ReplyFrame(id="1", ok=True)
+    text = '{"type":"continued","id":"1","session":"s","first_seq":4,"added_later":1}'
+    assert decode_frame(text) == ContinuedFrame(id="1", session="s", first_seq=4)
+
+
+def test_a_session_list_carries_usage_like_events_do() -> None:
+    text = encode_frame(FRAMES[-2])
+    listed = json.loads(text)["sessions"][0]
+    assert listed["usage"] == {
+        "input_tokens": 3,
+        "output_tokens": 4,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cost_usd": 0.0,
+        "context_size": 7,
+    }
+    assert (listed["state"], listed["first_seq"], listed["ended_at"]) == ("ended", 12, 1700000010.0)
 
 
 def decode_error(text: str, **kwargs: Any) -> WireError:
@@ -169,6 +238,16 @@ def decode_error(text: str, **kwargs: Any) -> WireError:
         ('{"op": "attach", "id": "1", "session": "s", "last_sq": 3}', "unknown_field", "1",
          "'last_sq'"),
         ('{"op": "open", "id": "1"}', "missing_field", "1", "'params'"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x"}, "label": 3}', "invalid_field",
+         "1", "label=3"),
+        ('{"op": "open", "id": "1", "params": {"prompt": "x"}, "label": "' + "l" * 300 + '"}',
+         "invalid_field", "1", "longer than 256"),
+        ('{"op": "continue", "id": "1", "session": "s"}', "missing_field", "1", "'prompt'"),
+        ('{"op": "continue", "id": "1", "session": "s", "prompt": " "}', "invalid_field", "1",
+         "prompt"),
+        ('{"op": "continue", "id": "1", "prompt": "go"}', "missing_field", "1", "'session'"),
+        ('{"op": "list", "id": "1", "all": true}', "unknown_field", "1", "'all'"),
+        ('{"op": "hello", "id": "1", "version": 2}', "unknown_field", "1", "'version'"),
         ('{"op": "open", "id": "1", "params": "go"}', "invalid_field", "1", "params"),
         ('{"op": "open", "id": "1", "params": {}}', "missing_field", "1", "params.prompt"),
         ('{"op": "open", "id": "1", "params": {"prompt": "x", "colour": 1}}', "unknown_field",
@@ -243,6 +322,12 @@ def test_a_non_text_message_is_invalid() -> None:
         ('{"type": "event", "session": "s", "event": {"kind": "nope"}}', "invalid_field"),
         ('{"type": "event", "session": "s"}', "missing_field"),
         ('{"type": "party"}', "invalid_message"),
+        ('{"type": "continued", "id": "1", "session": "s"}', "invalid_field"),
+        ('{"type": "continued", "id": "1", "session": "s", "first_seq": "3"}', "invalid_field"),
+        ('{"type": "sessions", "id": "1", "sessions": [{"session": "s"}]}', "invalid_field"),
+        ('{"type": "hello", "id": "1", "server": "x", "protocol": 1, "principal": "p", '
+         '"admin": "yes", "ops": [], "capabilities": {}, "limits": {}, "policy": {}}',
+         "invalid_field"),
     ],
 )  # fmt: skip
 def test_malformed_frames_are_refused(text: str, code: str) -> None:
