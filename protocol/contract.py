@@ -332,4 +332,3 @@ class _Checker:
                 "subagent",
                 f"{event.kind} attributed to subagent {task!r} after it completed at seq {done}",
             )
-

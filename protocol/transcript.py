@@ -20,7 +20,8 @@ afterwards. ``claude_trio.collect`` builds one from a live stream. Rules:
    out of ``tool_calls`` (``claude_trio.testing.check_contract`` reports them).
 4. **Questions** pair each ``user_input_request`` with its ``user_input_resolved``.
 5. **Text.** ``text`` is the answer: the final result's ``text`` when the CLI gave one, else
-   the text blocks of the agent's last assistant message, else ``""``.
+   the text blocks of the agent's last assistant message that has any (a message of tool
+   calls only is passed over), else ``""``.
 6. **Usage** (main agent only) is the execution's: the last result's ``execution_usage``,
    plus the usage of an interrupted turn that an ``aborted`` event reports after it.
    ``None`` when no event reported any.
@@ -287,9 +288,7 @@ class _Builder:
             match event:
                 case ToolUse() if event.tool_use_id not in seen_calls:
                     seen_calls.add(event.tool_use_id)
-                    calls.append(
-                        ToolCall(use=event, result=self.results.get(event.tool_use_id))
-                    )
+                    calls.append(ToolCall(use=event, result=self.results.get(event.tool_use_id)))
                 case TodoListUpdated():
                     todos = event.items
                 case UserInputRequest():
@@ -310,8 +309,8 @@ class _Builder:
         text = ""
         if isinstance(terminal, Result) and terminal.text:
             text = terminal.text
-        elif messages:
-            text = _message_text(messages[-1])
+        else:
+            text = next((t for t in map(_message_text, reversed(messages)) if t), "")
         subagents = tuple(
             SubagentRun(
                 task_id=child if isinstance(child, str) else None,

@@ -20,9 +20,7 @@ from claude_trio.protocol.usage import Usage
 
 def numbered(*events: Event, turn: int = 1) -> list[Event]:
     """``events`` stamped with seq 1, 2, ... and ``turn`` (unless an event has its own)."""
-    return [
-        attrs.evolve(e, seq=i, turn=e.turn or turn) for i, e in enumerate(events, start=1)
-    ]
+    return [attrs.evolve(e, seq=i, turn=e.turn or turn) for i, e in enumerate(events, start=1)]
 
 
 def usage(tokens: int, cost: float = 0.0) -> Usage:

@@ -46,9 +46,7 @@ def test_a_clean_stream_keeps_the_contract() -> None:
 
 
 def test_final_every_event_after_the_end_is_reported_with_its_seq() -> None:
-    events = numbered(
-        result(), TextDelta(text="late", turn=2), Aborted(reason="again", turn=2)
-    )
+    events = numbered(result(), TextDelta(text="late", turn=2), Aborted(reason="again", turn=2))
     found = contract_violations(events)
     assert rules_at(found) == [(2, "final"), (3, "final")]
     assert "text_delta after the event that ended the execution (result at seq 1)" in str(found[0])

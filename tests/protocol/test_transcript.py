@@ -152,9 +152,7 @@ def test_rule_6_usage_is_the_executions_including_an_aborted_turn() -> None:
         result(final=False, usage=usage(10, 0.5), execution_usage=usage(10, 0.5)),
         Aborted(reason="stop", usage=usage(3, 0.25), turn=2),
     )
-    assert Transcript.of(events).usage == Usage(
-        input_tokens=13, output_tokens=13, cost_usd=0.75
-    )
+    assert Transcript.of(events).usage == Usage(input_tokens=13, output_tokens=13, cost_usd=0.75)
     assert Transcript.of(numbered(said("x"))).usage is None
 
 
