@@ -8,10 +8,21 @@
 * ``ModelDouble`` is a scripted Anthropic Messages API served on 127.0.0.1, and ``hermetic_env``
   points the real bundled CLI at it with no key and no network
   (:mod:`claude_trio.testing.model_double`, :mod:`claude_trio.testing.hermetic`).
+* ``check_contract`` checks that a captured event stream keeps the invariants of every
+  execution's stream, and reports every violation with its seq
+  (:mod:`claude_trio.testing.contract`).
 * pytest fixtures (registered automatically): ``fake_cli``, ``fake_cli_factory``,
-  ``scripted_session``, ``model_double``, ``hermetic``.
+  ``scripted_session``, ``model_double``, ``hermetic``, ``event_contract``; and
+  ``claude_trio.testing.pytest_plugin.assert_contract``.
 """
 
+from .contract import (
+    ContractRecorder,
+    ContractViolationError,
+    Violation,
+    check_contract,
+    contract_violations,
+)
 from .fake_cli import (
     CLAUDE_CODE_VERSION,
     DEFAULT_MODEL,
@@ -53,6 +64,8 @@ __all__ = [
     "CLAUDE_CODE_VERSION",
     "DEFAULT_MODEL",
     "DUMMY_API_KEY",
+    "ContractRecorder",
+    "ContractViolationError",
     "FakeCLI",
     "FakeTransport",
     "FakeTurn",
@@ -75,7 +88,10 @@ __all__ = [
     "ScriptError",
     "StreamError",
     "UserInput",
+    "Violation",
     "bundled_cli_path",
+    "check_contract",
+    "contract_violations",
     "hermetic_env",
     "is_main_agent",
     "is_subagent",
