@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -61,6 +62,7 @@ from .input_channel import (
     run_input_channel,
 )
 from .pool import CLIPool, run_leased_driver
+from .recorder import check_record_to, recording
 from .tap import TapTransport
 from .transcripts import resumed_cost
 
@@ -172,6 +174,7 @@ def _check_options(
     config: object,
     pool: object,
     passthrough: object,
+    record_to: object = None,
 ) -> None:
     """Refuse a wrong argument before anything starts, naming it."""
     if not isinstance(params, ExecuteParams):
@@ -207,6 +210,12 @@ def _check_options(
         raise InvalidParamsError("pool", pool, "None or a CLIPool (open_cli_pool)")
     if not isinstance(passthrough, bool):
         raise InvalidParamsError("passthrough", passthrough, "True or False")
+    if record_to is not None:
+        check_record_to(record_to)
+        if pool is not None:
+            raise InvalidParamsError(
+                "record_to", record_to, "not with pool=: a pool's CLIs start before the session"
+            )
 
 
 def _reply_sender(outbox: trio.MemorySendChannel[Outgoing]) -> Callable[[ControlReply], None]:
@@ -242,6 +251,7 @@ async def open_session(
     config: DriverConfig | None = None,
     pool: CLIPool | None = None,
     passthrough: bool = False,
+    record_to: str | os.PathLike[str] | None = None,
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -255,6 +265,8 @@ async def open_session(
     ``env`` and ``transport_factory`` then apply); otherwise start cold as usual.
     ``passthrough``: also emit ``passthrough`` events for the CLI's frames that have no
     unified meaning (status chatter, unknown frame types); off by default.
+    ``record_to``: write a cassette of the CLI's traffic to this file (``actors/recorder.py``;
+    replay it with ``claude_trio.testing.replay``); secrets are scrubbed. Not with ``pool``.
     """
     _check_options(
         params,
@@ -267,6 +279,7 @@ async def open_session(
         config,
         pool,
         passthrough,
+        record_to,
     )
     config = config or DriverConfig()
     # Built in dependency order, so nothing needs patching afterwards.
@@ -309,7 +322,11 @@ async def open_session(
         options = with_changes(
             options, cli_path=cli_path, max_buffer_size=max_buffer_size, stderr=collector
         )
-        inner = (transport_factory or subprocess_transport)(options)
+        factory = transport_factory or subprocess_transport
+        if record_to is not None:
+            bundled = transport_factory is None and cli_path is None
+            factory = recording(factory, record_to, env=env, bundled_cli=bundled)
+        inner = factory(options)
     core = SessionCore(
         options=options,
         config=config,
