@@ -23,6 +23,7 @@ from typing import TextIO
 
 from rich.console import Console
 
+from claude_trio.actors.recorder import check_record_to
 from claude_trio.args import (
     CREDENTIAL_ENV_VARS,
     EFFORT_LEVELS,
@@ -34,6 +35,7 @@ from claude_trio.args import (
     THINKING_MODES,
     build_execute_params,
     build_parser,
+    cassette_path,
     execute_params_kwargs,
     has_credentials,
     parse_args,
@@ -53,6 +55,7 @@ __all__ = [
     "THINKING_MODES",
     "build_execute_params",
     "build_parser",
+    "cassette_path",
     "execute_params_kwargs",
     "has_credentials",
     "main",
@@ -60,6 +63,7 @@ __all__ = [
     "parse_args",
     "read_stdin_line",
 ]
+
 
 def make_renderer(args: argparse.Namespace, stream: TextIO) -> EventSink:
     """JSON lines for ``--json``, else the terminal renderer (plain text when not a TTY)."""
@@ -93,15 +97,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse has printed the usage error, help or version
         return _exit_code(exit_.code)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    if args.command == "run":
-        if not has_credentials(os.environ, ollama_base_url=args.ollama_base_url):
-            errors.print(NO_CREDENTIALS_MESSAGE, markup=False)
-            return EXIT_USAGE
-        try:
-            build_execute_params(args)  # fail before anything starts
-        except InvalidParamsError as exc:
-            errors.print(f"claude-trio: {exc}", markup=False)
-            return EXIT_USAGE
+    cassette = cassette_path(args)
+    try:
+        if cassette is not None:
+            check_record_to(cassette)  # fail before anything starts
+        if args.command in ("run", "record"):
+            if not has_credentials(os.environ, ollama_base_url=args.ollama_base_url):
+                errors.print(NO_CREDENTIALS_MESSAGE, markup=False)
+                return EXIT_USAGE
+            build_execute_params(args)
+    except InvalidParamsError as exc:
+        errors.print(f"claude-trio: {exc}", markup=False)
+        return EXIT_USAGE
     renderer = make_renderer(args, sys.stdout)
     problem: str | None = None
     try:
@@ -122,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         renderer.close()  # stop the spinner before anything goes to stderr
     if problem is not None:
         errors.print(f"claude-trio: {problem}", markup=False)
+    elif cassette is not None and code in (EXIT_OK, EXIT_SESSION_ERROR):
+        errors.print(f"claude-trio: cassette written to {cassette}", markup=False)
     return code
 
 

@@ -31,7 +31,10 @@ Rules of the player (:class:`Player`):
 2. **A recorded read is played once every write recorded before it was matched** (the CLI
    could not have written it sooner), and, with recorded timing, not before its time: as long
    after the previous read as it came in the recording, and as long after the last write it
-   followed. With ``timing="asap"`` only the first condition holds.
+   followed. A write that comes sooner than it did in the recording counts from when it was
+   due, so a test at least as quick as the recorded session replays it at exactly the
+   recorded times; one that comes later delays what follows it. With ``timing="asap"`` only
+   the first condition holds.
 3. **A write that does not come** within ``patience`` seconds of when it was due (its
    recorded delay after the records before it) is a :class:`Mismatch`; so is a write when the
    cassette has no write left, and a read cassette that ends before a write it waits for.
@@ -74,6 +77,7 @@ __all__ = [
     "Player",
     "Record",
     "Scrubber",
+    "Step",
     "Wait",
     "encode_header",
     "encode_record",
@@ -645,7 +649,7 @@ class Player:
             if problem is None:
                 self.bindings.update(new)
                 self._matched_writes.add(index)
-                self._played[index] = now
+                self._played[index] = max(now, self._due(index))
                 return None
             problems.append((record, problem))
         # Name the difference with the recorded write of the same sort, if the group has one.
@@ -665,7 +669,7 @@ class Player:
             self._input_ended = True
             for index, record in enumerate(self._records):
                 if record.kind == "end_input" and self._played[index] is None:
-                    self._played[index] = now
+                    self._played[index] = max(now, self._due(index))
                     break
 
     def _fail(self, message: str) -> Mismatch:
@@ -707,11 +711,16 @@ class Player:
             return Finish(record=None)
         index = self._next_read
         record = records[index]
+        played = now
         if self.timing == "recorded":
             due = self._due(index)
             if now < due:
                 return Wait(until=due)
-        self._played[index] = now
+            # Counted from when it was due: a reader that asks late (backpressure) gets what
+            # was written meanwhile at once, as from a pipe, and the timeline stays the
+            # recording's.
+            played = due
+        self._played[index] = played
         self._next_read += 1
         if record.kind in ("exit", "error"):
             return Finish(record=record)

@@ -7,6 +7,9 @@ without the entry point, add ``pytest_plugins = ["claude_trio.testing.pytest_plu
 ``scripted_session(script, "prompt")`` opens a real session over a fresh fake CLI in one line.
 ``model_double`` serves a scripted Messages API on 127.0.0.1 in the test's nursery (pytest-trio),
 and ``hermetic`` is the env that points the real bundled CLI at it.
+``replay_cassette(path, **kwargs)`` is :func:`~claude_trio.testing.replay` (a transport
+factory playing a cassette back) that fails the test at teardown when the test wrote what the
+cassette did not record, or did not write what it did.
 ``event_contract`` records the event streams a test watches (``event_contract.watch()`` is an
 observer for ``claude_trio.observe``) and checks them against the event contract at teardown;
 :func:`assert_contract` checks one captured stream now. Both fail the test with every
@@ -28,6 +31,7 @@ import pytest
 from claude_trio.protocol.contract import contract_violations, describe_violations
 from claude_trio.protocol.events import Event
 
+from .cassette import Replay, replay
 from .contract import ContractRecorder
 from .fake_cli import FakeCLI
 from .hermetic import hermetic_env
@@ -147,3 +151,21 @@ def event_contract() -> Iterator[ContractRecorder]:
     problems = recorder.problems()
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def replay_cassette() -> Iterator[Any]:
+    """``replay_cassette(cassette, timing=..., patience=...)`` -> a
+    :class:`~claude_trio.testing.Replay` for ``open_session(transport_factory=...)``; at
+    teardown the test fails with the diff of every mismatch a replay found."""
+    made: list[Replay] = []
+
+    def make(cassette: Any, **kwargs: Any) -> Replay:
+        player = replay(cassette, **kwargs)
+        made.append(player)
+        return player
+
+    yield make
+    problems = [mismatch for player in made for mismatch in player.mismatches]
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
