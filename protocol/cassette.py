@@ -22,9 +22,11 @@ The format (JSON Lines, UTF-8; one object per line):
 
 Rules of the player (:class:`Player`):
 
-1. **Writes are matched in order**, each against the next write the cassette recorded, with
-   one freedom: writes recorded back to back (no frame read between them, so they raced in
-   the recording) may come in any order. Ids the SDK and the session choose at random
+1. **Writes are matched in order, lane by lane.** Each writer of the session keeps its own
+   order, and writers race each other (an answer to a question and an interrupt can be
+   written in either order): so a write is matched against the next recorded write of its
+   *lane* (:func:`lane`): user messages; the SDK's control requests; the answer to each of
+   the CLI's control requests, by its id. Ids the SDK and the session choose at random
    (``request_id`` of a control request, ``uuid`` of a user message) are bound, not compared:
    the recorded id stands for the live one from then on, everywhere in what is read back.
    Anything else that differs is a :class:`Mismatch` naming the first difference.
@@ -36,8 +38,8 @@ Rules of the player (:class:`Player`):
    recorded times; one that comes later delays what follows it. With ``timing="asap"`` only
    the first condition holds.
 3. **A write that does not come** within ``patience`` seconds of when it was due (its
-   recorded delay after the records before it) is a :class:`Mismatch`; so is a write when the
-   cassette has no write left, and a read cassette that ends before a write it waits for.
+   recorded delay after the records before it) is a :class:`Mismatch`; so is a write the
+   cassette has no write of its lane left for.
 4. **The end.** A live ``end_input`` satisfies the recorded one (reads recorded after it wait
    for it); without one recorded it is allowed and changes nothing. The recorded ``exit``
    (or ``error``) ends the output when its turn comes.
@@ -82,6 +84,7 @@ __all__ = [
     "encode_header",
     "encode_record",
     "label",
+    "lane",
     "parse_cassette",
     "version_notice",
 ]
@@ -421,6 +424,20 @@ def label(kind: str, value: Any) -> str:
     return f"{frame_type} frame"
 
 
+def lane(kind: str, value: Any) -> tuple[str, ...]:
+    """Which writer a written line comes from (rule 1): user messages (the session's input
+    channel), the SDK's control requests, and each answer to a control request of the CLI,
+    by that request's id. Lines of one lane keep their order; lanes race each other."""
+    if kind != "write" or not isinstance(value, Mapping):
+        return ("text",)
+    frame_type = str(value.get("type"))
+    if frame_type == "control_response":
+        response = value.get("response")
+        request_id = response.get("request_id") if isinstance(response, Mapping) else None
+        return (frame_type, str(request_id))
+    return (frame_type,)
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -612,56 +629,48 @@ class Player:
 
     # -- the test's side ----------------------------------------------------------------------
 
-    def _pending_writes(self) -> list[int]:
-        """The indices of the first group of writes not yet matched: writes recorded back to
-        back (no read between them) may be matched in any order (rule 1)."""
-        group: list[int] = []
-        for index, record in enumerate(self._records):
-            if index in self._matched_writes or record.kind in ("stderr", "end_input"):
-                continue
-            if record.kind in _WRITES:
-                group.append(index)
-            elif group:
-                break  # a read: the writes after it came after the CLI wrote it
-        return group
-
     def write(self, line: str, now: float) -> Mismatch | None:
         """The test wrote ``line``; a :class:`Mismatch` when the cassette did not record it."""
         if self.mismatch is not None:
             return self.mismatch
         self.writes += 1
-        kind: str
+        kind: RecordKind
         try:
             written: Any = self._scrubber.value(json.loads(line))
             kind = "write"
         except ValueError:
             written, kind = self._scrubber.text(line), "write_text"
-        group = self._pending_writes()
-        if not group:
-            return self._fail(
-                f"write #{self.writes} ({label(kind, written)}): the cassette recorded no more "
-                "writes\n" + diff_text(None, written)
+        wanted = lane(kind, written)
+        unmatched = [
+            i
+            for i, r in enumerate(self._records)
+            if r.kind in _WRITES and i not in self._matched_writes
+        ]
+        same_lane = [
+            i for i in unmatched if lane(self._records[i].kind, self._records[i].value) == wanted
+        ]
+        if not same_lane:
+            left = ", ".join(
+                label(self._records[i].kind, self._records[i].value) for i in unmatched[:3]
             )
-        problems: list[tuple[Record, str]] = []
-        for index in group:
-            record = self._records[index]
-            problem, new = compare(record, kind, written, self.bindings)
-            if problem is None:
-                self.bindings.update(new)
-                self._matched_writes.add(index)
-                self._played[index] = max(now, self._due(index))
-                return None
-            problems.append((record, problem))
-        # Name the difference with the recorded write of the same sort, if the group has one.
-        sort = label(kind, written).split(" ")[:2]
-        record, problem = next(
-            (p for p in problems if label(p[0].kind, p[0].value).split(" ")[:2] == sort),
-            problems[0],
-        )
-        return self._fail(
-            f"write #{self.writes} ({label(kind, written)}) is not what the cassette recorded "
-            f"(line {record.line}, t={record.t:g}): {problem}\n" + diff_text(record.value, written)
-        )
+            return self._fail(
+                f"write #{self.writes} ({label(kind, written)}): the cassette recorded no such "
+                f"write{' here' if unmatched else ''} (the writes it still has: {left or 'none'})"
+                "\n" + diff_text(self._records[unmatched[0]].value if unmatched else None, written)
+            )
+        index = same_lane[0]
+        record = self._records[index]
+        problem, new = compare(record, kind, written, self.bindings)
+        if problem is not None:
+            return self._fail(
+                f"write #{self.writes} ({label(kind, written)}) is not what the cassette "
+                f"recorded (line {record.line}, t={record.t:g}): {problem}\n"
+                + diff_text(record.value, written)
+            )
+        self.bindings.update(new)
+        self._matched_writes.add(index)
+        self._played[index] = max(now, self._due(index))
+        return None
 
     def end_input(self, now: float) -> None:
         """The test closed the CLI's stdin."""

@@ -24,6 +24,7 @@
 from claude_trio.protocol.cassette import Cassette, CassetteError
 
 from .cassette import (
+    DEMO_ABORT_CASSETTE,
     DEMO_CASSETTE,
     CassetteMismatchError,
     CassetteVersionWarning,
@@ -79,6 +80,7 @@ from .model_double import Responder as ModelResponder
 __all__ = [
     "CLAUDE_CODE_VERSION",
     "DEFAULT_MODEL",
+    "DEMO_ABORT_CASSETTE",
     "DEMO_CASSETTE",
     "DUMMY_API_KEY",
     "Cassette",

@@ -26,8 +26,9 @@ session writes (the prompt, pushes, answers, interrupts) is compared with what w
 * **Stopping.** ``kill_now()`` ends the output at once (exit -9), as a killed CLI's would;
   ``kill_tools()`` has nothing to kill.
 
-The rules of the player are ``protocol/cassette.py``'s. :data:`DEMO_CASSETTE` is a cassette of
-``claude-trio demo`` (see :func:`demo_replay_params`).
+The rules of the player are ``protocol/cassette.py``'s. :data:`DEMO_CASSETTE` and
+:data:`DEMO_ABORT_CASSETTE` are cassettes of ``claude-trio demo`` (``scripts/record_cassettes``
+records them again).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from claude_trio.protocol.checks import MAX_SECONDS
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError, LocalProtocolError
 
 __all__ = [
+    "DEMO_ABORT_CASSETTE",
     "DEMO_CASSETTE",
     "CassetteError",
     "CassetteMismatchError",
@@ -76,9 +78,15 @@ __all__ = [
     "replay",
 ]
 
-DEMO_CASSETTE: Path = Path(str(resources.files("claude_trio.testing") / "cassettes" / "demo.jsonl"))
+_CASSETTES = resources.files("claude_trio.testing") / "cassettes"
+DEMO_CASSETTE: Path = Path(str(_CASSETTES / "demo.jsonl"))
 """A cassette of ``claude-trio demo``: the real CLI against the demo's scripted model, with
-thinking, a todo list, a file read, a subagent running Bash, a question and the answer."""
+thinking, a todo list, a file read, a subagent running Bash, a question and the answer. Replay
+it with ``demo_params(folder)`` and ``on_user_input=answer_demo_question``
+(``claude_trio.demo``)."""
+DEMO_ABORT_CASSETTE: Path = Path(str(_CASSETTES / "demo-abort.jsonl"))
+"""The demo aborted the moment the model asks its question (``session.abort()`` on the
+``user_input_request`` event, before the answer): the interrupt, the CLI's interrupted turn."""
 
 Timing = Literal["recorded", "asap"]
 

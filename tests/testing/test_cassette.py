@@ -29,6 +29,7 @@ from claude_trio.actors.sdk_private import BUNDLED_CLI_VERSION
 from claude_trio.demo import FINAL_ANSWERS, answer_demo_question, demo_params
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.testing import (
+    DEMO_ABORT_CASSETTE,
     DEMO_CASSETTE,
     CassetteError,
     CassetteMismatchError,
@@ -158,6 +159,26 @@ async def test_the_demo_cassette_replays_the_demo(
     assert transcript.terminal.usage.output_tokens == 7 * 60
 
 
+async def test_the_aborted_demo_cassette_replays_the_abort(
+    replay_cassette: Any, tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    events: list[Event] = []
+    async with open_session(
+        demo_params(tmp_path),
+        on_user_input=answer_demo_question,
+        transport_factory=replay_cassette(DEMO_ABORT_CASSETTE),
+    ) as session:
+        async for event in session.events:
+            events.append(event)
+            if isinstance(event, UserInputRequest):
+                await session.abort()
+    check_contract(events)
+    assert isinstance(events[-1], Aborted)
+    assert events[-1].usage is not None  # the interrupted turn's, as the CLI reported it
+    [resolved] = [e for e in events if e.kind == "user_input_resolved"]
+    assert resolved.outcome == "cancelled"  # type: ignore[union-attr]
+
+
 async def test_a_write_the_cassette_did_not_record_fails_with_the_first_difference(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -258,7 +279,7 @@ async def test_leaving_a_replay_early_ends_it_without_a_hang(
     # The stop's interrupt is a write the cassette does not have: reported, and the replayed
     # CLI is killed at once rather than waited for.
     [mismatch] = player.mismatches
-    assert "(control_request interrupt) is not what the cassette recorded" in mismatch
+    assert "(control_request interrupt): the cassette recorded no such write here" in mismatch
     [transport] = player.transports
     assert transport.killed
     assert transport.closed

@@ -267,11 +267,45 @@ def test_rule_1_writes_recorded_back_to_back_may_come_in_any_order() -> None:
     assert play_reads(player, 0.1) == [{"type": "x"}]
 
 
+def test_rule_1_lanes_race_each_other_even_across_a_read() -> None:
+    # Recorded: the answer to the CLI's question, the CLI's reply to it, then the interrupt.
+    # Live, the interrupt may be written first: another writer, another lane.
+    deny = {"type": "control_response", "response": {"request_id": "cli-7", "subtype": "success"}}
+    interrupt = {
+        "type": "control_request",
+        "request_id": "r-9",
+        "request": {"subtype": "interrupt"},
+    }
+    player = Player(
+        cassette(
+            (0.0, "write", deny),
+            (0.1, "read", {"type": "ack"}),
+            (0.2, "write", interrupt),
+            (0.3, "read", {"type": "interrupted"}),
+        ),
+        start=0.0,
+    )
+    assert player.write(line({**interrupt, "request_id": "live"}), 0.0) is None
+    assert isinstance(player.step(0.0), Wait)  # the first read waits for the answer
+    assert player.write(line(deny), 0.05) is None  # 0.05 s late: what follows shifts with it
+    assert play(player, 0.35) == ([{"type": "ack"}, {"type": "interrupted"}], Finish(record=None))
+    # Within a lane the order holds: a second user message cannot overtake the first.
+    ordered = Player(
+        cassette((0.0, "write", prompt("one")), (0.0, "write", prompt("two"))), start=0
+    )
+    mismatch = ordered.write(line(prompt("two", "u")), 0.0)
+    assert mismatch is not None
+    assert "the cassette has 'one', the test wrote 'two'" in str(mismatch)
+
+
 def test_rule_1_a_write_beyond_the_cassette_is_a_mismatch() -> None:
     player = Player(cassette((0.0, "read", {"type": "x"})), start=0.0)
     mismatch = player.write("not json", 0.0)
     assert mismatch is not None
-    assert "write #1 (line 'not json'): the cassette recorded no more writes" in str(mismatch)
+    assert str(mismatch).startswith(
+        "c.jsonl: write #1 (line 'not json'): the cassette recorded no such write (the writes "
+        "it still has: none)"
+    )
 
 
 def test_rule_2_reads_keep_their_recorded_gaps_after_what_they_follow() -> None:
