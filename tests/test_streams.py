@@ -17,6 +17,7 @@ from claude_trio import (
     Result,
     SlowSubscriberError,
     StreamEndedError,
+    SubagentCompleted,
     SubagentStarted,
     TextDelta,
     ToolResult,
@@ -451,3 +452,38 @@ async def read_split_of(events: Any) -> None:
 async def test_split_raises_an_error_of_its_source_out_of_the_block() -> None:
     with pytest.raises(OSError, match="the wire broke"):
         await read_split_of(Failing())
+
+
+async def test_split_routes_late_and_unattributed_subagent_events_somewhere_visible() -> None:
+    send, receive = trio.open_memory_channel[Event](10)
+    sub = {"is_subagent": True, "subagent_task_id": "t-1"}
+    stream: list[Event] = [
+        TextDelta(text="early", is_subagent=True, seq=1),  # before its task was known
+        SubagentStarted(task_id="t-1", tool_use_id="u-1", description="x", seq=2),
+        TextDelta(text="inside", seq=3, **sub),
+        SubagentCompleted(task_id="t-1", tool_use_id="u-1", status="completed", seq=4),
+        TextDelta(text="late", seq=5, **sub),  # after it completed: to its parent
+    ]
+    for event in stream:
+        send.send_nowait(event)
+    send.close()
+    got: dict[str | None, list[int]] = {}
+
+    async def drain(key: str | None, channel: Any) -> None:
+        with channel:
+            got[key] = [e.seq async for e in channel]
+
+    async with open_subagent_split(receive) as split, trio.open_nursery() as nursery:
+        nursery.start_soon(drain, "main", split.main)
+        async for announced in split.subagents:
+            nursery.start_soon(drain, announced.task_id, announced.events)
+    assert got == {"main": [2, 4, 5], None: [1], "t-1": [3]}
+
+
+@pytest.mark.parametrize("opener", ["tee", "split"])
+async def test_the_callers_exception_leaves_the_block_as_itself(opener: str) -> None:
+    _send, receive = trio.open_memory_channel[Event](1)
+    block = open_tee(receive, 1) if opener == "tee" else open_subagent_split(receive)
+    with pytest.raises(KeyError, match="mine"):
+        async with block:
+            raise KeyError("mine")
