@@ -194,7 +194,14 @@ class _RecordingReader:
 class RecordingTransport(Transport):
     """The CLI's transport, with everything that crosses it recorded (see the module
     docstring). Kills reach the inner transport when it can be killed
-    (:class:`~.process.Killable`)."""
+    (:class:`~.process.Killable`).
+
+    Channels: none of its own; it owns the cassette file, closed (flushed) by :meth:`close`.
+    Cancellation: it adds no checkpoint: a read or write cancelled in the inner transport is
+    not recorded (only what crossed is).
+    Error handling: the inner transport's errors pass through unchanged; how its output ended
+    (exit code, or the failure) is recorded first.
+    """
 
     def __init__(self, inner: Transport, writer: CassetteWriter) -> None:
         self.inner = inner

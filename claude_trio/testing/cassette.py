@@ -182,7 +182,16 @@ def replay(
 
 class ReplayTransport(Transport):
     """One replay of a cassette, behind the SDK's ``Transport`` interface (see the module
-    docstring)."""
+    docstring).
+
+    Channels: none; no task of its own either. Its output is read by the SDK's reader task,
+    which waits on an event every write, end of input, kill and close pokes.
+    Cancellation: a read cancelled while it waits loses nothing (the frame is played on the
+    next read).
+    Error handling: a mismatch raises :class:`CassetteMismatchError` from ``write()`` and
+    from the reader (the CLI hangs up), and is kept in :attr:`mismatch`; a recorded exit code
+    other than 0 is the real transport's ``ProcessError``.
+    """
 
     def __init__(self, owner: Replay, options: ClaudeAgentOptions) -> None:
         self.owner = owner
