@@ -4,7 +4,8 @@
 turn) in a :class:`RecordingTransport`, so the cassette holds exactly what crossed the CLI's
 stdio: every frame it wrote, as the SDK parsed it, every line written to it, its stderr lines,
 the end of its input and how it ended, each with its time on the trio clock since
-``connect()``. The format, and how secrets are scrubbed, is ``protocol/cassette.py``'s;
+``connect()``. The format is ``protocol/cassette.py``'s, how secrets are scrubbed
+``protocol/scrub.py``'s;
 ``claude_trio.testing.replay`` plays a cassette back.
 
 The header names the CLI version the session actually ran: the one its first ``init`` frame
@@ -36,11 +37,11 @@ from claude_agent_sdk import ClaudeAgentOptions, CLIJSONDecodeError, ProcessErro
 from claude_trio.protocol.cassette import (
     CassetteHeader,
     RecordKind,
-    Scrubber,
     encode_header,
     encode_record,
 )
 from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.scrub import Scrubber
 
 from .process import Killable
 from .sdk_private import BUNDLED_CLI_VERSION

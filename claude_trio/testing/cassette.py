@@ -26,7 +26,7 @@ session writes (the prompt, pushes, answers, interrupts) is compared with what w
 * **Stopping.** ``kill_now()`` ends the output at once (exit -9), as a killed CLI's would;
   ``kill_tools()`` has nothing to kill.
 
-The rules of the player are ``protocol/cassette.py``'s. :data:`DEMO_CASSETTE` and
+The rules of the player are ``protocol/cassette_player.py``'s. :data:`DEMO_CASSETTE` and
 :data:`DEMO_ABORT_CASSETTE` are cassettes of ``claude-trio demo`` (``scripts/record_cassettes``
 records them again).
 """
@@ -51,20 +51,11 @@ from claude_agent_sdk import (
 )
 
 from claude_trio.actors.sdk_private import BUNDLED_CLI_VERSION
-from claude_trio.protocol.cassette import (
-    Cassette,
-    CassetteError,
-    Emit,
-    Finish,
-    Mismatch,
-    Player,
-    Scrubber,
-    Wait,
-    parse_cassette,
-    version_notice,
-)
+from claude_trio.protocol.cassette import Cassette, CassetteError, parse_cassette, version_notice
+from claude_trio.protocol.cassette_player import Emit, Finish, Mismatch, Player, Wait
 from claude_trio.protocol.checks import MAX_SECONDS
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError, LocalProtocolError
+from claude_trio.protocol.scrub import Scrubber
 
 __all__ = [
     "DEMO_ABORT_CASSETTE",

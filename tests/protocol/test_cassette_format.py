@@ -1,4 +1,5 @@
-"""Cassettes, the pure part: the format, scrubbing, and the player's rules."""
+"""Cassettes, the pure part: the format (``cassette``), scrubbing (``scrub``) and the player's
+rules (``cassette_player``)."""
 
 from __future__ import annotations
 
@@ -8,23 +9,17 @@ from typing import Any
 import pytest
 
 from claude_trio.protocol.cassette import (
-    MASK,
     Cassette,
     CassetteError,
     CassetteHeader,
-    Emit,
-    Finish,
-    Mismatch,
-    Player,
     Record,
-    Scrubber,
-    Step,
-    Wait,
     encode_header,
     encode_record,
     parse_cassette,
     version_notice,
 )
+from claude_trio.protocol.cassette_player import Emit, Finish, Mismatch, Player, Step, Wait
+from claude_trio.protocol.scrub import MASK, Scrubber
 
 HEADER = encode_header(CassetteHeader(cli_version="2.1.332", sdk_version="0.2.189"))
 
