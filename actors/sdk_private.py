@@ -23,6 +23,8 @@ only for an advisory warning                     ``warning_reaches_the_user``
 ``._LineFramer``, ``._parse_stdout_line``,       stdout reads exactly as the real transport's:
 ``._DEFAULT_MAX_BUFFER_SIZE``                    oversize, malformed, CRLF lines)
 ``_bundled/`` (where the wheel keeps the CLI)    ``tests/e2e/test_cli_smoke.py``
+``_cli_version.__cli_version__``                 ``tests/testing/test_cassette.py`` (the version
+                                                 a cassette is checked against)
 ===============================================  ==============================================
 
 The testing kit (``claude_trio.testing``) and the benchmarks import these from here too.
@@ -51,6 +53,8 @@ Why each is needed:
   testing kit reads its stdout with the SDK's own framing, so a scripted stream fails exactly
   where the real one would.
 * ``_bundled``: the folder of the wheel that holds the ``claude`` binary (``bundled_cli_path``).
+* ``__cli_version__``: the version of that binary, without running it: a cassette records the
+  CLI version it was made with, and a replay warns when the installed one differs.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ def _missing(name: str, cause: BaseException | None = None) -> NoReturn:
 
 
 try:
+    from claude_agent_sdk._cli_version import __cli_version__
     from claude_agent_sdk._internal.message_parser import parse_message
     from claude_agent_sdk._internal.transport.subprocess_cli import (
         _DEFAULT_MAX_BUFFER_SIZE,
@@ -97,8 +102,11 @@ DEFAULT_MAX_BUFFER_SIZE = _DEFAULT_MAX_BUFFER_SIZE
 LineFramer = _LineFramer
 parse_stdout_line = _parse_stdout_line
 BUNDLED_FOLDER = "_bundled"
+BUNDLED_CLI_VERSION: str = __cli_version__
+"""The version of the ``claude`` CLI the installed SDK bundles."""
 
 __all__ = [
+    "BUNDLED_CLI_VERSION",
     "BUNDLED_FOLDER",
     "DEFAULT_MAX_BUFFER_SIZE",
     "LineFramer",

@@ -68,6 +68,7 @@ from .input_channel import (
     run_input_channel,
 )
 from .pool import CLIPool, run_leased_driver
+from .recorder import check_record_to, recording
 from .skills_folder import open_skills_folder
 from .tap import TapTransport
 from .tool_runner import ToolRunner, run_tool_runner
@@ -188,6 +189,7 @@ def _check_options(
     config: object,
     pool: object,
     passthrough: object,
+    record_to: object = None,
 ) -> None:
     """Refuse a wrong argument before anything starts, naming it."""
     if not isinstance(params, ExecuteParams):
@@ -223,6 +225,12 @@ def _check_options(
         raise InvalidParamsError("pool", pool, "None or a CLIPool (open_cli_pool)")
     if not isinstance(passthrough, bool):
         raise InvalidParamsError("passthrough", passthrough, "True or False")
+    if record_to is not None:
+        check_record_to(record_to)
+        if pool is not None:
+            raise InvalidParamsError(
+                "record_to", record_to, "not with pool=: a pool's CLIs start before the session"
+            )
 
 
 def _sdk_version() -> str | None:
@@ -283,6 +291,7 @@ async def open_session(
     pool: CLIPool | None = None,
     passthrough: bool = False,
     custom_tools: Sequence[CustomTool] = (),
+    record_to: str | os.PathLike[str] | None = None,
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -301,6 +310,9 @@ async def open_session(
 
     ``params.inline_skills`` are written to a private folder for the session's CLI, which is
     removed when the block is left, whatever way (``actors/skills_folder.py``).
+
+    ``record_to``: write a cassette of the CLI's traffic to this file (``actors/recorder.py``;
+    replay it with ``claude_trio.testing.replay``); secrets are scrubbed. Not with ``pool``.
     """
     _check_options(
         params,
@@ -313,6 +325,7 @@ async def open_session(
         config,
         pool,
         passthrough,
+        record_to,
     )
     tools = _check_extensions(params, custom_tools, pool)
     async with open_skills_folder(params.inline_skills) as skills_folder, _open_session(
@@ -328,6 +341,7 @@ async def open_session(
         passthrough=passthrough,
         tools=tools,
         skills_folder=skills_folder,
+        record_to=record_to,
     ) as session:
         yield session
 
@@ -347,6 +361,7 @@ async def _open_session(
     passthrough: bool,
     tools: tuple[CustomTool, ...],
     skills_folder: str | None,
+    record_to: str | os.PathLike[str] | None,
 ) -> AsyncIterator[Session]:
     """``open_session`` once its arguments are checked and the skills folder exists."""
     config = config or DriverConfig()
@@ -401,7 +416,11 @@ async def _open_session(
             skills=params.inline_skills,
             skills_folder=skills_folder,
         )
-        inner = (transport_factory or subprocess_transport)(options)
+        factory = transport_factory or subprocess_transport
+        if record_to is not None:
+            bundled = transport_factory is None and cli_path is None
+            factory = recording(factory, record_to, env=env, bundled_cli=bundled)
+        inner = factory(options)
     core = SessionCore(
         options=options,
         config=config,

@@ -96,9 +96,45 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"claude-trio {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    prompt = argparse.ArgumentParser(add_help=False)
+    _add_prompt_options(prompt)
     run = commands.add_parser(
-        "run", parents=[output], help="run one prompt", description="Run one prompt."
+        "run", parents=[output, prompt], help="run one prompt", description="Run one prompt."
     )
+    run.add_argument(
+        "--remote",
+        metavar="URL",
+        help="run it on a claude-trio server (ws://host:port/; token in CLAUDE_TRIO_TOKEN)",
+    )
+    record = commands.add_parser(
+        "record",
+        parents=[output, prompt],
+        help="run one prompt and record the CLI's traffic to a cassette",
+        description=(
+            "Run one prompt, as `run` does, and write a cassette of everything the CLI wrote "
+            "and was sent (secrets scrubbed), to replay in tests with "
+            "claude_trio.testing.replay()."
+        ),
+    )
+    record.add_argument(
+        "--out", required=True, metavar="FILE", help="the cassette to write (JSON lines)"
+    )
+
+    demo = commands.add_parser(
+        "demo",
+        parents=[output],
+        help="a scripted session: no API key, no network",
+        description="Replay a scripted session through the real pipeline; no API key needed.",
+    )
+    demo.add_argument(
+        "--record", metavar="FILE", help="also write a cassette of the CLI's traffic to FILE"
+    )
+    add_fanout_commands(commands)
+    return parser
+
+
+def _add_prompt_options(run: argparse.ArgumentParser) -> None:
+    """The options of a command that runs one prompt (``run``, ``record``)."""
     run.add_argument("prompt", metavar="PROMPT", help="what to ask the agent")
     run.add_argument("--model", help="an alias (opus-4.6, sonnet, ...) or a full model id")
     run.add_argument(
@@ -126,20 +162,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="an Anthropic-compatible endpoint (becomes ANTHROPIC_BASE_URL for the CLI)",
     )
     _session_surface_arguments(run)
-    run.add_argument(
-        "--remote",
-        metavar="URL",
-        help="run it on a claude-trio server (ws://host:port/; token in CLAUDE_TRIO_TOKEN)",
-    )
-
-    commands.add_parser(
-        "demo",
-        parents=[output],
-        help="a scripted session: no API key, no network",
-        description="Replay a scripted session through the real pipeline; no API key needed.",
-    )
-    add_fanout_commands(commands)
-    return parser
 
 
 def add_fanout_commands(commands: Any) -> None:
@@ -335,7 +357,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def execute_params_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``ExecuteParams`` keyword arguments for parsed ``run`` arguments (pure).
+    """The ``ExecuteParams`` keyword arguments for parsed ``run`` (or ``record``) arguments
+    (pure).
 
     ``architecture_config`` is the keyword arguments of an ``ArchitectureConfig``. Without
     ``--system-prompt`` the agent gets Claude Code's own system prompt (the preset): the SDK
@@ -392,6 +415,12 @@ def build_execute_params(args: argparse.Namespace) -> ExecuteParams:
         output_schema=schema,
         inline_skills=skills,
     )
+
+
+def cassette_path(args: argparse.Namespace) -> str | None:
+    """Where ``record --out`` or ``demo --record`` writes its cassette (``None``: nowhere)."""
+    path = getattr(args, "out", None) if args.command == "record" else getattr(args, "record", None)
+    return None if path is None else str(path)
 
 
 def has_credentials(

@@ -23,6 +23,7 @@ from typing import TextIO
 
 from rich.console import Console
 
+from claude_trio.actors.recorder import check_record_to
 from claude_trio.args import (
     CREDENTIAL_ENV_VARS,
     EFFORT_LEVELS,
@@ -34,6 +35,7 @@ from claude_trio.args import (
     THINKING_MODES,
     build_execute_params,
     build_parser,
+    cassette_path,
     execute_params_kwargs,
     has_credentials,
     parse_args,
@@ -53,6 +55,7 @@ __all__ = [
     "THINKING_MODES",
     "build_execute_params",
     "build_parser",
+    "cassette_path",
     "execute_params_kwargs",
     "has_credentials",
     "main",
@@ -60,6 +63,7 @@ __all__ = [
     "parse_args",
     "read_stdin_line",
 ]
+
 
 def make_renderer(args: argparse.Namespace, stream: TextIO) -> EventSink:
     """JSON lines for ``--json``, else the terminal renderer (plain text when not a TTY)."""
@@ -106,25 +110,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     if args.command in FANOUT_COMMANDS:
         return _run_fanout_command(args)
-    if args.command == "run":
-        if args.remote is not None:
-            if not os.environ.get(TOKEN_ENV):
-                errors.print(
-                    f"claude-trio: --remote needs the server's token in {TOKEN_ENV} "
-                    "(claude-trio serve prints one, or set it on both sides)",
-                    markup=False,
-                )
+    cassette = cassette_path(args)
+    try:
+        if cassette is not None:
+            check_record_to(cassette)  # fail before anything starts
+        if args.command in ("run", "record"):
+            if getattr(args, "remote", None) is not None:
+                if not os.environ.get(TOKEN_ENV):
+                    errors.print(
+                        f"claude-trio: --remote needs the server's token in {TOKEN_ENV} "
+                        "(claude-trio serve prints one, or set it on both sides)",
+                        markup=False,
+                    )
+                    return EXIT_USAGE
+            elif not has_credentials(
+                os.environ, ollama_base_url=args.ollama_base_url, provider=args.provider
+            ):
+                errors.print(NO_CREDENTIALS_MESSAGE, markup=False)
                 return EXIT_USAGE
-        elif not has_credentials(
-            os.environ, ollama_base_url=args.ollama_base_url, provider=args.provider
-        ):
-            errors.print(NO_CREDENTIALS_MESSAGE, markup=False)
-            return EXIT_USAGE
-        try:
-            build_execute_params(args)  # fail before anything starts
-        except InvalidParamsError as exc:
-            errors.print(f"claude-trio: {exc}", markup=False)
-            return EXIT_USAGE
+            build_execute_params(args)
+    except InvalidParamsError as exc:
+        errors.print(f"claude-trio: {exc}", markup=False)
+        return EXIT_USAGE
     renderer = make_renderer(args, sys.stdout)
     problem: str | None = None
     try:
@@ -145,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         renderer.close()  # stop the spinner before anything goes to stderr
     if problem is not None:
         errors.print(f"claude-trio: {problem}", markup=False)
+    elif cassette is not None and code in (EXIT_OK, EXIT_SESSION_ERROR):
+        errors.print(f"claude-trio: cassette written to {cassette}", markup=False)
     return code
 
 

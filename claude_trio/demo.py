@@ -19,6 +19,7 @@ extra or reordered request from a future CLI (a summary label, a retry) cannot d
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -298,10 +299,13 @@ def demo_params(project: Path) -> ExecuteParams:
 
 @asynccontextmanager
 async def open_demo_session(
-    *, on_user_input: UserInputHandler = answer_demo_question
+    *,
+    on_user_input: UserInputHandler = answer_demo_question,
+    record_to: str | os.PathLike[str] | None = None,
 ) -> AsyncIterator[Session]:
     """Run the demo: a model double, a temp project and CLI home, and the real CLI on them.
 
+    ``record_to``: also write a cassette of the CLI's traffic there (``open_session``'s).
     Everything - the double's server, the CLI, the temp folders - is gone when the block ends.
     """
     with tempfile.TemporaryDirectory(prefix="claude-trio-demo-") as tmp:
@@ -316,6 +320,6 @@ async def open_demo_session(
                 **DEMO_ENV,
             }
             async with open_session(
-                demo_params(project), on_user_input=on_user_input, env=env
+                demo_params(project), on_user_input=on_user_input, env=env, record_to=record_to
             ) as session:
                 yield session

@@ -161,9 +161,13 @@ class Renderer:
     indentation depth of each tool call and subagent task (the subagent tree).
     """
 
-    def __init__(self, console: Console, *, show_thinking: bool = True) -> None:
+    def __init__(
+        self, console: Console, *, show_thinking: bool = True, spinner: bool = True
+    ) -> None:
         self.console = console
         self.show_thinking = show_thinking
+        #: Whether :meth:`wait` shows a spinner (on a terminal) while the next event is awaited.
+        self.spinner = spinner
         self._open_style: str | None = None  # style of the streamed line still open, if any
         self._streamed_ids: set[str | None] = set()
         self._tool_names: dict[str, str] = {}
@@ -174,8 +178,9 @@ class Renderer:
     # -- waiting spinner ----------------------------------------------------------------------
 
     def wait(self, message: str = "waiting for Claude…") -> None:
-        """Show a spinner until the next output; a no-op when the console is not a terminal."""
-        if not self.console.is_terminal:
+        """Show a spinner until the next output; a no-op when the console is not a terminal
+        or the renderer was made with ``spinner=False``."""
+        if not self.spinner or not self.console.is_terminal:
             return
         if self._status is None:
             self._status = self.console.status(Text(message, style=STYLE_DIM))

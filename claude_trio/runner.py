@@ -1,9 +1,11 @@
 """The session side of the ``claude-trio`` command: ``run`` (``--remote URL``: on a
 ``claude-trio serve`` server, through :mod:`claude_trio.client`) and ``demo``.
 
-:func:`run_command` is what ``cli.main`` calls once the arguments are valid. Both commands are
+:func:`run_command` is what ``cli.main`` calls once the arguments are valid. Each command is
 one session whose every event goes to the renderer; they differ only in the session they open
-(``run``: the user's prompt on the real API; ``demo``: :mod:`claude_trio.demo`). The exit code
+(``run``: the user's prompt on the real API; ``record``: the same, with a cassette of the CLI's
+traffic written to ``--out``; ``demo``: :mod:`claude_trio.demo`, with ``--record FILE`` a
+cassette too). The exit code
 follows the execution's final terminal event: 0 for a result that is not an error, 1 for an
 error result, an abort, a fatal error, or a stream that ended without any terminal event; 130
 after Ctrl-C.
@@ -52,6 +54,7 @@ from claude_trio.args import (
     EXIT_OK,
     EXIT_SESSION_ERROR,
     build_execute_params,
+    cassette_path,
     read_stdin_line,
 )
 from claude_trio.client import RemoteSession, connect_gateway
@@ -194,8 +197,9 @@ async def run_session(
 
 def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
     """The session ``args.command`` runs; raises ``InvalidParamsError`` for bad parameters."""
+    cassette = cassette_path(args)
     match args.command:
-        case "run":
+        case "run" | "record":
             params = build_execute_params(args)
             handler = user_input_handler(args, sink, stdin_is_tty=sys.stdin.isatty())
             if getattr(args, "remote", None) is not None:
@@ -206,11 +210,17 @@ def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
                     params,
                     on_user_input=handler,
                 )
-            return functools.partial(open_session, params, on_user_input=handler)
+            if cassette is None:
+                return functools.partial(open_session, params, on_user_input=handler)
+            return functools.partial(
+                open_session, params, on_user_input=handler, record_to=cassette
+            )
         case "demo":
-            return open_demo_session
+            if cassette is None:
+                return open_demo_session
+            return functools.partial(open_demo_session, record_to=cassette)
         case other:
-            raise InvalidParamsError("command", other, "'run' or 'demo'")
+            raise InvalidParamsError("command", other, "'run', 'record' or 'demo'")
 
 
 REMOTE_ABORT_GRACE = 10.0
@@ -294,7 +304,7 @@ async def open_remote_session(
 
 
 def run_command(args: argparse.Namespace, renderer: EventSink) -> int:
-    """Run ``claude-trio run`` / ``claude-trio demo``; return the exit code."""
+    """Run ``claude-trio run`` / ``record`` / ``demo``; return the exit code."""
     opener = session_opener(args, renderer)
     return trio.run(
         functools.partial(run_session, opener, renderer, on_output_closed=_silence_stdout)

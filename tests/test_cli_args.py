@@ -28,7 +28,6 @@ def with_key(monkeypatch: pytest.MonkeyPatch, no_credentials: None) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
 
 
-
 class FakeRunner:
     """Stands in for ``claude_trio.runner`` (imported lazily by ``main``)."""
 
@@ -415,3 +414,71 @@ def test_skill_folders_become_inline_skills(tmp_path: Path) -> None:
     args = cli.parse_args(["run", "hi", "--skill", str(tmp_path / "nope")])
     with pytest.raises(InvalidParamsError, match=r"skill folder.*readable UTF-8 SKILL\.md"):
         cli.build_execute_params(args)
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording cassettes
+# ---------------------------------------------------------------------------------------------
+
+
+def test_record_takes_the_run_options_and_an_out_file(tmp_path: Path) -> None:
+    out = tmp_path / "c.jsonl"
+    args = cli.parse_args(["record", "fix it", "--model", "sonnet", "--out", str(out)])
+    assert (args.command, args.prompt, args.model, args.out) == (
+        "record",
+        "fix it",
+        "sonnet",
+        str(out),
+    )
+    assert cli.cassette_path(args) == str(out)
+    assert cli.build_execute_params(args).prompt == "fix it"
+    assert cli.cassette_path(cli.parse_args(["demo", "--record", str(out)])) == str(out)
+    assert cli.cassette_path(cli.parse_args(["demo"])) is None
+    assert cli.cassette_path(cli.parse_args(["run", "hi"])) is None
+
+
+def test_record_without_out_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["record", "hi"]) == 2
+    assert "the following arguments are required: --out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["record", "hi", "--out"], ["demo", "--record"]])
+def test_a_cassette_path_that_cannot_be_written_is_refused_before_anything_starts(
+    command: list[str],
+    with_key: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake = install_runner(monkeypatch, lambda: 0)
+    assert cli.main([*command, str(tmp_path / "missing" / "c.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "invalid record_to=" in err
+    assert "does not exist" in err
+    assert fake.calls == []
+
+
+def test_record_needs_credentials_as_run_does(
+    no_credentials: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake = install_runner(monkeypatch, lambda: 0)
+    assert cli.main(["record", "hi", "--out", str(tmp_path / "c.jsonl")]) == 2
+    assert "no credentials" in capsys.readouterr().err
+    assert fake.calls == []
+
+
+@pytest.mark.parametrize(("code", "said"), [(0, True), (1, True), (130, False)])
+def test_the_cassette_is_named_when_the_session_ran(
+    code: int,
+    said: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    install_runner(monkeypatch, lambda: code)
+    out = tmp_path / "demo.jsonl"
+    assert cli.main(["demo", "--record", str(out)]) == code
+    assert (f"claude-trio: cassette written to {out}" in capsys.readouterr().err) == said

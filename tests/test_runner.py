@@ -328,6 +328,30 @@ def test_run_opens_a_session_with_the_built_params(monkeypatch: pytest.MonkeyPat
     assert sink.events == [TEXT, result()]
 
 
+def test_record_opens_the_session_with_record_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = OpenSessionSpy([TEXT, result()])
+    monkeypatch.setattr(runner, "open_session", spy)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert runner.run_command(_args("record", "hi", "--out", "/tmp/c.jsonl"), RecordingSink()) == 0
+    [(params, kwargs)] = spy.calls
+    assert params.prompt == "hi"
+    assert kwargs == {"on_user_input": None, "record_to": "/tmp/c.jsonl"}
+
+
+def test_demo_record_opens_the_demo_session_with_record_to(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[dict[str, Any]] = []
+
+    def opener(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return FakeOpener(FakeSession.with_events([result()]))()
+
+    monkeypatch.setattr(runner, "open_demo_session", opener)
+    assert runner.run_command(_args("demo", "--record", "/tmp/d.jsonl"), RecordingSink()) == 0
+    assert calls == [{"record_to": "/tmp/d.jsonl"}]
+
+
 def test_demo_opens_the_demo_session(monkeypatch: pytest.MonkeyPatch) -> None:
     opener = FakeOpener(FakeSession.with_events([result(is_error=True)]))
     monkeypatch.setattr(runner, "open_demo_session", opener)
@@ -336,7 +360,7 @@ def test_demo_opens_the_demo_session(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_an_unknown_command_is_refused() -> None:
-    with pytest.raises(InvalidParamsError, match="'run' or 'demo'"):
+    with pytest.raises(InvalidParamsError, match="'run', 'record' or 'demo'"):
         runner.run_command(argparse.Namespace(command="fly", json=False), RecordingSink())
 
 

@@ -8,10 +8,38 @@
 * ``ModelDouble`` is a scripted Anthropic Messages API served on 127.0.0.1, and ``hermetic_env``
   points the real bundled CLI at it with no key and no network
   (:mod:`claude_trio.testing.model_double`, :mod:`claude_trio.testing.hermetic`).
+* ``replay(cassette)`` plays a recorded CLI session (a cassette, from ``claude-trio record`` or
+  ``open_session(record_to=...)``) back through the real SDK, and fails when a test writes
+  what was not recorded (:mod:`claude_trio.testing.cassette`); ``DEMO_CASSETTE`` is one of
+  ``claude-trio demo``.
+* ``check_contract`` checks that a captured event stream keeps the invariants of every
+  execution's stream, and reports every violation with its seq
+  (:mod:`claude_trio.testing.contract`).
 * pytest fixtures (registered automatically): ``fake_cli``, ``fake_cli_factory``,
-  ``scripted_session``, ``model_double``, ``hermetic``.
+  ``scripted_session``, ``model_double``, ``hermetic``, ``event_contract``,
+  ``replay_cassette``; and
+  ``claude_trio.testing.pytest_plugin.assert_contract``.
 """
 
+from claude_trio.protocol.cassette import Cassette, CassetteError
+
+from .cassette import (
+    DEMO_ABORT_CASSETTE,
+    DEMO_CASSETTE,
+    CassetteMismatchError,
+    CassetteVersionWarning,
+    Replay,
+    ReplayTransport,
+    load_cassette,
+    replay,
+)
+from .contract import (
+    ContractRecorder,
+    ContractViolationError,
+    Violation,
+    check_contract,
+    contract_violations,
+)
 from .fake_cli import (
     CLAUDE_CODE_VERSION,
     DEFAULT_MODEL,
@@ -53,7 +81,15 @@ from .model_double import Responder as ModelResponder
 __all__ = [
     "CLAUDE_CODE_VERSION",
     "DEFAULT_MODEL",
+    "DEMO_ABORT_CASSETTE",
+    "DEMO_CASSETTE",
     "DUMMY_API_KEY",
+    "Cassette",
+    "CassetteError",
+    "CassetteMismatchError",
+    "CassetteVersionWarning",
+    "ContractRecorder",
+    "ContractViolationError",
     "FakeCLI",
     "FakeTransport",
     "FakeTurn",
@@ -63,6 +99,8 @@ __all__ = [
     "ModelRequest",
     "ModelResponder",
     "PendingRequest",
+    "Replay",
+    "ReplayTransport",
     "Reply",
     "ReplyText",
     "ReplyThinking",
@@ -77,13 +115,18 @@ __all__ = [
     "StreamError",
     "ToolCall",
     "UserInput",
+    "Violation",
     "bundled_cli_path",
+    "check_contract",
+    "contract_violations",
     "hermetic_env",
     "is_main_agent",
     "is_subagent",
+    "load_cassette",
     "open_model_double",
     "prompt_stream",
     "prompt_too_long",
+    "replay",
     "turns",
     "user_message",
 ]

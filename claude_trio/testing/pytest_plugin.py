@@ -7,6 +7,13 @@ without the entry point, add ``pytest_plugins = ["claude_trio.testing.pytest_plu
 ``scripted_session(script, "prompt")`` opens a real session over a fresh fake CLI in one line.
 ``model_double`` serves a scripted Messages API on 127.0.0.1 in the test's nursery (pytest-trio),
 and ``hermetic`` is the env that points the real bundled CLI at it.
+``replay_cassette(path, **kwargs)`` is :func:`~claude_trio.testing.replay` (a transport
+factory playing a cassette back) that fails the test at teardown when the test wrote what the
+cassette did not record, or did not write what it did.
+``event_contract`` records the event streams a test watches (``event_contract.watch()`` is an
+observer for ``claude_trio.observe``) and checks them against the event contract at teardown;
+:func:`assert_contract` checks one captured stream now. Both fail the test with every
+violation, each with its seq.
 ``fake_cli_factory(responder, **kwargs)`` builds :class:`~claude_trio.testing.FakeCLI` objects and,
 at teardown, fails the test if a script raised (the fake turned it into a CLI crash, which a
 test might otherwise read as an expected error) or if a fake process was connected but never
@@ -15,12 +22,17 @@ closed (a leaked session).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from claude_trio.protocol.contract import contract_violations, describe_violations
+from claude_trio.protocol.events import Event
+
+from .cassette import Replay, replay
+from .contract import ContractRecorder
 from .fake_cli import FakeCLI
 from .hermetic import hermetic_env
 from .model_double import ModelDouble, Script
@@ -118,3 +130,42 @@ def hermetic(model_double: ModelDouble, tmp_path: Any) -> dict[str, str]:
     """The env for a real CLI that talks only to ``model_double`` and keeps its files under
     ``tmp_path``; ``IS_SANDBOX=1`` so ``bypassPermissions`` also works as root."""
     return hermetic_env(model_double.base_url, tmp_path, sandbox=True)
+
+
+def assert_contract(events: Iterable[Event], *, complete: bool = True) -> None:
+    """Fail the test unless ``events`` (one execution's whole stream) keep the event contract
+    (``claude_trio.testing.check_contract``), listing every violation with its seq."""
+    __tracebackhide__ = True
+    violations = contract_violations(events, complete=complete)
+    if violations:
+        pytest.fail(describe_violations(violations), pytrace=False)
+
+
+@pytest.fixture
+def event_contract() -> Iterator[ContractRecorder]:
+    """A :class:`~claude_trio.testing.ContractRecorder`: ``event_contract.watch(name)`` is an
+    observer that records one stream (``observe(session.events, event_contract.watch())``);
+    at teardown every stream watched is checked and the test fails with every violation."""
+    recorder = ContractRecorder()
+    yield recorder
+    problems = recorder.problems()
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def replay_cassette() -> Iterator[Any]:
+    """``replay_cassette(cassette, timing=..., patience=...)`` -> a
+    :class:`~claude_trio.testing.Replay` for ``open_session(transport_factory=...)``; at
+    teardown the test fails with the diff of every mismatch a replay found."""
+    made: list[Replay] = []
+
+    def make(cassette: Any, **kwargs: Any) -> Replay:
+        player = replay(cassette, **kwargs)
+        made.append(player)
+        return player
+
+    yield make
+    problems = [mismatch for player in made for mismatch in player.mismatches]
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)

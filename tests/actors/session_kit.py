@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from claude_trio import DriverConfig, Event, ExecuteParams, Session, is_terminal, open_session
-from claude_trio.testing import FakeCLI
+from claude_trio.testing import FakeCLI, check_contract
 
 # Short, distinct deadlines so exact-virtual-time asserts name which one fired.
 CONFIG = DriverConfig(
@@ -52,7 +52,9 @@ def kinds(events: list[Event]) -> list[str]:
 
 
 def check_stream(events: list[Event]) -> None:
-    """The invariants every execution's stream keeps (ARCHITECTURE.md, invariants 1-3)."""
+    """The invariants every execution's stream keeps: the contract kit's rules (ARCHITECTURE.md,
+    invariants 1-3, 5-7, with every violation listed), and the same three again by hand."""
+    check_contract(events)
     seqs = [e.seq for e in events]
     assert seqs == sorted(set(seqs)), f"seq not strictly increasing: {seqs}"
     terminals = [e for e in events if is_terminal(e)]

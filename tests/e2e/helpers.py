@@ -1,9 +1,11 @@
 """Shared pieces of the ``open_session`` end-to-end tests (real bundled CLI, model double).
 
 ``run_session`` runs one execution to its end and checks the invariants every lifecycle test
-must hold afterwards (one final terminal event, nothing after it, ``seq`` strictly increasing, no
-``claude`` child process left). ``sonnet_cost`` prices a double's usage the way the CLI does for
-``claude-sonnet-4-5``, so a test can assert ``Result.usage.cost_usd`` exactly.
+must hold afterwards (the event contract of ``claude_trio.testing.check_contract``: one final
+terminal event, nothing after it, ``seq`` strictly increasing, tool calls, questions, usage and
+subagent attribution; and no ``claude`` child process left). ``sonnet_cost`` prices a double's
+usage the way the CLI does for ``claude-sonnet-4-5``, so a test can assert
+``Result.usage.cost_usd`` exactly.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from claude_trio.protocol.events import (
     is_terminal,
 )
 from claude_trio.protocol.params import ExecuteParams
+from claude_trio.testing import check_contract
 from claude_trio.testing.model_double import ReplyUsage
 
 MODEL = "claude-sonnet-4-5"
@@ -90,8 +93,10 @@ async def run_session(
 
 
 def assert_single_final_terminal(events: Sequence[Event]) -> None:
-    """Exactly one event ends the execution, it is the last one, and ``seq`` only grows."""
+    """Exactly one event ends the execution, it is the last one, and ``seq`` only grows; and
+    the whole stream keeps the contract (``check_contract``: every violation, with its seq)."""
     assert events, "the session produced no events at all"
+    check_contract(events)
     last = events[-1]
     assert is_terminal(last), f"the last event is not terminal: {last!r}"
     if isinstance(last, Result):

@@ -16,6 +16,7 @@ from pathlib import Path
 import attrs
 
 from claude_trio.protocol.events import Event, Result, is_terminal
+from claude_trio.testing import check_contract
 
 
 @attrs.frozen(kw_only=True)
@@ -66,8 +67,10 @@ def assert_one_final_terminal(events: Sequence[Event]) -> Event:
 
     Every terminal event before it must be a non-final ``Result`` (a turn that did not end the
     execution); an ``Aborted`` or fatal ``Error`` ends the execution, so only the last may be one.
+    The whole stream must keep the contract too (``check_contract``).
     """
     assert events, "no events at all"
+    check_contract(events)
     *before, last = events
     assert is_terminal(last), f"the last event is not terminal: {last!r}"
     if isinstance(last, Result):

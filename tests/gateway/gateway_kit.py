@@ -82,6 +82,10 @@ class Client:
         frames = await self.receive_until(is_final_result)
         return [f.event for f in frames if isinstance(f, EventFrame)]
 
+    def received_events(self, session: str) -> list[Event]:
+        """Every event of ``session`` this client has received so far, in order."""
+        return [f.event for f in self.frames if isinstance(f, EventFrame) and f.session == session]
+
     async def open(self, params: ExecuteParams, op_id: str = "open-1") -> str:
         await self.send("open", id=op_id, params=params_to_json(params))
         opened = await self.receive()

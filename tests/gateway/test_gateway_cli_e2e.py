@@ -28,6 +28,7 @@ from claude_trio.protocol.wire import (
     decode_frame,
     params_to_json,
 )
+from claude_trio.testing import check_contract
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, ReplyUsage, turns
 
 pytestmark = pytest.mark.e2e
@@ -126,6 +127,7 @@ async def test_a_real_cli_session_over_the_gateway(
     assert claude_children() == []
     assert ReplyFrame(id="a", ok=True) in frames
     events: list[Event] = [f.event for f in frames if isinstance(f, EventFrame)]
+    check_contract(events)
     (result,) = [e for e in events if isinstance(e, Result)]
     assert result.final
     assert result is events[-1]

@@ -50,7 +50,7 @@ from claude_trio.protocol.wire import (
     ReplyFrame,
     decode_frame,
 )
-from claude_trio.testing import FakeCLI, FakeTurn
+from claude_trio.testing import FakeCLI, FakeTurn, check_contract
 
 
 def errors_of(frames: list[Any]) -> list[ErrorFrame]:
@@ -92,6 +92,7 @@ async def test_a_lone_surrogate_is_refused_and_nobody_else_notices() -> None:
                 await late.send("attach", id="late", session=sid, last_seq=None)
                 assert await late.receive() == ReplyFrame(id="late", ok=True)
                 replayed = await late.events_until_final()
+    check_contract(replayed)  # the whole stream, from the replay buffer
     for events in (a_events, b_events, replayed):
         assert text_of(events).startswith("before ")
         (pushed,) = [e for e in events if isinstance(e, UserMessage)]

@@ -53,7 +53,7 @@ from claude_trio.protocol.wire import (
     ReplyFrame,
     ResyncRequiredFrame,
 )
-from claude_trio.testing import FakeCLI, FakeTurn
+from claude_trio.testing import FakeCLI, FakeTurn, check_contract
 
 # -- handshake ----------------------------------------------------------------------------------
 
@@ -269,6 +269,7 @@ async def test_open_streams_every_event_to_the_final_result() -> None:
                 session_id = await c.open(ExecuteParams(prompt="hi"))
                 events = await c.events_until_final()
             await fleet.get(session_id).wait_ended()
+    check_contract(events)
     kinds = [e.kind for e in events]
     assert kinds[:2] == ["adapter_ready", "turn_started"]
     assert kinds[-1] == "result"
@@ -325,6 +326,8 @@ async def test_push_and_answer_over_the_wire() -> None:
             assert (pushed.id, pushed.ok, pushed.reason) == ("p1", True, None)
             release.set()
             events = await c.events_until_final()
+            # The whole stream, read in pieces around the ops, keeps the contract.
+            check_contract(c.received_events(session_id))
             # After the end, a push is rejected with the reason.
             await c.send("push", id="p2", session=session_id, text="too late")
             late = await c.receive_until(lambda f: isinstance(f, ReplyFrame))
@@ -436,6 +439,7 @@ async def test_reconnect_with_last_seq_replays_exactly_the_missed_events() -> No
                 everything = await c.events_until_final()
     assert seen == everything[:2]
     assert rest == everything[2:]
+    check_contract(everything)
     assert text_of(everything) == "beforeafter"
 
 
@@ -562,6 +566,7 @@ async def test_reattach_on_the_same_connection_replaces_the_subscription_without
     # Events the old subscription delivered before the reply, then the new one's replay of
     # everything after first[-1]: those already seen come again only from the replay, so the
     # client sees every seq after the reply exactly once and in order.
+    check_contract(everything)
     assert after_reply == [e for e in everything if e.seq > first[-1].seq]
     assert all(e.seq > first[-1].seq for e in before_reply)
     assert text_of(everything) == "streaming the rest"
