@@ -17,7 +17,9 @@ afterwards. ``claude_trio.collect`` builds one from a live stream. Rules:
 3. **Tool calls** pair each ``tool_use`` with the ``tool_result`` of the same id, wherever
    the result was reported; a call is listed under the agent that made it, in the order the
    calls were made, with ``result=None`` while it has none. Results without a call are left
-   out of ``tool_calls`` (``claude_trio.testing.check_contract`` reports them).
+   out of ``tool_calls`` (``claude_trio.testing.check_contract`` reports them). The CLI's
+   tool-use summaries (the synthetic ``tool_use_summary`` pairs) are not calls the agent
+   made: they are in ``tool_summaries``, paired the same way.
 4. **Questions** pair each ``user_input_request`` with its ``user_input_resolved``.
 5. **Text.** ``text`` is the answer: the final result's ``text`` when the CLI gave one, else
    the text blocks of the agent's last assistant message that has any (a message of tool
@@ -162,6 +164,9 @@ class Transcript:
     """The agent's assistant messages, whole, in order."""
     tool_calls: tuple[ToolCall, ...]
     """The agent's tool calls, each with its result (rule 3)."""
+    tool_summaries: tuple[ToolCall, ...]
+    """The CLI's summaries of the agent's tool calls (synthetic ``tool_use_summary`` pairs:
+    the ids summarized are the use's ``input``, the summary is the result's ``content``)."""
     subagents: tuple[SubagentRun, ...]
     """The subagents this agent started, in start order (rule 2)."""
     todos: tuple[TodoItem, ...]
@@ -281,6 +286,7 @@ class _Builder:
             if isinstance(e, AssistantMessage) and e.message.role == "assistant"
         )
         calls: list[ToolCall] = []
+        summaries: list[ToolCall] = []
         seen_calls: set[str] = set()
         todos: tuple[TodoItem, ...] = ()
         questions: list[Exchange] = []
@@ -288,7 +294,8 @@ class _Builder:
             match event:
                 case ToolUse() if event.tool_use_id not in seen_calls:
                     seen_calls.add(event.tool_use_id)
-                    calls.append(ToolCall(use=event, result=self.results.get(event.tool_use_id)))
+                    call = ToolCall(use=event, result=self.results.get(event.tool_use_id))
+                    (summaries if event.synthetic else calls).append(call)
                 case TodoListUpdated():
                     todos = event.items
                 case UserInputRequest():
@@ -325,6 +332,7 @@ class _Builder:
             text=text,
             messages=messages,
             tool_calls=tuple(calls),
+            tool_summaries=tuple(summaries),
             subagents=subagents,
             todos=todos,
             questions=tuple(questions),

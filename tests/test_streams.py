@@ -179,7 +179,7 @@ async def test_wait_for_names_what_it_waited_for_when_the_stream_ends(
             await wait_for(session.events, SubagentStarted, "aborted")
     message = str(caught.value)
     assert message.startswith("the stream ended without a subagent_started or aborted event")
-    assert message.endswith("(its last event was result at seq 4)")
+    assert message.endswith("(its last event was result at seq 5)")
 
 
 def rendered(events: list[Event]) -> str:

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from claude_trio import Event, observe
+from claude_trio import Event, ToolUse, observe
 from claude_trio.testing import ContractRecorder, ContractViolationError, FakeTurn, check_contract
 
 
@@ -27,7 +27,8 @@ async def test_a_captured_stream_keeps_the_contract(
     check_contract(events)  # raises ContractViolationError listing every violation
 
     # A stream your own code rewrote wrongly: a tool call reported twice.
-    tampered = [*events[:-1], attrs.evolve(events[1], seq=events[-1].seq), events[-1]]
+    tool_use = next(event for event in events if isinstance(event, ToolUse))
+    tampered = [*events[:-1], attrs.evolve(tool_use, seq=events[-1].seq), events[-1]]
     with pytest.raises(ContractViolationError) as caught:
         check_contract(tampered)
     assert [(v.rule, v.seq) for v in caught.value.violations] == [

@@ -2,8 +2,9 @@
 
 The recording is the real bundled ``claude`` talking to the double; the replay is the cassette
 played back through the real SDK with no CLI at all, in a fresh trio run on the mock clock (so
-its times are exact). The two event streams must be equal, but for what differs between two
-runs by nature: wall-clock stamps, deadlines, and the uuids the session picks at random.
+its times are exact), with the same environment (which ``adapter_ready`` reports). The two
+event streams must be equal, but for what differs between two runs by nature: wall-clock
+stamps, deadlines, and the uuids the session picks at random.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ async def test_a_real_session_recorded_replays_to_the_same_events(
     assert "sk-ant-double" not in cassette.read_text()  # the hermetic key was scrubbed
 
     events, ended = await trio.to_thread.run_sync(
-        partial(replayed, execute, cassette, on_user_input=pick_a)
+        partial(replayed, execute, cassette, on_user_input=pick_a, env=hermetic)
     )
     assert normalized(events) == normalized(recorded)
     check_contract(events)
