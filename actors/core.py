@@ -54,7 +54,7 @@ from .event_stream import EventStream
 from .input_channel import Outgoing
 from .process import kill_now, kill_tools
 from .sdk_private import parse_message, send_control_request
-from .tool_runner import ToolRunner
+from .tool_runner import CallbackRunner
 
 STDERR_TAIL = 20
 
@@ -174,8 +174,9 @@ class SessionCore:
     # The stop (interrupt + settle): started once, shared by abort() and the teardown.
     _stop_done: trio.Event | None = None
     _must_kill: bool = False
-    # The session's custom tools (None without any): cancelled when the execution stops.
-    tools: ToolRunner | None = None
+    # The session's custom tools' and hooks' runner (None without any): cancelled when the
+    # execution stops.
+    callbacks: CallbackRunner | None = None
 
     # -- emitting ------------------------------------------------------------------------------
 
@@ -197,8 +198,8 @@ class SessionCore:
             return
         if self.broker is not None:
             self.broker.close("cancelled")
-        if self.tools is not None:
-            self.tools.close()
+        if self.callbacks is not None:
+            self.callbacks.close()
         lost = self.lifecycle.finish(cause)
         self.report_lost_pushes(lost, "the execution ended first")
         events = terminal() if callable(terminal) else terminal
@@ -437,8 +438,8 @@ class SessionCore:
         self.report_lost_pushes(lost, why)
         if self.broker is not None:
             self.broker.close("cancelled")
-        if self.tools is not None:
-            self.tools.close(f"{why}: the tool call was cancelled")
+        if self.callbacks is not None:
+            self.callbacks.close(f"{why}: the tool call was cancelled")
         self.mapper.abort_requested(reason if decided else None)
         await self.stop_cli()
         if not self.done.is_set():

@@ -82,6 +82,7 @@ from claude_trio.protocol.events import (
     UserInputResolved,
     is_terminal,
 )
+from claude_trio.protocol.hooks import check_hooks
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.replay import Entry, ReplayBuffer, SubscriberQueue
@@ -107,11 +108,12 @@ SESSION_OPTIONS: frozenset[str] = frozenset(
         "config",
         "pool",
         "custom_tools",
+        "hooks",
     }
 )
 """The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual).
-``custom_tools`` are the operator's code: a fleet served by the gateway gives them to remote
-sessions too, but no client can send any."""
+``custom_tools`` and ``hooks`` are the operator's code: a fleet served by the gateway gives
+them to remote sessions too, but no client can send any."""
 
 DEFAULT_REPLAY_BYTES = 8 * 2**20
 """Counted bytes a session's replay buffer keeps by default (``protocol/replay.py``)."""
@@ -253,6 +255,8 @@ def _check_session_options(options: Mapping[str, Any]) -> None:
                     raise InvalidParamsError("config", value, "a DriverConfig or None")
             case "custom_tools":
                 check_custom_tools(value)
+            case "hooks":
+                check_hooks(value)
     _check_together(options)
 
 
@@ -261,6 +265,10 @@ def _check_together(options: Mapping[str, Any]) -> None:
     if options.get("pool") is not None and options.get("custom_tools"):
         raise InvalidParamsError(
             "pool", options["pool"], "None with custom_tools (a warm CLI has no custom tools)"
+        )
+    if options.get("pool") is not None and options.get("hooks"):
+        raise InvalidParamsError(
+            "pool", options["pool"], "None with hooks (a warm CLI has no hooks)"
         )
 
 

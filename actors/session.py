@@ -38,6 +38,7 @@ from claude_trio.protocol.custom_tools import CustomTool, check_custom_tools
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import Error, WarningEvent
 from claude_trio.protocol.extensions import check_server_name, with_extensions
+from claude_trio.protocol.hooks import Hook, check_hooks
 from claude_trio.protocol.images import ImageInput, check_images
 from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Rejected
 from claude_trio.protocol.mapper import Mapper
@@ -57,9 +58,10 @@ from .broker import (
     UserInputHandler,
     run_user_input_broker,
 )
-from .core import STDERR_TAIL, DriverConfig, Emitter, SessionCore, stop_gate
+from .core import STDERR_TAIL, STOPPED, DriverConfig, Emitter, SessionCore, stop_gate
 from .driver import root_refusal, run_sdk_driver, subprocess_transport
 from .event_stream import EventStream
+from .hooks import SessionHooks
 from .input_channel import (
     MAX_PENDING_PUSHES,
     CLIWriter,
@@ -71,7 +73,7 @@ from .pool import CLIPool, run_leased_driver
 from .recorder import check_record_to, recording
 from .skills_folder import open_skills_folder
 from .tap import TapTransport
-from .tool_runner import ToolRunner, run_tool_runner
+from .tool_runner import CallbackRunner, ToolRunner, run_tool_runner
 from .transcripts import resumed_cost
 
 TransportFactory = Callable[[ClaudeAgentOptions], Transport]
@@ -261,20 +263,22 @@ def _stderr_collector(
 
 
 def _check_extensions(
-    params: ExecuteParams, custom_tools: object, pool: object
-) -> tuple[CustomTool, ...]:
-    """The custom tools, checked, and what they and the inline skills need of the rest."""
+    params: ExecuteParams, custom_tools: object, pool: object, hooks: object = ()
+) -> tuple[tuple[CustomTool, ...], tuple[Hook, ...]]:
+    """The custom tools and hooks, checked, and what they and the inline skills need of the
+    rest."""
     tools = check_custom_tools(custom_tools)
+    checked_hooks = check_hooks(hooks)
     if tools:
         check_server_name(params.mcp_servers)
-    if pool is not None and (tools or params.inline_skills):
+    if pool is not None and (tools or checked_hooks or params.inline_skills):
         raise InvalidParamsError(
             "pool",
             pool,
-            "None with custom_tools or inline_skills: a warm CLI was started before the "
-            "session's own tools and skills existed",
+            "None with custom_tools or inline_skills (or hooks): a warm CLI was started before "
+            "the session's own tools, hooks and skills existed",
         )
-    return tools
+    return tools, checked_hooks
 
 
 @asynccontextmanager
@@ -292,6 +296,7 @@ async def open_session(
     passthrough: bool = False,
     custom_tools: Sequence[CustomTool] = (),
     record_to: str | os.PathLike[str] | None = None,
+    hooks: Sequence[Hook] = (),
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -307,6 +312,9 @@ async def open_session(
     unified meaning (status chatter, unknown frame types); off by default.
     ``custom_tools``: Python tools the model can call (``@custom_tool``), run as trio code in
     this session (``actors/tool_runner.py``); not with a ``pool``.
+    ``hooks``: async functions the CLI calls at its hook events (``@hook``, ``Hook``), run as
+    trio code in this session (``actors/hooks.py``); each call is a ``hook_invoked`` event.
+    Not with a ``pool``.
 
     ``params.inline_skills`` are written to a private folder for the session's CLI, which is
     removed when the block is left, whatever way (``actors/skills_folder.py``).
@@ -327,7 +335,7 @@ async def open_session(
         passthrough,
         record_to,
     )
-    tools = _check_extensions(params, custom_tools, pool)
+    tools, checked_hooks = _check_extensions(params, custom_tools, pool, hooks)
     async with open_skills_folder(params.inline_skills) as skills_folder, _open_session(
         params,
         on_user_input=on_user_input,
@@ -342,6 +350,7 @@ async def open_session(
         tools=tools,
         skills_folder=skills_folder,
         record_to=record_to,
+        hooks=checked_hooks,
     ) as session:
         yield session
 
@@ -362,6 +371,7 @@ async def _open_session(
     tools: tuple[CustomTool, ...],
     skills_folder: str | None,
     record_to: str | os.PathLike[str] | None,
+    hooks: tuple[Hook, ...] = (),
 ) -> AsyncIterator[Session]:
     """``open_session`` once its arguments are checked and the skills folder exists."""
     config = config or DriverConfig()
@@ -384,9 +394,22 @@ async def _open_session(
             handler=None if on_user_input == "manual" else on_user_input,
             timeout=params.user_input_timeout,
         )
-    runner = None
+    runner: CallbackRunner | None = None
+    tool_runner: ToolRunner | None = None
     if tools:
-        runner = ToolRunner(tools, timeout=params.tool_timeout, emit=emitter.emit)
+        runner = tool_runner = ToolRunner(tools, timeout=params.tool_timeout, emit=emitter.emit)
+    session_hooks: SessionHooks | None = None
+    if hooks:
+        runner = runner or CallbackRunner()
+        session_hooks = SessionHooks(
+            hooks,
+            runner=runner,
+            timeout=params.hook_timeout,
+            emit=emitter.emit,
+            # The stop gate's own rule: a PreToolUse hook never allows a tool after a stop.
+            stopping=lambda: not lifecycle.may_write_user_messages,
+            stopped_reason=STOPPED,
+        )
     stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
     collector = _stderr_collector(stderr_tail, stderr)
     lease = None
@@ -412,9 +435,10 @@ async def _open_session(
         options = with_extensions(
             options,
             tools=tools,
-            tool_server=runner.server_config() if runner is not None else None,
+            tool_server=tool_runner.server_config() if tool_runner is not None else None,
             skills=params.inline_skills,
             skills_folder=skills_folder,
+            hooks=session_hooks.matchers() if session_hooks is not None else None,
         )
         factory = transport_factory or subprocess_transport
         if record_to is not None:
@@ -436,7 +460,7 @@ async def _open_session(
         idle_timeout=params.idle_timeout,
         stderr_tail=stderr_tail,
         prompt_uuid=str(uuid_module.uuid4()),
-        tools=runner,
+        callbacks=runner,
     )
     driver: Any
     if lease is not None:
@@ -470,7 +494,9 @@ async def _open_session(
                     core.finish("failed", lambda: mapper.stream_ended(error))
                     inbox.close()
                 else:
-                    await _start(nursery, core, broker, driver, tap, inbox, params, runner)
+                    await _start(
+                        nursery, core, broker, driver, tap, inbox, params, runner, tool_runner
+                    )
                 yield session
             except BaseException as exc:
                 caller = exc
@@ -492,7 +518,8 @@ async def _start(
     tap: TapTransport,
     inbox: trio.MemoryReceiveChannel[Outgoing],
     params: ExecuteParams,
-    runner: ToolRunner | None = None,
+    runner: CallbackRunner | None = None,
+    tool_runner: ToolRunner | None = None,
 ) -> None:
     """Start the actors: broker, tool runner, driver (connects), then the input channel with
     the prompt.
@@ -520,7 +547,9 @@ async def _start(
             core.options,
             sdk_version=sdk_version,
             cli_version=cli_version,
-            custom_tools=[tool.full_name for tool in runner.tools] if runner is not None else (),
+            custom_tools=(
+                [tool.full_name for tool in tool_runner.tools] if tool_runner is not None else ()
+            ),
         )
     )
     lifecycle = core.lifecycle

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         Error,
         Event,
         Flush,
+        HookInvoked,
         NormalizedMessage,
         Passthrough,
         Question,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
         WarningEvent,
         is_terminal,
     )
+    from claude_trio.protocol.hooks import Hook, HookDecision, HookInput, hook
     from claude_trio.protocol.lifecycle import Accepted, Rejected
     from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, UnknownModelError, resolve_model
     from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
@@ -118,6 +120,11 @@ _LAZY: dict[str, str] = {
     "CLIError": "claude_trio.protocol.errors",
     "CustomTool": "claude_trio.protocol.custom_tools",
     "custom_tool": "claude_trio.protocol.custom_tools",
+    "Hook": "claude_trio.protocol.hooks",
+    "HookDecision": "claude_trio.protocol.hooks",
+    "HookInput": "claude_trio.protocol.hooks",
+    "hook": "claude_trio.protocol.hooks",
+    "HookInvoked": "claude_trio.protocol.events",
     "InlineSkill": "claude_trio.protocol.skills",
     "SkillInfo": "claude_trio.protocol.skills",
     "list_skills": "claude_trio.skills",
@@ -260,6 +267,10 @@ __all__ = [
     "GatewayClient",
     "GatewayError",
     "GatewayLimits",
+    "Hook",
+    "HookDecision",
+    "HookInput",
+    "HookInvoked",
     "InlineSkill",
     "InvalidParamsError",
     "LocalProtocolError",
@@ -318,6 +329,7 @@ __all__ = [
     "filter_events",
     "find_resume_violations",
     "get_session_resume_constraints",
+    "hook",
     "is_terminal",
     "list_skills",
     "normalize_usage",

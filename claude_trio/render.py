@@ -33,6 +33,7 @@ from claude_trio.protocol.events import (
     Error,
     Event,
     Flush,
+    HookInvoked,
     Passthrough,
     Question,
     Result,
@@ -269,6 +270,8 @@ class Renderer:
                 self._tool_result(event)
             case SkillInvoked():
                 self._line(self._depth(event), f"skill {event.skill}", STYLE_TOOL)
+            case HookInvoked():
+                self._hook_invoked(event)
             case SubagentStarted():
                 self._subagent_started(event)
             case SubagentProgress():
@@ -405,6 +408,22 @@ class Renderer:
                 self._line(0, f"? {server} asks: {event.message or ''}", STYLE_QUESTION)
             case _:
                 assert_never(event.source)
+
+    def _hook_invoked(self, event: HookInvoked) -> None:
+        """One line per hook call: which hook, for what, and what it decided. A call with no
+        opinion is dim; one that stopped something is a warning; a failed one an error (its
+        ``error`` event says why)."""
+        what = f" {event.tool_name}" if event.tool_name else ""
+        reason = f": {shorten(event.reason, LINE_PREVIEW_CHARS)}" if event.reason else ""
+        style = {
+            "deny": STYLE_WARN,
+            "block": STYLE_WARN,
+            "stop": STYLE_WARN,
+            "stopped": STYLE_WARN,
+            "failed": STYLE_ERROR,
+        }.get(event.decision, STYLE_DIM)
+        line = f"hook {event.hook_event} {event.hook_name}{what} -> {event.decision}{reason}"
+        self._line(self._depth(event), line, style)
 
     def _retry(self, event: Retry) -> None:
         attempt = ""

@@ -227,6 +227,26 @@ class SkillInvoked(EventBase):
 
 
 @attrs.frozen(kw_only=True)
+class HookInvoked(EventBase):
+    """The CLI called one of the session's hooks (``protocol/hooks.py``), and what it decided.
+
+    ``decision``: ``allow`` / ``deny`` / ``ask`` (a ``PreToolUse`` permission), ``block``,
+    ``stop``, ``context`` (only additional context), ``none`` (no opinion), ``failed`` (the hook
+    raised, returned something its event cannot take, or timed out: an ``error`` event says
+    which, and the CLI got the safe answer), ``stopped`` (the execution was stopping: a tool is
+    denied, whatever the hook said). ``reason`` is what the decision tells the model or user.
+    """
+
+    hook_event: str
+    hook_name: str
+    decision: str
+    tool_name: str | None = None
+    tool_use_id: str | None = None
+    reason: str | None = None
+    kind: ClassVar[str] = "hook_invoked"
+
+
+@attrs.frozen(kw_only=True)
 class SubagentStarted(EventBase):
     task_id: str
     tool_use_id: str | None
@@ -445,6 +465,7 @@ Event: TypeAlias = (
     | ToolUse
     | ToolResult
     | SkillInvoked
+    | HookInvoked
     | SubagentStarted
     | SubagentProgress
     | SubagentCompleted
@@ -470,6 +491,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     ToolUse,
     ToolResult,
     SkillInvoked,
+    HookInvoked,
     SubagentStarted,
     SubagentProgress,
     SubagentCompleted,

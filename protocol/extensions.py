@@ -12,6 +12,8 @@ Applied by ``open_session`` over :func:`~claude_trio.protocol.options.build_opti
 2. Inline skills: their plugin folder is added to ``plugins``; when ``skills`` is a list of
    names (``claude_skills``), the inline skills' qualified names are added to it, so a filter
    on the skills on disk never hides the session's own.
+3. Hooks: the session's hooks' matchers are added to ``hooks`` after the ones already there
+   (the stop gate comes first for ``PreToolUse``).
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import McpServerConfig, SdkPluginConfig
+from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
+from claude_agent_sdk.types import HookEvent, McpServerConfig, SdkPluginConfig
 
 from .custom_tools import SERVER_NAME, CustomTool
 from .errors import InvalidParamsError
@@ -47,9 +49,11 @@ def with_extensions(
     tool_server: Mapping[str, Any] | None = None,
     skills: Sequence[InlineSkill] = (),
     skills_folder: str | None = None,
+    hooks: Mapping[str, Sequence[HookMatcher]] | None = None,
 ) -> ClaudeAgentOptions:
     """``options`` with the custom tools' server (``tool_server``, the SDK's config from
-    ``create_sdk_mcp_server``) and the inline skills' plugin folder (see the module rules)."""
+    ``create_sdk_mcp_server``), the inline skills' plugin folder and the hooks' matchers (see
+    the module rules)."""
     changes: dict[str, Any] = {}
     if tools:
         if tool_server is None:
@@ -66,4 +70,11 @@ def with_extensions(
         if isinstance(options.skills, list):
             names = [skill.qualified_name for skill in skills]
             changes["skills"] = [*options.skills, *(n for n in names if n not in options.skills)]
+    if hooks:
+        merged: dict[HookEvent, list[HookMatcher]] = {
+            event: list(matchers) for event, matchers in (options.hooks or {}).items()
+        }
+        for event, matchers in hooks.items():
+            merged.setdefault(cast(HookEvent, event), []).extend(matchers)
+        changes["hooks"] = merged
     return dataclasses.replace(options, **changes) if changes else options

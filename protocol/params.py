@@ -51,6 +51,7 @@ MCP_SERVER_TYPES: tuple[str, ...] = ("stdio", "sse", "http", "sdk")
 
 DEFAULT_USER_INPUT_TIMEOUT = 300.0
 DEFAULT_TOOL_TIMEOUT = 300.0
+DEFAULT_HOOK_TIMEOUT = 30.0
 
 
 def _freeze_mapping(value: Any) -> Any:
@@ -607,6 +608,11 @@ class ExecuteParams:
     tool_timeout: float = attrs.field(default=DEFAULT_TOOL_TIMEOUT, validator=_check_timeout)
     """Seconds a call of one of the session's ``custom_tools`` may take (unless the tool sets
     its own ``timeout``); then it is cancelled and the model gets an error result."""
+
+    hook_timeout: float = attrs.field(default=DEFAULT_HOOK_TIMEOUT, validator=_check_timeout)
+    """Seconds a call of one of the session's ``hooks`` may take (unless the hook sets its own
+    ``timeout``); then it is cancelled, an ``error`` event names it and the CLI gets the safe
+    answer (``protocol/hooks.py``)."""
 
     def __attrs_post_init__(self) -> None:
         # With a provider or a base URL the model id is the server's business (any id goes);

@@ -1,0 +1,25 @@
+"""The console renderer's line for a hook call."""
+
+from __future__ import annotations
+
+from test_render import render
+
+from claude_trio.protocol.events import HookInvoked
+
+
+def test_a_hook_call_is_one_line_with_the_hook_the_tool_and_the_decision() -> None:
+    out = render(
+        [
+            HookInvoked(
+                hook_event="PreToolUse",
+                hook_name="no_rm",
+                decision="deny",
+                tool_name="Bash",
+                tool_use_id="toolu_1",
+                reason="rm is not allowed here",
+            ),
+            HookInvoked(hook_event="Stop", hook_name="check", decision="none"),
+        ]
+    )
+    assert "hook PreToolUse no_rm Bash -> deny: rm is not allowed here" in out
+    assert "hook Stop check -> none" in out
