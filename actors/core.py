@@ -25,9 +25,9 @@ from __future__ import annotations
 import collections
 import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -35,6 +35,8 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
 from claude_agent_sdk.types import HookCallback
 
 from claude_trio.protocol.checks import seconds
+from claude_trio.protocol.controls import control_refusal
+from claude_trio.protocol.errors import ControlFailedError, ControlRefusedError
 from claude_trio.protocol.events import (
     Aborted,
     Error,
@@ -57,6 +59,7 @@ from .sdk_private import parse_message, send_control_request
 from .tool_runner import CallbackRunner
 
 STDERR_TAIL = 20
+T = TypeVar("T")
 
 INTERRUPT = {"subtype": "interrupt", "cancel_queued": True}
 STOPPED = "the session is stopping: no tool may start"
@@ -303,6 +306,37 @@ class SessionCore:
                 ended = "aborted"
         out.extend(events)
         return ended
+
+    # -- live controls -------------------------------------------------------------------------
+
+    def control_refusal(self) -> str | None:
+        """Why a live control cannot be sent now (``protocol/controls.py``, rule 2)."""
+        return control_refusal(
+            ended=self.done.is_set(),
+            aborting=self.lifecycle.aborting,
+            cli_running=self.client is not None and not self.cli_exited,
+            end_reason=self.lifecycle.end_reason,
+        )
+
+    async def control(
+        self, name: str, request: Callable[[ClaudeSDKClient], Awaitable[T]]
+    ) -> T:
+        """Send one live control through the connected client, bounded by
+        ``control_timeout`` (``protocol/controls.py``, rules 2 and 3)."""
+        await trio.lowlevel.checkpoint()
+        refusal = self.control_refusal()
+        client = self.client
+        if refusal is not None or client is None:
+            raise ControlRefusedError(f"{name}: {refusal or 'the CLI is not running'}")
+        timeout = self.config.control_timeout
+        with trio.move_on_after(timeout):  # noqa: ASYNC912 - awaits inside
+            try:
+                return await request(client)
+            except Exception as exc:
+                raise ControlFailedError(f"{name}: the CLI refused it: {exc}") from exc
+        raise ControlFailedError(
+            f"{name}: the CLI did not answer within {timeout:g} s (DriverConfig.control_timeout)"
+        )
 
     # -- the CLI's own state -------------------------------------------------------------------
 

@@ -874,7 +874,10 @@ class Fleet:
             )
         self._check_accepting()
         params = attrs.evolve(
-            session.params, prompt=prompt, resume_session_id=session.claude_session_id
+            session.params,
+            prompt=prompt,
+            resume_session_id=session.claude_session_id,
+            fork_session=False,  # a fork happens once, at the start; then it is its own
         )  # validates the prompt (InvalidParamsError)
         previous = session._next_execution(params)
         x = session._x

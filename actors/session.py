@@ -28,15 +28,23 @@ import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import attrs
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
 
+from claude_trio.protocol.controls import (
+    ContextUsage,
+    McpServerStatus,
+    check_message_uuid,
+    context_usage_from,
+    mcp_status_from,
+    model_for_switch,
+)
 from claude_trio.protocol.custom_tools import CustomTool, check_custom_tools
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import Error, WarningEvent
+from claude_trio.protocol.events import ControlApplied, Error, WarningEvent
 from claude_trio.protocol.extensions import check_server_name, with_extensions
 from claude_trio.protocol.hooks import Hook, check_hooks
 from claude_trio.protocol.images import ImageInput, check_images
@@ -44,6 +52,7 @@ from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Rejecte
 from claude_trio.protocol.mapper import Mapper
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
+from claude_trio.protocol.permissions import PermissionMode, check_permission_mode
 from claude_trio.protocol.ready import adapter_ready, config_warnings
 from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.user_input import ControlReply
@@ -178,6 +187,66 @@ class Session:
     def usage(self) -> SessionUsage:
         ledger = self._core.mapper.ledger
         return SessionUsage(turns=ledger.turns, execution=ledger.execution, session=ledger.session)
+
+    # -- live controls (protocol/controls.py) ---------------------------------------------------
+
+    @property
+    def prompt_uuid(self) -> str | None:
+        """The uuid of the execution's prompt as a user message (for :meth:`rewind_files`)."""
+        return self._core.prompt_uuid
+
+    async def set_model(self, model: str | None) -> None:
+        """Switch the model for the next API calls of this session (an alias of
+        ``protocol/models.py`` or a full id; ``None``: the CLI's default). Once the CLI
+        confirmed it, a ``control_applied`` event says so.
+
+        Raises ``InvalidParamsError`` for an unknown alias, ``ControlRefusedError`` when the
+        execution has ended or is being aborted, ``ControlFailedError`` when the CLI refuses or
+        does not answer within ``DriverConfig.control_timeout``.
+        """
+        resolved = model_for_switch(model, custom_server=self._params.custom_server)
+        await self._core.control("set_model", lambda client: client.set_model(resolved))
+        self._core.emit(ControlApplied(control="set_model", value=resolved))
+
+    async def set_permission_mode(self, mode: PermissionMode) -> None:
+        """Switch the CLI's permission mode (``protocol/permissions.py``) for the next tool
+        calls; a ``control_applied`` event follows the CLI's confirmation. Raises as
+        :meth:`set_model` does."""
+        checked = check_permission_mode("mode", mode)
+        await self._core.control(
+            "set_permission_mode", lambda client: client.set_permission_mode(checked)
+        )
+        self._core.emit(ControlApplied(control="set_permission_mode", value=checked))
+
+    async def context_usage(self) -> ContextUsage:
+        """How much of the context window the conversation uses now (the CLI's ``/context``).
+        Raises ``ControlRefusedError`` / ``ControlFailedError`` as :meth:`set_model` does."""
+        answer = await self._core.control(
+            "context_usage", lambda client: client.get_context_usage()
+        )
+        return context_usage_from(cast(Mapping[str, Any], answer))
+
+    async def mcp_status(self) -> tuple[McpServerStatus, ...]:
+        """The MCP servers of the session as the CLI sees them (connected, failed, ...).
+        Raises ``ControlRefusedError`` / ``ControlFailedError`` as :meth:`set_model` does."""
+        answer = await self._core.control("mcp_status", lambda client: client.get_mcp_status())
+        return mcp_status_from(cast(Mapping[str, Any], answer))
+
+    async def rewind_files(self, user_message_uuid: str) -> None:
+        """Restore the files the CLI's tools changed to how they were before the user message
+        ``user_message_uuid`` (:attr:`prompt_uuid`, a push's ``Accepted.uuid``). Needs
+        ``ExecuteParams(file_checkpointing=True)``; a ``control_applied`` event follows.
+        Raises as :meth:`set_model` does."""
+        uuid = check_message_uuid(user_message_uuid)
+        if not self._params.file_checkpointing:
+            raise InvalidParamsError(
+                "rewind_files",
+                uuid,
+                "a session started with ExecuteParams(file_checkpointing=True): without it "
+                "the CLI keeps no copies of the files",
+            )
+        await self._core.control("rewind_files", lambda client: client.rewind_files(uuid))
+        self._core.emit(ControlApplied(control="rewind_files", value=uuid))
 
 
 def _check_options(

@@ -40,10 +40,13 @@ if TYPE_CHECKING:
         ArchitectureCapabilities,
         architecture_capabilities,
     )
+    from claude_trio.protocol.controls import ContextUsage, McpServerStatus
     from claude_trio.protocol.custom_tools import CustomTool, custom_tool
     from claude_trio.protocol.errors import (
         ClaudeTrioError,
         CLIError,
+        ControlFailedError,
+        ControlRefusedError,
         InvalidParamsError,
         LocalProtocolError,
         RemoteProtocolError,
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from claude_trio.protocol.events import (
         Aborted,
         AssistantMessage,
+        ControlApplied,
         Error,
         Event,
         Flush,
@@ -120,6 +124,11 @@ _LAZY: dict[str, str] = {
     "CLIError": "claude_trio.protocol.errors",
     "CustomTool": "claude_trio.protocol.custom_tools",
     "custom_tool": "claude_trio.protocol.custom_tools",
+    "ContextUsage": "claude_trio.protocol.controls",
+    "McpServerStatus": "claude_trio.protocol.controls",
+    "ControlFailedError": "claude_trio.protocol.errors",
+    "ControlRefusedError": "claude_trio.protocol.errors",
+    "ControlApplied": "claude_trio.protocol.events",
     "Hook": "claude_trio.protocol.hooks",
     "HookDecision": "claude_trio.protocol.hooks",
     "HookInput": "claude_trio.protocol.hooks",
@@ -252,6 +261,10 @@ __all__ = [
     "ClaudeTrioError",
     "ClientConfig",
     "ConsoleObserver",
+    "ContextUsage",
+    "ControlApplied",
+    "ControlFailedError",
+    "ControlRefusedError",
     "CustomTool",
     "DriverConfig",
     "Error",
@@ -274,6 +287,7 @@ __all__ = [
     "InlineSkill",
     "InvalidParamsError",
     "LocalProtocolError",
+    "McpServerStatus",
     "NormalizedMessage",
     "ObservedStream",
     "Passthrough",

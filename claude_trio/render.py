@@ -30,6 +30,7 @@ from claude_trio.protocol.events import (
     Aborted,
     AdapterReady,
     AssistantMessage,
+    ControlApplied,
     Error,
     Event,
     Flush,
@@ -272,6 +273,9 @@ class Renderer:
                 self._line(self._depth(event), f"skill {event.skill}", STYLE_TOOL)
             case HookInvoked():
                 self._hook_invoked(event)
+            case ControlApplied():
+                value = event.value if event.value is not None else "(default)"
+                self._line(0, f"» {event.control.replace('_', ' ')}: {value}", STYLE_DIM)
             case SubagentStarted():
                 self._subagent_started(event)
             case SubagentProgress():

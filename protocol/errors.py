@@ -34,3 +34,14 @@ class RemoteProtocolError(ClaudeTrioError):
 
 class CLIError(ClaudeTrioError):
     """The CLI could not be started, died, or did not answer in time."""
+
+
+class ControlRefusedError(LocalProtocolError):
+    """A live control (``set_model``, ``set_permission_mode``, ``context_usage``,
+    ``mcp_status``, ``rewind_files``) was asked of a session that cannot take it: its execution
+    has ended or is being aborted, or the CLI is gone. The message says which."""
+
+
+class ControlFailedError(CLIError):
+    """The CLI refused a live control (its message is quoted) or did not answer it within
+    ``DriverConfig.control_timeout``."""

@@ -247,6 +247,20 @@ class HookInvoked(EventBase):
 
 
 @attrs.frozen(kw_only=True)
+class ControlApplied(EventBase):
+    """The CLI confirmed a live control of the session (``Session.set_model``,
+    ``set_permission_mode``, ``rewind_files``; ``protocol/controls.py``).
+
+    ``control`` names it; ``value`` is the new model id (``None``: the CLI's default), the new
+    permission mode, or the user message uuid the files were rewound to.
+    """
+
+    control: Literal["set_model", "set_permission_mode", "rewind_files"]
+    value: str | None = None
+    kind: ClassVar[str] = "control_applied"
+
+
+@attrs.frozen(kw_only=True)
 class SubagentStarted(EventBase):
     task_id: str
     tool_use_id: str | None
@@ -466,6 +480,7 @@ Event: TypeAlias = (
     | ToolResult
     | SkillInvoked
     | HookInvoked
+    | ControlApplied
     | SubagentStarted
     | SubagentProgress
     | SubagentCompleted
@@ -492,6 +507,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     ToolResult,
     SkillInvoked,
     HookInvoked,
+    ControlApplied,
     SubagentStarted,
     SubagentProgress,
     SubagentCompleted,

@@ -236,6 +236,8 @@ def build_options(
         ),
         max_buffer_size=image_buffer_size(params),
         resume=params.resume_session_id,
+        fork_session=params.fork_session,
+        enable_file_checkpointing=params.file_checkpointing,
         max_turns=params.max_turns,
         cwd=params.cwd,
         mcp_servers=cast(dict[str, McpServerConfig], dict(params.mcp_servers)),

@@ -614,7 +614,24 @@ class ExecuteParams:
     ``timeout``); then it is cancelled, an ``error`` event names it and the CLI gets the safe
     answer (``protocol/hooks.py``)."""
 
+    fork_session: bool = attrs.field(default=False, validator=_check_bool)
+    """With ``resume_session_id``: continue the old conversation under a NEW session id (the
+    old one is left as it was, and can be resumed again). The settings a resume must keep
+    (``protocol/resume.py``) apply to a fork too: it replays the same history."""
+
+    file_checkpointing: bool = attrs.field(default=False, validator=_check_bool)
+    """The CLI keeps a copy of each file before its tools change it, so that
+    ``session.rewind_files(user_message_uuid)`` can restore the files as they were before that
+    message."""
+
     def __attrs_post_init__(self) -> None:
+        if self.fork_session and self.resume_session_id is None:
+            raise InvalidParamsError(
+                "fork_session",
+                True,
+                "only with resume_session_id (a fork starts a new session from an old one's "
+                "history)",
+            )
         # With a provider or a base URL the model id is the server's business (any id goes);
         # otherwise an unknown alias is refused now, naming the known ones.
         if not self.custom_server:

@@ -17,6 +17,9 @@ Rules (as the TypeScript library's session-resume rules):
    thinking blocks are signed by the one that wrote them. So are the subagents' and the output
    schema's presence and shape only in so far as the CLI stores them with the transcript: they
    are not (they travel with each start), so they may change.
+5. A fork (``fork_session=True`` with ``resume_session_id``) replays the same history under a
+   new session id: the same settings are immutable, and the same requirements apply. The old
+   session is left as it was; the fork's id is the one its results report.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ _CONSTRAINTS = ResumeConstraints(
         "the same cwd as the session was created with",
         "the same CLAUDE_CONFIG_DIR as the session was created with",
         "max_turns counts the resumed session's earlier turns too: omit it or set it generously",
+        "fork_session=True (with resume_session_id) continues the history under a new session "
+        "id; the old session stays resumable, and the same settings must not change",
     ),
 )
 
