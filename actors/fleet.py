@@ -71,7 +71,12 @@ import attrs
 import trio
 
 from claude_trio.protocol.custom_tools import check_custom_tools
-from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError, LocalProtocolError
+from claude_trio.protocol.errors import (
+    ClaudeTrioError,
+    ControlRefusedError,
+    InvalidParamsError,
+    LocalProtocolError,
+)
 from claude_trio.protocol.events import (
     Aborted,
     Error,
@@ -85,6 +90,7 @@ from claude_trio.protocol.events import (
 from claude_trio.protocol.hooks import check_hooks
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
+from claude_trio.protocol.permissions import PermissionMode
 from claude_trio.protocol.replay import Entry, ReplayBuffer, SubscriberQueue
 from claude_trio.protocol.slots import SlotQueue
 from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
@@ -582,6 +588,26 @@ class FleetSession:
         else:
             await x.session.abort()
         await x.ended.wait()
+
+    def running(self, control: str) -> Session:
+        """The current execution's session, for a live control (``Session.set_model``, ...);
+        ``ControlRefusedError`` when it has ended or not started yet."""
+        x = self._x
+        if x.ended.is_set():
+            raise ControlRefusedError(f"{control}: the execution has ended")
+        if x.session is None:
+            raise ControlRefusedError(
+                f"{control}: the session has not started yet: it is waiting for a slot"
+            )
+        return x.session
+
+    async def set_model(self, model: str | None) -> None:
+        """``Session.set_model`` on the current execution."""
+        await self.running("set_model").set_model(model)
+
+    async def set_permission_mode(self, mode: PermissionMode) -> None:
+        """``Session.set_permission_mode`` on the current execution."""
+        await self.running("set_permission_mode").set_permission_mode(mode)
 
     def _cancel_waiting(self, x: _Execution, reason: str) -> None:
         x.cancel_reason = reason

@@ -100,7 +100,12 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketReque
 
 from claude_trio.protocol.capabilities import architecture_capabilities
 from claude_trio.protocol.codec import to_json_safe
-from claude_trio.protocol.errors import InvalidParamsError, LocalProtocolError
+from claude_trio.protocol.errors import (
+    ControlFailedError,
+    ControlRefusedError,
+    InvalidParamsError,
+    LocalProtocolError,
+)
 from claude_trio.protocol.lifecycle import Accepted
 from claude_trio.protocol.remote import (
     DEFAULT_PRINCIPAL,
@@ -113,6 +118,7 @@ from claude_trio.protocol.remote import (
     connection_cap,
     cwd_candidate,
     is_inside,
+    permission_mode_refusal,
     remote_event,
     remote_params,
 )
@@ -139,6 +145,8 @@ from claude_trio.protocol.wire import (
     ResyncRequiredFrame,
     SessionInfo,
     SessionsFrame,
+    SetModelOp,
+    SetPermissionModeOp,
     WireError,
     decode_op,
     encode_frame,
@@ -942,8 +950,37 @@ class _Client:
                 if session is not None:
                     await session.abort()
                     self._reply(ReplyFrame(id=op.id, ok=True))
+            case SetModelOp() | SetPermissionModeOp():
+                session = self._session(op.id, op.session)
+                if session is not None:
+                    await self._control(op, session)
             case _:
                 assert_never(op)
+
+    async def _control(
+        self, op: SetModelOp | SetPermissionModeOp, session: FleetSession
+    ) -> None:
+        """A live control (``protocol/remote.py``, rule 8): ``reply`` once the CLI confirmed
+        it; otherwise an error frame saying why (the policy, a bad value, the session has
+        stopped, the CLI refused or did not answer)."""
+        await trio.lowlevel.checkpoint()
+        try:
+            if isinstance(op, SetModelOp):
+                await session.set_model(op.model)
+            else:
+                refusal = permission_mode_refusal(self._config.policy, op.mode)
+                if refusal is not None:
+                    self._reply(ErrorFrame(id=op.id, code="forbidden_field", message=refusal))
+                    return
+                await session.set_permission_mode(op.mode)
+        except InvalidParamsError as exc:
+            self._reply(ErrorFrame(id=op.id, code="invalid_field", message=str(exc)))
+        except ControlRefusedError as exc:
+            self._reply(ErrorFrame(id=op.id, code="control_refused", message=str(exc)))
+        except ControlFailedError as exc:
+            self._reply(ErrorFrame(id=op.id, code="control_failed", message=str(exc)))
+        else:
+            self._reply(ReplyFrame(id=op.id, ok=True))
 
     def _session(self, op_id: str, session_id: str) -> FleetSession | None:
         """The session if this principal may see it; else an ``unknown_session`` error, the

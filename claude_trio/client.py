@@ -23,7 +23,8 @@ the consumer sees every event exactly once, in order: no gap, no duplicate
 the events after that seq (its replay buffer evicted them), ``session.events`` raises
 :class:`ResyncRequiredError`; if it no longer knows the session (it restarted, or forgot it),
 :class:`SessionLostError`. An op whose reply was lost with the connection is sent again when it
-is safe to repeat (``hello``, ``list``, ``abort``); otherwise (``open``, ``push``, ``answer``,
+is safe to repeat (``hello``, ``list``, ``abort``, ``set_model``, ``set_permission_mode``);
+otherwise (``open``, ``push``, ``answer``,
 ``continue``) it raises :class:`ConnectionLostError`, as the server may or may not have acted on
 it. An op sent while there is no connection waits for the next one. After
 ``reconnect_attempts`` failed attempts in a row (or a refused handshake: a revoked token), the
@@ -78,6 +79,7 @@ from claude_trio.protocol.events import Event, is_terminal
 from claude_trio.protocol.follow import Follow, FollowError
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
+from claude_trio.protocol.permissions import PermissionMode
 from claude_trio.protocol.remote import check_token
 from claude_trio.protocol.wire import (
     AbortOp,
@@ -100,6 +102,8 @@ from claude_trio.protocol.wire import (
     ResyncRequiredFrame,
     SessionInfo,
     SessionsFrame,
+    SetModelOp,
+    SetPermissionModeOp,
     WireError,
     decode_frame,
     encode_op,
@@ -129,7 +133,7 @@ F = TypeVar("F", bound=Frame)
 _TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
 #: Ops that may be sent again when their reply was lost with the connection.
-_REPEATABLE = (HelloOp, ListOp, AbortOp)
+_REPEATABLE = (HelloOp, ListOp, AbortOp, SetModelOp, SetPermissionModeOp)
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -450,6 +454,24 @@ class RemoteSession:
     async def abort(self) -> None:
         """Abort the execution; returns once the server has its ``aborted`` event."""
         await self._client._request(AbortOp(id=self._client._op_id(), session=self.id), ReplyFrame)
+
+    async def set_model(self, model: str | None) -> None:
+        """Switch the session's model (``Session.set_model``); returns once the server's CLI
+        confirmed it (a ``control_applied`` event follows in the stream). Raises
+        :class:`RemoteOpError`: ``invalid_field`` (an unknown alias), ``control_refused``
+        (the execution has stopped), ``control_failed`` (the CLI refused or did not answer)."""
+        await self._client._request(
+            SetModelOp(id=self._client._op_id(), session=self.id, model=model), ReplyFrame
+        )
+
+    async def set_permission_mode(self, mode: PermissionMode) -> None:
+        """Switch the session's permission mode (``Session.set_permission_mode``). Raises as
+        :meth:`set_model` does, and ``forbidden_field`` when the server's read-only policy
+        does not allow the mode (one that runs tools without asking)."""
+        await self._client._request(
+            SetPermissionModeOp(id=self._client._op_id(), session=self.id, mode=mode),
+            ReplyFrame,
+        )
 
     async def continue_(self, prompt: str) -> None:
         """Run ``prompt`` as the next execution of this conversation (its execution must

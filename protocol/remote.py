@@ -31,6 +31,11 @@ Rules:
    that opened it: another principal is told the session does not exist (the same answer as
    for an id nobody knows, so ids do not leak), unless it is an ``admin``, which may list and
    attach to every session. :func:`check_token` is the one rule for what a token may be.
+8. **Live controls.** A remote client may switch a running session's model and permission mode
+   (ops ``set_model``, ``set_permission_mode``), which change no code or file on the server.
+   Under ``tools="read-only"`` a session can never be switched to a mode that runs tools
+   without asking (:data:`WRITING_MODES`: ``acceptEdits``, ``bypassPermissions``, ``auto``):
+   :func:`permission_mode_refusal` says why.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from .checks import positive_int, seconds
 from .errors import InvalidParamsError
 from .events import Error, Event
 from .params import ExecuteParams
+from .permissions import PERMISSION_MODES
 from .tools import READONLY_BUILTINS
 
 RemoteTools: TypeAlias = Literal["read-only", "all"]
@@ -127,6 +133,21 @@ def remote_params(params: ExecuteParams, policy: RemotePolicy, cwd: str | None) 
     if cwd is not None or params.cwd is not None:
         params = attrs.evolve(params, cwd=cwd)
     return params
+
+
+WRITING_MODES: frozenset[str] = frozenset({"acceptEdits", "bypassPermissions", "auto"})
+"""Permission modes that let the CLI run tools (edits, commands) without asking (rule 8)."""
+
+
+def permission_mode_refusal(policy: RemotePolicy, mode: str) -> str | None:
+    """Why a remote client may not switch a session to ``mode`` (rule 8), or ``None``."""
+    if policy.tools == "read-only" and mode in WRITING_MODES:
+        allowed = ", ".join(m for m in PERMISSION_MODES if m not in WRITING_MODES)
+        return (
+            f"set_permission_mode: {mode!r} lets the CLI run tools without asking, and this "
+            f"server's remote sessions are read-only; allowed: {allowed}"
+        )
+    return None
 
 
 def remote_event(event: Event) -> Event:

@@ -12,6 +12,8 @@ Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
     {"op": "push",     "id", "session", "text"}
     {"op": "answer",   "id", "session", "request", "answer": <any JSON>}
     {"op": "abort",    "id", "session"}
+    {"op": "set_model", "id", "session", "model": <str: an alias or model id; null: default>}
+    {"op": "set_permission_mode", "id", "session", "mode": <a permission mode>}
     {"op": "attach",   "id", "session", "last_seq": <int >= 0 or null; may be omitted>}
     {"op": "detach",   "id", "session"}
 
@@ -76,6 +78,7 @@ from .errors import InvalidParamsError, RemoteProtocolError
 from .events import Event
 from .images import MAX_IMAGE_BYTES, ImageInput
 from .params import ArchitectureConfig, ExecuteParams
+from .permissions import PermissionMode, check_permission_mode
 from .subagents import subagent_from_mapping
 from .usage import Usage
 
@@ -90,6 +93,8 @@ WireErrorCode = Literal[
     "forbidden_field",  # allowed in ExecuteParams, not from a remote client (rule 3)
     "unknown_session",  # (gateway) no session with that id (or not one of this principal's)
     "cannot_continue",  # (gateway) continue while the session runs, or with nothing to resume
+    "control_refused",  # (gateway) a live control of a session that has stopped
+    "control_failed",  # (gateway) the CLI refused a live control or did not answer it in time
     "limit_reached",  # (gateway) a per-client or server limit; the message names it
     "internal",  # (gateway) a bug of ours
 ]
@@ -119,15 +124,19 @@ PARAMS_FIELDS: tuple[str, ...] = (
     "allowed_tools",
     "disallowed_tools",
     "tools",
+    "fork_session",
 )
 """The ``ExecuteParams`` fields an ``open`` op may carry (``mcp_servers`` never: rule 3).
 ``images`` travel as ``[{"data": "<base64>"}]`` (the type is read from the bytes), ``subagents``
 as ``{name: {"description", "prompt", ...}}``; ``provider`` counts as environment (it sends a
 credential of the server's environment to another server): refused unless ``allow_env``."""
 
-LOCAL_ONLY_FIELDS: frozenset[str] = frozenset({"mcp_servers", "inline_skills", "tool_timeout"})
+LOCAL_ONLY_FIELDS: frozenset[str] = frozenset(
+    {"mcp_servers", "inline_skills", "tool_timeout", "hook_timeout", "file_checkpointing"}
+)
 """``ExecuteParams`` fields a remote client can never set: servers to start, files to write on
-the server (inline skills), and the deadline of the operator's own custom tools."""
+the server (inline skills), the deadlines of the operator's own custom tools and hooks, and
+file checkpoints (rewinding files is not a remote control)."""
 
 PROTOCOL_VERSION = 1
 """The version of this protocol a server announces in its ``hello`` frame."""
@@ -229,6 +238,26 @@ class AbortOp:
 
 
 @attrs.frozen(kw_only=True)
+class SetModelOp:
+    """Switch a running session's model (``Session.set_model``); ``None``: the default."""
+
+    id: str
+    session: str
+    model: str | None
+    op: ClassVar[str] = "set_model"
+
+
+@attrs.frozen(kw_only=True)
+class SetPermissionModeOp:
+    """Switch a running session's permission mode, as the server's policy allows."""
+
+    id: str
+    session: str
+    mode: PermissionMode
+    op: ClassVar[str] = "set_permission_mode"
+
+
+@attrs.frozen(kw_only=True)
 class AttachOp:
     """Subscribe to a session. ``last_seq``: the highest seq the client has seen (None: none)."""
 
@@ -246,7 +275,17 @@ class DetachOp:
 
 
 Op: TypeAlias = (
-    HelloOp | OpenOp | ContinueOp | ListOp | PushOp | AnswerOp | AbortOp | AttachOp | DetachOp
+    HelloOp
+    | OpenOp
+    | ContinueOp
+    | ListOp
+    | PushOp
+    | AnswerOp
+    | AbortOp
+    | SetModelOp
+    | SetPermissionModeOp
+    | AttachOp
+    | DetachOp
 )
 
 OP_NAMES: tuple[str, ...] = (
@@ -257,6 +296,8 @@ OP_NAMES: tuple[str, ...] = (
     "push",
     "answer",
     "abort",
+    "set_model",
+    "set_permission_mode",
     "attach",
     "detach",
 )
@@ -623,6 +664,22 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
         case "abort":
             fields.only("op", "id", "session")
             return AbortOp(id=op_id, session=fields.string("session"))
+        case "set_model":
+            fields.only("op", "id", "session", "model")
+            if "model" not in obj:
+                fields.fail("missing_field", "set_model needs 'model' (a model id, or null)")
+            model = obj["model"]
+            if model is not None:
+                model = fields.string("model")
+                _no_nul(model, "model", op_id)
+            return SetModelOp(id=op_id, session=fields.string("session"), model=model)
+        case "set_permission_mode":
+            fields.only("op", "id", "session", "mode")
+            try:
+                mode = check_permission_mode("mode", fields.required("mode"))
+            except InvalidParamsError as exc:
+                fields.fail("invalid_field", str(exc))
+            return SetPermissionModeOp(id=op_id, session=fields.string("session"), mode=mode)
         case "attach":
             fields.only("op", "id", "session", "last_seq")
             last_seq = obj.get("last_seq")
@@ -798,6 +855,10 @@ def encode_op(op: Op) -> str:
             obj |= {"id": op.id, "session": op.session}
         case AttachOp():
             obj |= {"id": op.id, "session": op.session, "last_seq": op.last_seq}
+        case SetModelOp():
+            obj |= {"id": op.id, "session": op.session, "model": op.model}
+        case SetPermissionModeOp():
+            obj |= {"id": op.id, "session": op.session, "mode": op.mode}
         case _:
             assert_never(op)
     return _dumps(obj)

@@ -724,6 +724,29 @@ def mcp_status_response() -> dict[str, Any]:
     return {"mcpServers": []}
 
 
+def context_usage_response(
+    *, total_tokens: int = 10_557, max_tokens: int = 200_000, model: str = "claude-sonnet-4-5"
+) -> dict[str, Any]:
+    """The payload of the answer to ``get_context_usage`` (the fields the CLI 2.1.332 sends
+    that claude-trio reads; the CLI adds a ``gridRows`` picture and more)."""
+    return {
+        "categories": [
+            {"id": "system_tools", "name": "System tools", "tokens": total_tokens, "kind": "used"},
+            {
+                "id": "free_space",
+                "name": "Free space",
+                "tokens": max_tokens - total_tokens,
+                "kind": "free",
+            },
+        ],
+        "totalTokens": total_tokens,
+        "maxTokens": max_tokens,
+        "rawMaxTokens": max_tokens,
+        "percentage": round(100 * total_tokens / max_tokens),
+        "model": model,
+    }
+
+
 def can_use_tool_request(
     tool_name: str,
     tool_input: Mapping[str, Any],

@@ -132,6 +132,14 @@ class ControlProtocol:
                 answer = frames.control_response(request_id, payload)
             case "mcp_status":
                 answer = frames.control_response(request_id, frames.mcp_status_response())
+            case "set_model":
+                # The next turn's init (and the frames after it) carry the new model.
+                model = request.get("model")
+                process.model = model if isinstance(model, str) and model else process.model
+                answer = frames.control_response(request_id, {})
+            case "get_context_usage":
+                payload = frames.context_usage_response(model=process.model)
+                answer = frames.control_response(request_id, payload)
             case _:
                 answer = frames.control_response(request_id, {})
         await process._emit(answer)
