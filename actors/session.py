@@ -564,7 +564,16 @@ async def _open_session(
                     inbox.close()
                 else:
                     await _start(
-                        nursery, core, broker, driver, tap, inbox, params, runner, tool_runner
+                        nursery,
+                        core,
+                        broker,
+                        driver,
+                        tap,
+                        inbox,
+                        params,
+                        runner,
+                        tool_runner,
+                        session_hooks.hooks if session_hooks is not None else (),
                     )
                 yield session
             except BaseException as exc:
@@ -589,6 +598,7 @@ async def _start(
     params: ExecuteParams,
     runner: CallbackRunner | None = None,
     tool_runner: ToolRunner | None = None,
+    hooks: Sequence[Hook] = (),
 ) -> None:
     """Start the actors: broker, tool runner, driver (connects), then the input channel with
     the prompt.
@@ -619,6 +629,7 @@ async def _start(
             custom_tools=(
                 [tool.full_name for tool in tool_runner.tools] if tool_runner is not None else ()
             ),
+            hooks=[hook.label for hook in hooks],
         )
     )
     lifecycle = core.lifecycle

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from .custom_tools import SERVER_NAME
+from .hooks import HOOK_EVENTS
 from .models import ADAPTIVE_THINKING_ONLY
 from .params import (
     EFFORT_LEVELS,
@@ -85,6 +86,19 @@ class ArchitectureCapabilities:
     inline_skills: str | None
     """``ExecuteParams.inline_skills``: skills written to a private folder for one session,
     offered as ``<this>:<name>``; ``list_skills(cwd)`` lists the skills on disk."""
+    hooks: frozenset[str] = frozenset()
+    """``open_session(hooks=...)``: the hook events a trio callback can answer
+    (``protocol/hooks.py``), each call a ``hook_invoked`` event; local only (a fleet's operator
+    may give them to remote sessions, no client can send one)."""
+    live_controls: frozenset[str] = frozenset()
+    """What a running session takes (``protocol/controls.py``): ``set_model``,
+    ``set_permission_mode``, ``context_usage``, ``mcp_status``, ``rewind_files``."""
+    remote_controls: frozenset[str] = frozenset()
+    """The live controls a gateway client may use (ops of the same names)."""
+    fork_session: bool = False
+    """``ExecuteParams.fork_session``: resume an old history under a new session id."""
+    file_checkpointing: bool = False
+    """``ExecuteParams.file_checkpointing`` and ``Session.rewind_files``."""
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready: sets become sorted lists, tuples lists."""
@@ -133,6 +147,13 @@ _CLAUDE_CODE = ArchitectureCapabilities(
     context_window=True,
     custom_tools=SERVER_NAME,
     inline_skills=PLUGIN_NAME,
+    hooks=frozenset(HOOK_EVENTS),
+    live_controls=frozenset(
+        {"set_model", "set_permission_mode", "context_usage", "mcp_status", "rewind_files"}
+    ),
+    remote_controls=frozenset({"set_model", "set_permission_mode"}),
+    fork_session=True,
+    file_checkpointing=True,
 )
 
 

@@ -160,6 +160,8 @@ class AdapterReady(EventBase):
     cli_version: str | None = None
     custom_tools: tuple[str, ...] = ()
     """The session's in-process tools, as the model sees them (``mcp__trio__<name>``)."""
+    hooks: tuple[str, ...] = ()
+    """The session's hooks (``PreToolUse hook 'no_rm' (Bash)``)."""
     inline_skills: tuple[str, ...] = ()
     """The session's inline skills, as the model sees them (``inline:<name>``)."""
     kind: ClassVar[str] = "adapter_ready"

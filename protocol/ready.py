@@ -71,9 +71,11 @@ def adapter_ready(
     sdk_version: str | None,
     cli_version: str | None,
     custom_tools: Sequence[str] = (),
+    hooks: Sequence[str] = (),
 ) -> AdapterReady:
     """The ``adapter_ready`` event for an execution of ``params`` run with ``options``;
-    ``custom_tools``: the full names of the session's in-process tools."""
+    ``custom_tools``: the full names of the session's in-process tools. ``hooks``: the
+    session's hooks, as ``Hook.label`` names them."""
     env = redact_secrets(dict(options.env))
     base_url = env.get("ANTHROPIC_BASE_URL") or None
     return AdapterReady(
@@ -101,5 +103,6 @@ def adapter_ready(
         sdk_version=sdk_version,
         cli_version=cli_version,
         custom_tools=tuple(custom_tools),
+        hooks=tuple(hooks),
         inline_skills=tuple(skill.qualified_name for skill in params.inline_skills),
     )

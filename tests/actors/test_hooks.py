@@ -16,7 +16,7 @@ from claude_trio.actors.core import STOPPED
 from claude_trio.actors.hooks import CLI_TIMEOUT_MARGIN, SessionHooks
 from claude_trio.actors.tool_runner import CallbackRunner, run_tool_runner
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import Event, HookInvoked
+from claude_trio.protocol.events import AdapterReady, Event, HookInvoked
 from claude_trio.protocol.hooks import Hook, HookDecision, HookInput, hook
 from claude_trio.testing import FakeCLI, FakeTurn
 
@@ -110,6 +110,9 @@ async def test_a_pre_tool_use_hook_runs_in_the_session_and_its_deny_reaches_the_
     assert gate["matcher"] is None
     assert user["matcher"] == "Bash"
     assert user["timeout"] == ExecuteParams(prompt="x").hook_timeout + CLI_TIMEOUT_MARGIN
+    ready = events[0]
+    assert isinstance(ready, AdapterReady)
+    assert ready.hooks == ("PreToolUse hook 'guard' (Bash)",)
     assert isinstance(events[-1], Result)
     assert_no_leak(fake)
 

@@ -105,3 +105,22 @@ def test_custom_tools_and_inline_skills_say_the_names_the_model_sees() -> None:
     assert made.full_name == f"mcp__{caps.custom_tools}__t"
     skill = InlineSkill(name="s", description="d", body="b")
     assert skill.qualified_name == f"{caps.inline_skills}:s"
+
+
+def test_hooks_and_live_controls_name_what_the_session_and_the_wire_take() -> None:
+    from claude_trio.actors.session import Session
+    from claude_trio.protocol.hooks import HOOK_EVENTS, Hook
+    from claude_trio.protocol.wire import OP_NAMES
+
+    caps = architecture_capabilities()
+    assert caps.hooks == frozenset(HOOK_EVENTS)
+    for event in caps.hooks:  # every event named is one a Hook can be made for
+
+        async def f(call: object) -> None:
+            return None
+
+        assert Hook(event=event, callback=f).event == event  # type: ignore[arg-type]
+    assert all(callable(getattr(Session, name)) for name in caps.live_controls)
+    assert caps.remote_controls <= caps.live_controls
+    assert caps.remote_controls <= set(OP_NAMES)
+    assert caps.to_mapping()["remote_controls"] == ["set_model", "set_permission_mode"]
