@@ -21,6 +21,10 @@ from claude_trio.protocol.events import ControlApplied, Event, TurnStarted
 from claude_trio.testing import FakeCLI, FakeTurn
 
 
+def request_of(frame: dict[str, Any]) -> dict[str, Any]:
+    return dict(frame["request"])
+
+
 def sent(fake: FakeCLI, subtype: str) -> list[dict[str, Any]]:
     return [
         f["request"]
@@ -168,3 +172,35 @@ async def test_a_custom_server_takes_any_model_id(
         proceed.set()
         await collect(session)
     assert [r["model"] for r in sent(fake, "set_model")] == ["llama4"]
+
+
+async def test_a_fleet_session_takes_controls_only_while_its_execution_runs(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from claude_trio import open_fleet
+
+    proceed = trio.Event()
+
+    async def script(cli: FakeTurn) -> None:
+        await proceed.wait()
+        await cli.text("done")
+
+    fake = FakeCLI(script)
+    async with open_fleet(transport_factory=fake, config=CONFIG, max_live=1) as fleet:
+        running = await fleet.start(ExecuteParams(prompt="one"))
+        waiting = await fleet.start(ExecuteParams(prompt="two"))
+        await trio.testing.wait_all_tasks_blocked()
+        await running.set_model("haiku")
+        await running.set_permission_mode("plan")
+        with pytest.raises(ControlRefusedError, match="waiting for a slot"):
+            await waiting.set_model("haiku")
+        proceed.set()
+        await running.wait_ended()
+        with pytest.raises(ControlRefusedError, match="set_permission_mode: the execution has"):
+            await running.set_permission_mode("plan")
+        await waiting.wait_ended()
+    models = [
+        [r["model"] for r in map(request_of, t.control_requests) if r["subtype"] == "set_model"]
+        for t in fake.transports
+    ]
+    assert models == [["haiku"], []]  # a CLI family alias goes as it is
