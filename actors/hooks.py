@@ -148,6 +148,9 @@ class SessionHooks:
                 tool_name=call.tool_name,
                 tool_use_id=call.tool_use_id,
                 reason=output_reason(output),
+                # The CLI names the subagent a tool call comes from (its agent_id), not the
+                # task: attributed to a subagent, task unknown.
+                is_subagent=call.agent_id is not None,
             )
         )
         return output

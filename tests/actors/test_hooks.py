@@ -290,7 +290,9 @@ async def test_the_stop_gate_beats_a_hook_that_allows(
     [callback] = matcher.hooks
     async with trio.open_nursery() as nursery:
         await nursery.start(run_tool_runner, runner)
+        started = trio.current_time()
         during = await callback(bash_input("ls", "toolu_1"), "toolu_1", {"signal": None})
+        assert trio.current_time() - started == 1  # the hook ran to its end, shielded
         after = await callback(bash_input("ls", "toolu_2"), "toolu_2", {"signal": None})
         runner.close()
     deny = {
@@ -307,6 +309,23 @@ async def test_the_stop_gate_beats_a_hook_that_allows(
         ("stopped", "toolu_1"),
         ("stopped", "toolu_2"),
     ]
+
+
+async def test_a_hook_call_from_a_subagent_is_attributed_to_a_subagent(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def script(cli: FakeTurn) -> None:
+        [hook_id] = user_hook_ids(cli, "PreToolUse")
+        data = {**bash_input("ls", "toolu_sub"), "agent_id": "a-1", "agent_type": "Explore"}
+        await cli.hook_callback(hook_id, data)
+        await cli.hook_callback(hook_id, bash_input("ls", "toolu_main"))
+        await cli.text("ok")
+
+    async with fake_session(FakeCLI(script), hooks=[no_rm]) as session:
+        events = await collect(session)
+    check_stream(events)
+    calls = [(e.tool_use_id, e.is_subagent, e.subagent_task_id) for e in invoked(events)]
+    assert calls == [("toolu_sub", True, None), ("toolu_main", False, None)]
 
 
 async def test_hooks_are_checked_before_anything_starts() -> None:
