@@ -43,7 +43,12 @@ from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Rejecte
 from claude_trio.protocol.mapper import Mapper
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
-from claude_trio.protocol.ready import adapter_ready, config_warnings
+from claude_trio.protocol.ready import (
+    adapter_ready,
+    config_warnings,
+    scope_refusal,
+    scope_warning,
+)
 from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.user_input import ControlReply
 from claude_trio.protocol.versions import version_warnings
@@ -69,6 +74,7 @@ from .input_channel import (
 )
 from .pool import CLIPool, run_leased_driver
 from .recorder import check_record_to, recording
+from .scope import probe_sandbox
 from .skills_folder import open_skills_folder
 from .tap import TapTransport
 from .tool_runner import ToolRunner, run_tool_runner
@@ -452,8 +458,13 @@ async def _open_session(
         )
         driver = partial(run_sdk_driver, core, tap)
     refusal = None
+    scope_problem = None
     if transport_factory is None and lease is None:
         refusal = root_refusal(options)
+        if params.scoped:
+            scope_problem = probe_sandbox({**os.environ, **options.env})
+            if refusal is None and scope_problem and params.scope_enforcement == "hard":
+                refusal = scope_refusal(scope_problem)
 
     if options.resume and refusal is None:
         carried = await resumed_cost(options.env, options.resume)
@@ -470,7 +481,17 @@ async def _open_session(
                     core.finish("failed", lambda: mapper.stream_ended(error))
                     inbox.close()
                 else:
-                    await _start(nursery, core, broker, driver, tap, inbox, params, runner)
+                    await _start(
+                        nursery,
+                        core,
+                        broker,
+                        driver,
+                        tap,
+                        inbox,
+                        params,
+                        runner,
+                        scope_problem=scope_problem,
+                    )
                 yield session
             except BaseException as exc:
                 caller = exc
@@ -493,6 +514,8 @@ async def _start(
     inbox: trio.MemoryReceiveChannel[Outgoing],
     params: ExecuteParams,
     runner: ToolRunner | None = None,
+    *,
+    scope_problem: str | None = None,
 ) -> None:
     """Start the actors: broker, tool runner, driver (connects), then the input channel with
     the prompt.
@@ -514,6 +537,8 @@ async def _start(
         core.emit(WarningEvent(message=message, code="untested_version"))
     for message in config_warnings(params):
         core.emit(WarningEvent(message=message, code="config_changed"))
+    if scope_problem is not None:
+        core.emit(WarningEvent(message=scope_warning(scope_problem), code="scope_unconfined"))
     core.emit(
         adapter_ready(
             params,
@@ -521,6 +546,7 @@ async def _start(
             sdk_version=sdk_version,
             cli_version=cli_version,
             custom_tools=[tool.full_name for tool in runner.tools] if runner is not None else (),
+            bash_sandboxed=params.scoped and scope_problem is None,
         )
     )
     lifecycle = core.lifecycle

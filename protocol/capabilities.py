@@ -22,7 +22,8 @@ from .params import (
     THINKING_MODES,
 )
 from .providers import PROVIDERS
-from .resume import RESUME_IMMUTABLE
+from .resume import RESUME_IMMUTABLE, RESUME_NARROW_ONLY
+from .scope import SCOPE_ENFORCEMENTS
 from .skills import PLUGIN_NAME
 
 
@@ -85,6 +86,13 @@ class ArchitectureCapabilities:
     inline_skills: str | None
     """``ExecuteParams.inline_skills``: skills written to a private folder for one session,
     offered as ``<this>:<name>``; ``list_skills(cwd)`` lists the skills on disk."""
+    path_scope: frozenset[str]
+    """The ``ExecuteParams`` fields of a path scope (``protocol/scope.py``): the file tools
+    confined by the CLI's permission settings, Bash by its OS sandbox."""
+    scope_enforcements: tuple[str, ...]
+    """``hard`` (no start without the Bash sandbox) and ``soft`` (start with a warning)."""
+    resume_narrow_only: frozenset[str]
+    """Settings a resume may narrow but not widen (``resume.RESUME_NARROW_ONLY``)."""
 
     def to_mapping(self) -> dict[str, Any]:
         """JSON-ready: sets become sorted lists, tuples lists."""
@@ -133,6 +141,17 @@ _CLAUDE_CODE = ArchitectureCapabilities(
     context_window=True,
     custom_tools=SERVER_NAME,
     inline_skills=PLUGIN_NAME,
+    path_scope=frozenset(
+        {
+            "allowed_paths",
+            "read_only_paths",
+            "disallowed_paths",
+            "scope_enforcement",
+            "setting_sources",
+        }
+    ),
+    scope_enforcements=SCOPE_ENFORCEMENTS,
+    resume_narrow_only=RESUME_NARROW_ONLY,
 )
 
 

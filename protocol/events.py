@@ -162,6 +162,21 @@ class AdapterReady(EventBase):
     """The session's in-process tools, as the model sees them (``mcp__trio__<name>``)."""
     inline_skills: tuple[str, ...] = ()
     """The session's inline skills, as the model sees them (``inline:<name>``)."""
+    allowed_paths: tuple[str, ...] = ()
+    """The path scope (``protocol/scope.py``), normalized: paths the file tools may read and
+    write, ..."""
+    read_only_paths: tuple[str, ...] = ()
+    """... read only, ..."""
+    disallowed_paths: tuple[str, ...] = ()
+    """... and neither."""
+    add_dirs: tuple[str, ...] = ()
+    """Working directories the CLI got besides ``cwd``."""
+    scope_enforcement: str | None = None
+    """``"hard"`` or ``"soft"`` with a path scope, else ``None``."""
+    bash_sandboxed: bool = False
+    """Bash runs in the CLI's OS sandbox (a scoped execution whose sandbox can run)."""
+    setting_sources: tuple[str, ...] | None = None
+    """The settings files the CLI loads (``None``: its default, all of them)."""
     kind: ClassVar[str] = "adapter_ready"
 
 

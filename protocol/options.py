@@ -42,6 +42,10 @@ bundled CLI):
     ``max_budget_usd``, ``fallback_model``, ``subagents`` (-> ``agents``) and ``output_schema``
     (-> ``output_format``) pass through. ``env`` starts from :data:`DEFAULT_ENV` and the
     provider's (``providers.py``), then rule 7.
+15. Path scope (``scope.py``): its settings (``permissions`` blocks and deny rules, the Bash
+    ``sandbox``) join the skills' in the ``--settings`` JSON; ``allowed_paths`` and
+    ``read_only_paths`` become ``add_dirs``; ``setting_sources`` passes through, and a scoped
+    execution that names none gets ``[]`` (no settings file is loaded).
 12. ``pre_tool_use`` -> a ``PreToolUse`` hook on every tool (``matcher=None``). The CLI asks it
     before each tool call, under ``bypassPermissions`` too: the session denies every call once
     it is stopping, so no tool starts after a stop, whatever an interrupt races with.
@@ -56,11 +60,18 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeAlias, assert_never, cast
 
 from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, HookMatcher
-from claude_agent_sdk.types import CanUseTool, HookCallback, McpServerConfig, SystemPromptPreset
+from claude_agent_sdk.types import (
+    CanUseTool,
+    HookCallback,
+    McpServerConfig,
+    SettingSource,
+    SystemPromptPreset,
+)
 
 from .errors import InvalidParamsError
 from .params import ArchitectureConfig, ExecuteParams
 from .providers import provider_env
+from .scope import scope_settings
 from .tools import MUTATING_BUILTINS, READONLY_BUILTINS, SCHEDULING_TOOLS
 
 __all__ = [
@@ -101,6 +112,23 @@ def skill_settings(config: ArchitectureConfig) -> dict[str, Any]:
     if config.claude_disable_skill_shell_execution is not None:
         settings["disableSkillShellExecution"] = config.claude_disable_skill_shell_execution
     return settings
+
+
+def path_settings(params: ExecuteParams) -> dict[str, Any]:
+    """The Claude Code settings of the execution's path scope (rule 15; empty without one)."""
+    return scope_settings(
+        allowed=params.allowed_paths,
+        read_only=params.read_only_paths,
+        disallowed=params.disallowed_paths,
+        enforcement=params.scope_enforcement,
+    )
+
+
+def build_setting_sources(params: ExecuteParams) -> list[SettingSource] | None:
+    """Rule 15: the caller's sources; none at all for a scoped execution that names none."""
+    if params.setting_sources is not None:
+        return list(params.setting_sources)
+    return [] if params.scoped else None
 
 
 def build_env(
@@ -200,7 +228,7 @@ def build_options(
             "permission_mode", permission_mode, "'bypassPermissions' or 'default'"
         )
     config = params.architecture_config
-    settings = skill_settings(config)
+    settings = {**skill_settings(config), **path_settings(params)}
     skills: list[str] | Literal["all"] | None
     match config.claude_skills:
         case None:
@@ -241,6 +269,8 @@ def build_options(
         mcp_servers=cast(dict[str, McpServerConfig], dict(params.mcp_servers)),
         skills=skills,
         settings=json.dumps(settings, sort_keys=True) if settings else None,
+        add_dirs=[*params.allowed_paths, *params.read_only_paths],
+        setting_sources=build_setting_sources(params),
         include_partial_messages=True,
         forward_subagent_text=True,
         extra_args={REPLAY_USER_MESSAGES_FLAG: None},

@@ -31,6 +31,14 @@ from .errors import InvalidParamsError
 from .images import ImageInput, check_images
 from .models import ThinkingDisplay, ThinkingMode, effective_thinking, resolve_model
 from .providers import check_provider
+from .scope import (
+    SCOPE_ENFORCEMENTS,
+    SETTING_SOURCES,
+    ScopeEnforcement,
+    SettingSource,
+    check_paths,
+    normalize_path,
+)
 from .skills import InlineSkill, check_inline_skills
 from .subagents import SubagentDefinition, check_subagents
 from .tools import check_tool_names
@@ -442,6 +450,38 @@ def _tool_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def _allowed_paths(value: Any) -> tuple[str, ...]:
+    return check_paths("allowed_paths", value)
+
+
+def _read_only_paths(value: Any) -> tuple[str, ...]:
+    return check_paths("read_only_paths", value)
+
+
+def _disallowed_paths(value: Any) -> tuple[str, ...]:
+    return check_paths("disallowed_paths", value)
+
+
+def _check_enforcement(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value not in SCOPE_ENFORCEMENTS:
+        raise InvalidParamsError(attribute.name, value, _one_of(SCOPE_ENFORCEMENTS))
+
+
+def _setting_sources(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _check_setting_sources(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    allowed = "None or a list of " + _one_of(SETTING_SOURCES)
+    if not isinstance(value, tuple):
+        raise InvalidParamsError(attribute.name, value, allowed)
+    for i, source in enumerate(value):
+        if source not in SETTING_SOURCES:
+            raise InvalidParamsError(f"{attribute.name}[{i}]", source, allowed)
+
+
 def _check_inline_skills(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     check_inline_skills(value)
 
@@ -608,7 +648,59 @@ class ExecuteParams:
     """Seconds a call of one of the session's ``custom_tools`` may take (unless the tool sets
     its own ``timeout``); then it is cancelled and the model gets an error result."""
 
+    allowed_paths: tuple[str, ...] = attrs.field(default=(), converter=_allowed_paths)
+    """Absolute paths (folders or files, with all below them) the file tools may read and
+    write; with this or ``read_only_paths`` they reach nothing else but ``cwd``
+    (``protocol/scope.py``). Also given to the CLI as extra working directories."""
+
+    read_only_paths: tuple[str, ...] = attrs.field(
+        default=(), converter=_read_only_paths
+    )
+    """Absolute paths the file tools may read but not write (confines like ``allowed_paths``)."""
+
+    disallowed_paths: tuple[str, ...] = attrs.field(
+        default=(), converter=_disallowed_paths
+    )
+    """Absolute paths the tools may neither read nor write; a denial wins over everything."""
+
+    scope_enforcement: ScopeEnforcement = attrs.field(
+        default="hard", validator=_check_enforcement
+    )
+    """With a path scope: ``"hard"`` refuses to start when Bash cannot be confined by the
+    CLI's OS sandbox; ``"soft"`` starts with a ``warning`` saying Bash is not confined."""
+
+    setting_sources: tuple[SettingSource, ...] | None = attrs.field(
+        default=None, converter=_setting_sources, validator=_check_setting_sources
+    )
+    """Which Claude Code settings files the CLI loads (``user``, ``project``, ``local``).
+    ``None``: the CLI's default (all of them), except with a path scope: none, so no settings
+    file can widen it. Name them to load them anyway."""
+
+    @property
+    def scoped(self) -> bool:
+        """The execution has a path scope (``protocol/scope.py``)."""
+        return bool(self.allowed_paths or self.read_only_paths or self.disallowed_paths)
+
+    @property
+    def confined(self) -> bool:
+        """The file tools reach only ``cwd`` and the allowed and read-only paths."""
+        return bool(self.allowed_paths or self.read_only_paths)
+
+    @property
+    def path_scope(self) -> dict[str, Any]:
+        """The scope as ``scope.access`` and ``scope.scope_widenings`` take it."""
+        return {
+            "cwd": self.cwd,
+            "allowed": self.allowed_paths,
+            "read_only": self.read_only_paths,
+            "disallowed": self.disallowed_paths,
+            "enforcement": self.scope_enforcement,
+        }
+
     def __attrs_post_init__(self) -> None:
+        if self.confined and self.cwd is not None:
+            # The working directory is in the scope: it must be a path the rules can name.
+            normalize_path("cwd", self.cwd)
         # With a provider or a base URL the model id is the server's business (any id goes);
         # otherwise an unknown alias is refused now, naming the known ones.
         if not self.custom_server:
