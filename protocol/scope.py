@@ -148,7 +148,8 @@ def access(
 def _rules(tool: str, path: str) -> list[str]:
     # '//' + the absolute path: a single '/' would be relative to the project root.
     spelled = "/" + path
-    return [f"{tool}({spelled})", f"{tool}({spelled.rstrip('/')}/**)"]
+    below = "//**" if path == "/" else f"{spelled}/**"
+    return [f"{tool}({spelled})", f"{tool}({below})"]
 
 
 def deny_rules(read_only: Sequence[str], disallowed: Sequence[str]) -> list[str]:
@@ -210,7 +211,7 @@ def sandbox_problem(platform: str, found: Mapping[str, bool]) -> str | None:
             f"install {packages})"
     else:
         how = "it is part of macOS; check the CLI's PATH"
-    return f"the CLI's Bash sandbox needs {names}, not found on the CLI's PATH: {how}"
+    return f"the CLI's Bash sandbox needs {names} (not found on the CLI's PATH); {how}"
 
 
 _RANK: Mapping[Access, int] = {"none": 0, "read": 1, "read-write": 2}

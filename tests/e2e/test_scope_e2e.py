@@ -72,8 +72,9 @@ async def test_reads_and_writes_outside_the_scope_are_refused_and_the_model_sees
     events = await run_session(execute, hermetic)
 
     (read_out, read_out_error), (write_out, write_out_error), *inside = _results(model_double, 5)
-    assert read_out_error and write_out_error, dump(events)
-    assert read_out is not None and write_out is not None
+    assert (read_out_error, write_out_error) == (True, True), dump(events)
+    assert read_out is not None
+    assert write_out is not None
     assert f"{outside / 'out.txt'} is outside {work}, {extra}" in read_out
     assert "blocks reads outside the working directories" in read_out
     assert f"{outside / 'new.txt'} is outside" in write_out
@@ -128,7 +129,7 @@ async def test_a_disallowed_path_is_refused_inside_the_cwd_and_a_read_only_one_i
         True,
     ), dump(events)
     assert read == ("1\tEXTRA", False)
-    assert write[1] and edit[1], (write, edit)
+    assert (write[1], edit[1]) == (True, True), (write, edit)
     assert not (extra / "new.txt").exists()
     assert (extra / "extra.txt").read_text() == "EXTRA"
     [ready] = of_type(events, AdapterReady)
@@ -208,7 +209,7 @@ async def test_a_soft_scope_without_the_sandbox_warns_before_adapter_ready_and_r
     events = await run_session(execute, env)
 
     kinds = [e.kind for e in events]
-    warning = next(e for e in events if isinstance(e, WarningEvent) and e.code == "scope_unconfined")
+    [warning] = [e for e in of_type(events, WarningEvent) if e.code == "scope_unconfined"]
     assert kinds.index("warning") < kinds.index("adapter_ready")
     assert "Bash is not confined" in warning.message
     assert "bwrap, socat" in warning.message
@@ -247,9 +248,11 @@ async def test_a_hard_scope_confines_bash_writes_and_denied_reads_in_the_sandbox
     events = await run_session(execute, hermetic)
 
     write_out, read_denied, write_in = _results(model_double, 3)
-    assert write_out[1] is True and "Read-only file system" in (write_out[0] or ""), dump(events)
+    assert write_out[1] is True, dump(events)
+    assert "Read-only file system" in (write_out[0] or "")
     assert not (outside / "bash.txt").exists()
-    assert read_denied[1] is True and "KEY" not in (read_denied[0] or "")
+    assert read_denied[1] is True
+    assert "KEY" not in (read_denied[0] or "")
     assert write_in == ("y", False)
     [ready] = of_type(events, AdapterReady)
     assert ready.bash_sandboxed is True
