@@ -18,7 +18,11 @@ Rules:
    quote only what the client sent, never a server path. ``allow_cwd`` needs ``cwd_root``.
    This confines the *working directory*, which is what the read-only tools and relative
    paths start from; it is not a sandbox: Read and Grep can still read any absolute path the
-   server's user can read.
+   server's user can read. A client that wants that confinement asks for a path scope
+   (``protocol/scope.py``): with ``cwd_root`` set, its ``allowed_paths`` and
+   ``read_only_paths`` must lie inside the root too (resolved by the gateway, symlinks
+   included; refused otherwise), and its ``disallowed_paths`` may name anything (they only
+   narrow).
 4. **Environment.** ``allow_env`` lets clients set ``custom_env`` / ``ollama_baseUrl`` (off by
    default; rule 3 of ``wire.py``).
 5. **Errors that reach a remote client name a field, never a server path.** :func:`remote_event`

@@ -119,6 +119,11 @@ PARAMS_FIELDS: tuple[str, ...] = (
     "allowed_tools",
     "disallowed_tools",
     "tools",
+    "allowed_paths",
+    "read_only_paths",
+    "disallowed_paths",
+    "scope_enforcement",
+    "setting_sources",
 )
 """The ``ExecuteParams`` fields an ``open`` op may carry (``mcp_servers`` never: rule 3).
 ``images`` travel as ``[{"data": "<base64>"}]`` (the type is read from the bytes), ``subagents``
@@ -770,8 +775,18 @@ def params_to_json(params: ExecuteParams) -> dict[str, Any]:
         elif field.name == "output_schema":
             if value is not None:
                 out[field.name] = dict(value)
-        elif field.name in ("allowed_tools", "disallowed_tools", "tools"):
+        elif field.name in (
+            "allowed_tools",
+            "disallowed_tools",
+            "tools",
+            "allowed_paths",
+            "read_only_paths",
+            "disallowed_paths",
+        ):
             if value:
+                out[field.name] = list(value)
+        elif field.name == "setting_sources":
+            if value is not None:
                 out[field.name] = list(value)
         elif value != field.default:  # the other wire fields have plain (non-factory) defaults
             out[field.name] = value
