@@ -115,6 +115,11 @@ def test_params_kwargs_and_execute_params(tmp_path: Path) -> None:
         "fallback_model": None,
         "allowed_tools": [],
         "disallowed_tools": [],
+        "allowed_paths": [],
+        "read_only_paths": [],
+        "disallowed_paths": [],
+        "scope_enforcement": "hard",
+        "setting_sources": None,
         "architecture_config": {
             "claude_thinking": "enabled",
             "claude_thinking_budget": 1024,
@@ -375,6 +380,32 @@ def test_the_session_surface_options_reach_the_params(tmp_path: Path) -> None:
     assert params.output_schema == {"type": "object", "properties": {"ok": {"type": "boolean"}}}
     assert params.allowed_tools == ("Read", "Bash(git status:*)")
     assert params.disallowed_tools == ("WebFetch",)
+
+
+def test_the_path_scope_options_reach_the_params_as_absolute_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = cli.parse_args(
+        ["run", "hi", "--cwd", ".", "--allow-path", "src", "--allow-path", "/data/",
+         "--read-path", "docs", "--deny-path", "src/secrets", "--scope", "soft",
+         "--setting-source", "project"]
+    )  # fmt: skip
+    params = cli.build_execute_params(args)
+    assert params.allowed_paths == (str(tmp_path / "src"), "/data")
+    assert params.read_only_paths == (str(tmp_path / "docs"),)
+    assert params.disallowed_paths == (str(tmp_path / "src" / "secrets"),)
+    assert params.scope_enforcement == "soft"
+    assert params.setting_sources == ("project",)
+    plain = cli.build_execute_params(cli.parse_args(["run", "hi"]))
+    assert (plain.scoped, plain.scope_enforcement, plain.setting_sources) == (False, "hard", None)
+
+
+def test_a_bad_scope_option_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.parse_args(["run", "hi", "--scope", "strict"])
+    assert info.value.code == 2
+    assert "--scope" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
