@@ -222,7 +222,7 @@ async def test_a_soft_scope_without_the_sandbox_warns_before_adapter_ready_and_r
     not (shutil.which("bwrap") and shutil.which("socat")),
     reason="the CLI's Bash sandbox needs bubblewrap and socat (scripts/bootstrap installs them)",
 )
-async def test_a_hard_scope_confines_bash_writes_and_denied_reads_in_the_sandbox(
+async def test_a_hard_scope_confines_bash_writes_denied_reads_and_network_in_the_sandbox(
     model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
 ) -> None:
     dirs = _tree(tmp_path)
@@ -230,6 +230,7 @@ async def test_a_hard_scope_confines_bash_writes_and_denied_reads_in_the_sandbox
     denied = tmp_path / "denied"
     denied.mkdir()
     (denied / "key.txt").write_text("KEY")
+    port = model_double.base_url.rsplit(":", 1)[1]
     # $(echo ...) hides the paths from the CLI's check of the command's literal paths, so
     # only the OS sandbox stands between these commands and the files.
     model_double.responder = turns(
@@ -238,6 +239,8 @@ async def test_a_hard_scope_confines_bash_writes_and_denied_reads_in_the_sandbox
             ("Bash", {"command": f"cat $(echo {denied})/key.txt", "description": "r"}),
             ("Bash", {"command": f"echo y > {work}/ok.txt && cat {work}/ok.txt",
                       "description": "w"}),
+            ("Bash", {"command": f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected",
+                      "description": "net"}),
         ),
         Reply.text("done"),
     )
@@ -247,13 +250,17 @@ async def test_a_hard_scope_confines_bash_writes_and_denied_reads_in_the_sandbox
 
     events = await run_session(execute, hermetic)
 
-    write_out, read_denied, write_in = _results(model_double, 3)
+    write_out, read_denied, write_in, network = _results(model_double, 4)
     assert write_out[1] is True, dump(events)
     assert "Read-only file system" in (write_out[0] or "")
     assert not (outside / "bash.txt").exists()
     assert read_denied[1] is True
     assert "KEY" not in (read_denied[0] or "")
     assert write_in == ("y", False)
+    # No network in the sandbox, not even the model double on 127.0.0.1.
+    assert network[1] is True
+    assert "connected" not in (network[0] or "")
+    assert "/dev/tcp/127.0.0.1" in (network[0] or "")
     [ready] = of_type(events, AdapterReady)
     assert ready.bash_sandboxed is True
     assert ready.scope_enforcement == "hard"
