@@ -28,6 +28,7 @@ its CLI (its session gets the ``cli_exited`` error).
 from __future__ import annotations
 
 import collections
+import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -45,6 +46,7 @@ from claude_agent_sdk import (
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
+from claude_trio.protocol.ready import scope_refusal
 
 from .boundary import raise_unwrapped
 from .broker import UserInputBroker
@@ -57,6 +59,7 @@ from .driver import (
     shut_down,
     subprocess_transport,
 )
+from .scope import probe_sandbox
 from .sdk_private import client_options
 from .tap import TapTransport
 
@@ -223,6 +226,12 @@ class CLIPool:
                 [skill.name for skill in template.inline_skills],
                 "none: inline skills live in a folder of one session, and a warm CLI outlives it",
             )
+        if template.scoped and template.scope_enforcement == "hard" and transport_factory is None:
+            problem = probe_sandbox({**os.environ, **(env or {})})
+            if problem is not None:
+                raise InvalidParamsError(
+                    "template.scope_enforcement", "hard", scope_refusal(problem)
+                )
         self._template = template
         self._shape = _shape(template)
         self._size = size

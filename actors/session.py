@@ -459,12 +459,14 @@ async def _open_session(
         driver = partial(run_sdk_driver, core, tap)
     refusal = None
     scope_problem = None
+    if transport_factory is None and params.scoped:
+        # A warm pool refused a hard scope without the sandbox when it was opened; for its
+        # CLIs the look-up only decides the warning and what adapter_ready says.
+        scope_problem = probe_sandbox({**os.environ, **options.env})
     if transport_factory is None and lease is None:
         refusal = root_refusal(options)
-        if params.scoped:
-            scope_problem = probe_sandbox({**os.environ, **options.env})
-            if refusal is None and scope_problem and params.scope_enforcement == "hard":
-                refusal = scope_refusal(scope_problem)
+        if refusal is None and scope_problem and params.scope_enforcement == "hard":
+            refusal = scope_refusal(scope_problem)
 
     if options.resume and refusal is None:
         carried = await resumed_cost(options.env, options.resume)

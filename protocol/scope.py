@@ -29,8 +29,9 @@ folder (or file) and everything below it. Rules, checked against CLI 2.1.332 (se
    tells the CLI to refuse (``sandbox.failIfUnavailable``); ``"soft"`` starts anyway, with a
    ``warning`` before ``adapter_ready`` saying Bash is not confined.
 5. **Setting sources.** A scoped execution loads no settings from disk unless the caller names
-   ``setting_sources``: a project's or user's settings could add working directories or allow
-   rules. Sources the caller names are loaded (and may widen the scope; a warning says so).
+   ``setting_sources``: settings files are not the caller's choice, and they can change
+   permission rules and the sandbox's settings. Sources the caller names are loaded (a warning
+   says they may widen the scope).
 6. **Resume.** Resuming with a wider scope is a resume violation (:func:`scope_widenings`):
    a path the old scope did not let the tools read or write, a denial dropped, hard made soft.
    A narrower scope is fine.
@@ -245,7 +246,9 @@ def scope_widenings(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]
     ]
     for scope in (old, new):
         roots += [*scope["allowed"], *scope["read_only"], *scope["disallowed"]]
-    for path in dict.fromkeys(normalize_path("path", root) for root in roots):
+    # A relative cwd (possible only when unconfined) is no root: it names no absolute path.
+    absolute = [root for root in roots if root.startswith("/")]
+    for path in dict.fromkeys(normalize_path("path", root) for root in absolute):
         before, after = of(old, path), of(new, path)
         if _RANK[after] > _RANK[before]:
             out.append(f"{path}: {before} -> {after}")

@@ -113,3 +113,20 @@ async def test_a_slot_that_cannot_start_backs_off_and_reports_it(
         assert "initialize" in stats.last_error
         assert stats.ready == 0
     assert_no_leak(fake)
+
+
+async def test_a_pool_of_hard_scoped_clis_is_refused_without_the_bash_sandbox(
+    tmp_path: Any,
+) -> None:
+    """Checked when the pool opens, before any CLI starts: the pool's warm CLIs would
+    otherwise start and fail later, with no session to say why."""
+    template = ExecuteParams(prompt="-", cwd=str(tmp_path), allowed_paths=[str(tmp_path)])
+    no_sandbox = {"PATH": str(tmp_path)}  # no bwrap, no socat
+    with pytest.raises(InvalidParamsError) as info:
+        async with open_cli_pool(template, env=no_sandbox):
+            pass  # pragma: no cover - refused before the block
+    assert info.value.field == "template.scope_enforcement"
+    assert "apt-get install bubblewrap socat" in str(info.value)
+    # A scripted CLI (transport_factory) runs no Bash: nothing to look up.
+    async with open_cli_pool(template, env=no_sandbox, transport_factory=FakeCLI(), size=1):
+        pass

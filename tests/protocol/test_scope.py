@@ -318,6 +318,13 @@ def test_a_narrower_or_equal_scope_is_no_widening(
     assert scope_widenings(old, new) == []
 
 
+def test_an_unscoped_session_with_a_relative_cwd_resumes_without_violations() -> None:
+    assert find_resume_violations(params(cwd="work"), params(cwd="work")) == []
+    assert find_resume_violations(
+        params(cwd="work"), params(cwd="work", disallowed_paths=["/s"])
+    ) == []
+
+
 def test_resuming_with_a_wider_scope_is_a_resume_violation() -> None:
     old = params(cwd="/w", allowed_paths=["/a"], disallowed_paths=["/a/s"])
     [violation] = find_resume_violations(
@@ -361,5 +368,5 @@ def test_capabilities_list_the_scope_fields() -> None:
     caps = architecture_capabilities()
     assert {"allowed_paths", "disallowed_paths", "read_only_paths"} <= caps.path_scope
     for field in caps.path_scope:
-        assert field in ExecuteParams.__attrs_attrs__.__dict__ or hasattr(params(), field)
+        assert hasattr(params(), field)
     assert caps.scope_enforcements == ("hard", "soft")
