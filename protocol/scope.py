@@ -8,8 +8,9 @@ folder (or file) and everything below it. Rules, checked against CLI 2.1.332 (se
 1. **Confined.** With ``allowed_paths`` or ``read_only_paths`` the file tools (Read, Write,
    Edit, ...) reach only the working directories: ``cwd`` (always) and those paths, given to
    the CLI as ``add_dirs``. The CLI's settings ``permissions.blockReadsOutsideWorkingDirectories``
-   and ``permissions.blockWritesOutsideWorkingDirectories`` enforce it under every permission
-   mode, ``bypassPermissions`` included; the model's tool result says which path was refused
+   and ``permissions.blockWritesOutsideWorkingDirectories`` enforce it under
+   ``bypassPermissions``, ``default`` and ``acceptEdits`` alike (no ``can_use_tool`` is asked);
+   the model's tool result says which path was refused
    and why. Without either list nothing is confined (only rule 2 applies).
 2. **Denied.** ``disallowed_paths`` become ``Read(//p)``, ``Read(//p/**)``, ``Edit(//p)`` and
    ``Edit(//p/**)`` deny rules (``Edit`` rules cover every tool that writes files); a
