@@ -9,8 +9,14 @@ field, the value and what is allowed. Both classes are frozen; use ``attrs.evolv
 ``ollama_baseUrl``) under snake_case attribute names; :meth:`ArchitectureConfig.from_mapping`
 accepts the seed's exact keys and :meth:`ArchitectureConfig.to_mapping` gives them back.
 
-``permission_mode`` is deliberately not a parameter: plan mode is expressed by ``plan_mode``
-(the seed's Option B, see ``options.py``), and the permission mode follows from it.
+``plan_mode`` and ``permission_mode`` are two different things. ``plan_mode`` is the seed's
+Option B: which built-in tools are offered at all (the read-only ones, see ``options.py``).
+``permission_mode`` is the CLI's: which of the offered tool calls run without asking. Unset
+(``None``) it is ``bypassPermissions``, as it always was: nothing asks. An asking mode
+(``default``, ``acceptEdits``) turns each tool call the CLI would ask about into a
+``user_input_request`` with ``source="tool_permission"`` (``approvals.py``), and so needs an
+``on_user_input`` handler; ``permission_mode="plan"`` is the CLI's own plan mode, which denies
+shell and edits without asking.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from jsonschema.exceptions import SchemaError
 from .errors import InvalidParamsError
 from .images import ImageInput, check_images
 from .models import ThinkingDisplay, ThinkingMode, effective_thinking, resolve_model
+from .permissions import PermissionMode, check_permission_mode
 from .providers import check_provider
 from .skills import InlineSkill, check_inline_skills
 from .subagents import SubagentDefinition, check_subagents
@@ -498,6 +505,11 @@ def _check_timeout(_inst: object, attribute: attrs.Attribute[Any], value: object
         raise InvalidParamsError(attribute.name, value, "a finite number of seconds > 0")
 
 
+def _check_permission_mode(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        check_permission_mode(attribute.name, value)
+
+
 def _check_config(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, ArchitectureConfig):
         raise InvalidParamsError(
@@ -526,6 +538,13 @@ class ExecuteParams:
 
     plan_mode: bool = attrs.field(default=False, validator=_check_bool)
     """Read-only built-in tools only (the seed's Option B); MCP servers stay the caller's call."""
+
+    permission_mode: PermissionMode | None = attrs.field(
+        default=None, validator=_check_permission_mode
+    )
+    """The CLI's permission mode (``protocol/permissions.py``); ``None``: ``bypassPermissions``
+    (every offered tool runs). ``default`` / ``acceptEdits`` ask before tool calls: each one is a
+    ``user_input_request`` with ``source="tool_permission"``, answered like a question."""
 
     cwd: str | None = attrs.field(
         default=None, validator=[_check_optional_nonempty_str, _check_argument]

@@ -195,10 +195,11 @@ def test_execute_params_is_keyword_only_and_frozen() -> None:
         params.prompt = "other"  # type: ignore[misc]
 
 
-def test_permission_mode_is_not_a_param() -> None:
-    assert "permission_mode" not in {a.name for a in attrs.fields(ExecuteParams)}
-    with pytest.raises(TypeError):
-        ExecuteParams(prompt="x", permission_mode="plan")  # type: ignore[call-arg]
+def test_permission_mode_is_checked_by_name_and_unset_by_default() -> None:
+    assert ExecuteParams(prompt="x").permission_mode is None
+    assert ExecuteParams(prompt="x", permission_mode="acceptEdits").permission_mode == "acceptEdits"
+    with pytest.raises(InvalidParamsError, match=r"permission_mode.*'dontAsk'"):
+        ExecuteParams(prompt="x", permission_mode="ask")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("prompt", ["", "   \n", None, 42])
