@@ -119,9 +119,11 @@ def test_each_outcome_has_its_reply() -> None:
     ) == (PermissionResultDeny(message="not now", interrupt=True))
     expired = approval_reply("expired", None, event, timeout=7.5)
     assert expired == PermissionResultDeny(message=no_answer_message("Bash", 7.5))
-    assert "No one answered" in expired.message and "7.5 s" in expired.message
+    assert "No one answered" in expired.message
+    assert "7.5 s" in expired.message
     cancelled = approval_reply("cancelled", None, event, timeout=5)
-    assert isinstance(cancelled, PermissionResultDeny) and cancelled.interrupt is True
+    assert isinstance(cancelled, PermissionResultDeny)
+    assert cancelled.interrupt is True
     with pytest.raises(InvalidParamsError):
         approval_reply("failed", "boom", event, timeout=5)
 
