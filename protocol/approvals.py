@@ -51,11 +51,14 @@ __all__ = [
     "ApprovalAnswer",
     "Decision",
     "allow",
+    "allow_tool",
     "always",
+    "always_allow_tool",
     "approval_reply",
     "approval_request",
     "check_approval_answer",
     "deny",
+    "deny_tool",
     "no_answer_message",
 ]
 
@@ -193,6 +196,13 @@ def always(
     """Let the tool run and stop asking for calls like it for the rest of the session: the
     ``rules`` given (``"Bash(npm test:*)"``), or else the rules the CLI suggested."""
     return ApprovalAnswer(decision="always", input=input, rules=tuple(rules))
+
+
+# The front door's names (``from claude_trio import allow_tool``): plain ``allow`` / ``deny``
+# would say nothing next to a user's own names.
+allow_tool = allow
+deny_tool = deny
+always_allow_tool = always
 
 
 def check_approval_answer(answer: Any) -> ApprovalAnswer:
