@@ -19,6 +19,7 @@ from claude_trio import allow_tool, always_allow_tool, deny_tool
 from claude_trio.protocol.approvals import no_answer_message
 from claude_trio.protocol.custom_tools import custom_tool
 from claude_trio.protocol.events import (
+    AdapterReady,
     Result,
     ToolResult,
     UserInputRequest,
@@ -65,6 +66,8 @@ async def test_a_denied_bash_call_never_runs_and_the_model_gets_the_message(
     handler = Recorder(deny_tool("Not in this repository, please."))
     events = await run_session(asking(tmp_path, "write it"), hermetic, on_user_input=handler)
 
+    (ready,) = of_type(events, AdapterReady)
+    assert ready.permission_mode == "default"
     (request,) = handler.requests
     assert request.source == "tool_permission"
     assert request.tool_name == "Bash"
