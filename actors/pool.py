@@ -39,12 +39,15 @@ from claude_agent_sdk import (
     ClaudeSDKClient,
     PermissionResult,
     PermissionResultAllow,
+    PermissionResultDeny,
     ToolPermissionContext,
 )
 
+from claude_trio.protocol.approvals import ASKING_MODES
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
+from claude_trio.protocol.user_input import ASK_USER_TOOL
 
 from .boundary import raise_unwrapped
 from .broker import UserInputBroker
@@ -60,6 +63,7 @@ from .driver import (
 from .sdk_private import client_options
 from .tap import TapTransport
 
+UNROUTED_DENIAL = "No session is attached to this CLI to approve the tool call."
 _EARLY_FRAMES = 64
 
 # Backoff after a slot failed to start a CLI, so a broken setup does not spin.
@@ -105,7 +109,10 @@ class _Route:
     ) -> PermissionResult:
         if self.broker is None:
             await trio.lowlevel.checkpoint()
-            return PermissionResultAllow(updated_input=tool_input)
+            if tool_name == ASK_USER_TOOL:
+                return PermissionResultAllow(updated_input=tool_input)
+            # A tool approval with no session to ask: nobody approved it.
+            return PermissionResultDeny(message=UNROUTED_DENIAL)
         return await self.broker.can_use_tool(tool_name, tool_input, context)
 
     async def on_elicitation(self, frame: dict[str, Any]) -> None:
@@ -222,6 +229,13 @@ class CLIPool:
                 "template.inline_skills",
                 [skill.name for skill in template.inline_skills],
                 "none: inline skills live in a folder of one session, and a warm CLI outlives it",
+            )
+        if template.permission_mode in ASKING_MODES and not user_input:
+            raise InvalidParamsError(
+                "user_input",
+                user_input,
+                f"True: template.permission_mode={template.permission_mode!r} asks before tool "
+                "calls, so its sessions need on_user_input (open_cli_pool(user_input=True))",
             )
         self._template = template
         self._shape = _shape(template)
