@@ -46,7 +46,7 @@ from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
 
-from .boundary import raise_unwrapped
+from .boundary import open_block_nursery
 from .broker import UserInputBroker
 from .core import DriverConfig, SessionCore, stop_gate
 from .driver import (
@@ -395,18 +395,8 @@ async def open_cli_pool(
         transport_factory=transport_factory,
         config=config or DriverConfig(),
     )
-    caller: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            for _ in range(size):
-                nursery.start_soon(pool._run_slot)
-            try:
-                yield pool
-            except BaseException as exc:
-                caller = exc
-                raise
-            finally:
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise_unwrapped(group, caller)
+    async with open_block_nursery() as nursery:
+        for _ in range(size):
+            nursery.start_soon(pool._run_slot)
+        yield pool
 
