@@ -49,7 +49,7 @@ from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.user_input import ASK_USER_TOOL
 
-from .boundary import raise_unwrapped
+from .boundary import open_block_nursery
 from .broker import UserInputBroker
 from .core import DriverConfig, SessionCore, stop_gate
 from .driver import (
@@ -409,18 +409,8 @@ async def open_cli_pool(
         transport_factory=transport_factory,
         config=config or DriverConfig(),
     )
-    caller: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            for _ in range(size):
-                nursery.start_soon(pool._run_slot)
-            try:
-                yield pool
-            except BaseException as exc:
-                caller = exc
-                raise
-            finally:
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise_unwrapped(group, caller)
+    async with open_block_nursery() as nursery:
+        for _ in range(size):
+            nursery.start_soon(pool._run_slot)
+        yield pool
 

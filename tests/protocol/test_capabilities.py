@@ -23,7 +23,7 @@ def test_mid_turn_push_is_supported() -> None:
     assert architecture_capabilities().mid_turn_push is True
 
 
-def test_the_seeds_claims_are_all_true() -> None:
+def test_the_typescript_librarys_claims_are_all_true() -> None:
     caps = architecture_capabilities()
     assert caps.architecture == "claude-code"
     for flag in (
