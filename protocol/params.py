@@ -12,12 +12,12 @@ and ``ollama_baseUrl``) under snake_case attribute names;
 
 ``plan_mode`` and ``permission_mode`` are two different things. ``plan_mode`` is the
 TypeScript library's read-only plan mode: which built-in tools are offered at all (the
-read-only ones, see ``options.py``). ``permission_mode`` is the CLI's: which of the offered tool calls run without asking. Unset
-(``None``) it is ``bypassPermissions``, as it always was: nothing asks. An asking mode
-(``default``, ``acceptEdits``) turns each tool call the CLI would ask about into a
-``user_input_request`` with ``source="tool_permission"`` (``approvals.py``), and so needs an
-``on_user_input`` handler; ``permission_mode="plan"`` is the CLI's own plan mode, which denies
-shell and edits without asking.
+read-only ones, see ``options.py``). ``permission_mode`` is the CLI's: which of the offered
+tool calls run without asking. Unset (``None``) it is ``bypassPermissions``, as it always was:
+nothing asks. An asking mode (``default``, ``acceptEdits``) turns each tool call the CLI would
+ask about into a ``user_input_request`` with ``source="tool_permission"`` (``approvals.py``),
+and so needs an ``on_user_input`` handler; ``permission_mode="plan"`` is the CLI's own plan
+mode, which denies shell and edits without asking.
 """
 
 from __future__ import annotations
