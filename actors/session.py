@@ -34,6 +34,7 @@ import attrs
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
 
+from claude_trio.protocol.approvals import ASKING_MODES
 from claude_trio.protocol.custom_tools import CustomTool, check_custom_tools
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import Error, WarningEvent
@@ -205,6 +206,15 @@ def _check_options(
             "on_user_input",
             on_user_input,
             'None, "manual", or an async function taking a UserInputRequest',
+        )
+    if on_user_input is None and params.permission_mode in ASKING_MODES:
+        raise InvalidParamsError(
+            "on_user_input",
+            on_user_input,
+            f"an async handler or \"manual\": permission_mode={params.permission_mode!r} asks "
+            "before tool calls (user_input_request events with source=\"tool_permission\"), and "
+            "without anyone to answer the CLI would deny each of them; or choose a mode that "
+            "never asks ('bypassPermissions', 'dontAsk', 'plan')",
         )
     for name, value in (("transport_factory", transport_factory), ("stderr", stderr)):
         if value is not None and not callable(value):

@@ -18,6 +18,7 @@ import trio
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.permissions import PERMISSION_MODES
 from claude_trio.protocol.providers import PROVIDER_NAMES
 from claude_trio.protocol.scope import SCOPE_ENFORCEMENTS, SETTING_SOURCES
 from claude_trio.protocol.skills import InlineSkill
@@ -140,6 +141,13 @@ def _add_prompt_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--model", help="an alias (opus-4.6, sonnet, ...) or a full model id")
     run.add_argument(
         "--plan", action="store_true", help="plan mode: read-only tools, no edits or shell"
+    )
+    run.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        help="the CLI's permission mode (default: bypassPermissions, nothing asks); "
+        "'default' and 'acceptEdits' ask before tool calls: y allow, n deny, e edit the input, "
+        "a always allow. Without a terminal to ask at, such calls are denied",
     )
     run.add_argument("--resume", metavar="ID", help="resume the session with this id")
     run.add_argument("--max-turns", type=_positive_int, metavar="N", help="cap the turns")
@@ -422,6 +430,7 @@ def execute_params_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "system_prompt": args.system_prompt,
         "max_turns": args.max_turns,
         "plan_mode": args.plan,
+        "permission_mode": getattr(args, "permission_mode", None),
         "cwd": None if args.cwd is None else os.path.abspath(args.cwd),
         "resume_session_id": args.resume,
         "run_timeout": getattr(args, "timeout", None),

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from .approvals import ASKING_MODES, DECISIONS, TOOL_PERMISSION
 from .custom_tools import SERVER_NAME
 from .models import ADAPTIVE_THINKING_ONLY
 from .params import (
@@ -21,6 +22,7 @@ from .params import (
     THINKING_DISPLAYS,
     THINKING_MODES,
 )
+from .permissions import PERMISSION_MODES
 from .providers import PROVIDERS
 from .resume import RESUME_IMMUTABLE, RESUME_NARROW_ONLY
 from .scope import SCOPE_ENFORCEMENTS
@@ -41,7 +43,16 @@ class ArchitectureCapabilities:
     todo_lists: bool
     """``todo_list_updated`` from TodoWrite (and the Task* tools), snapshot on the result."""
     user_input_sources: frozenset[str]
-    """``user_input_request.source`` values: AskUserQuestion and MCP elicitation."""
+    """``user_input_request.source`` values: AskUserQuestion, MCP elicitation and tool
+    approvals (``tool_permission``)."""
+    permission_modes: tuple[str, ...]
+    """``ExecuteParams.permission_mode`` values (``permissions.PERMISSION_MODES``); unset is
+    ``bypassPermissions``."""
+    asking_permission_modes: tuple[str, ...]
+    """The modes that ask before tool calls (``approvals.ASKING_MODES``): each call is a
+    ``user_input_request`` with ``source="tool_permission"``; they need ``on_user_input``."""
+    tool_approval_decisions: tuple[str, ...]
+    """What an answer to a tool approval may decide (``approvals.ApprovalAnswer``)."""
     thinking: bool
     thinking_modes: tuple[str, ...]
     thinking_displays: tuple[str, ...]
@@ -114,7 +125,10 @@ _CLAUDE_CODE = ArchitectureCapabilities(
     resume_immutable=RESUME_IMMUTABLE,
     subagents=True,
     todo_lists=True,
-    user_input_sources=frozenset({"model-tool", "mcp-elicitation"}),
+    user_input_sources=frozenset({"model-tool", "mcp-elicitation", TOOL_PERMISSION}),
+    permission_modes=PERMISSION_MODES,
+    asking_permission_modes=ASKING_MODES,
+    tool_approval_decisions=DECISIONS,
     thinking=True,
     thinking_modes=THINKING_MODES,
     thinking_displays=THINKING_DISPLAYS,

@@ -11,6 +11,9 @@ Rules:
    Write, NotebookEdit and Task; skills' shell execution is turned off too. MCP servers never
    come from a client. ``tools="all"`` is the operator's explicit opt-in to everything the CLI
    does under ``bypassPermissions`` (run commands, write files) as the server's user.
+   A client may choose the ``permission_mode``: it decides which of the offered tools ask
+   first (the client answers with the ``answer`` op), never which tools are offered, so no
+   mode widens the read-only set (``plan_mode`` is forced whatever the mode).
 3. **Working directory.** With ``cwd_root`` set, every remote session runs in that folder or,
    when ``allow_cwd`` is on, in a folder below it that the client names relative to it (an
    absolute path must lie inside it too). The client's path is resolved by the gateway

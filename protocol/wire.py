@@ -103,6 +103,7 @@ PARAMS_FIELDS: tuple[str, ...] = (
     "system_prompt",
     "max_turns",
     "plan_mode",
+    "permission_mode",
     "cwd",
     "resume_session_id",
     "streaming_input",

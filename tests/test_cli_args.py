@@ -85,6 +85,20 @@ def test_run_defaults() -> None:
     )  # fmt: skip
     assert (args.cwd, args.system_prompt, args.thinking, args.effort) == (None, None, None, None)
     assert args.show_thinking is True
+    assert args.permission_mode is None
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan", "dontAsk"])
+def test_permission_mode_flag_reaches_the_params(mode: str) -> None:
+    args = cli.parse_args(["run", "hi", "--permission-mode", mode])
+    assert cli.build_execute_params(args).permission_mode == mode
+
+
+def test_unknown_permission_mode_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.parse_args(["run", "hi", "--permission-mode", "ask"])
+    assert exc.value.code == 2
+    assert "--permission-mode" in capsys.readouterr().err
 
 
 def test_demo_parses_json_flag() -> None:
@@ -106,6 +120,7 @@ def test_params_kwargs_and_execute_params(tmp_path: Path) -> None:
         "system_prompt": None,
         "max_turns": 3,
         "plan_mode": True,
+        "permission_mode": None,
         "cwd": str(tmp_path),
         "resume_session_id": "abc",
         "run_timeout": None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -68,6 +69,37 @@ async def test_params_that_differ_from_the_template_are_refused_clearly(
                 ExecuteParams(prompt="x", model="sonnet"), pool=pool, on_user_input="manual"
             ):
                 pass
+    assert_no_leak(fake)
+
+
+async def test_an_asking_template_needs_user_input_and_its_warm_cli_asks_the_session(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    asking = ExecuteParams(prompt="-", model="sonnet", permission_mode="default")
+    with pytest.raises(InvalidParamsError, match=r"user_input.*open_cli_pool\(user_input=True\)"):
+        async with open_cli_pool(asking, size=1, transport_factory=FakeCLI(), config=CONFIG):
+            pass  # never reached
+    replies: list[dict[str, Any]] = []
+
+    async def script(cli: FakeTurn) -> None:
+        replies.append(await cli.ask_permission("Bash", {"command": "ls"}))
+
+    fake = FakeCLI(script)
+    async with open_cli_pool(
+        asking, size=1, user_input=True, transport_factory=fake, config=CONFIG
+    ) as pool:
+        await trio.testing.wait_all_tasks_blocked()
+        params = attrs.evolve(asking, prompt="go")
+
+        async def handler(request: UserInputRequest) -> Any:
+            await trio.lowlevel.checkpoint()
+            return "deny"
+
+        async with open_session(params, pool=pool, on_user_input=handler, config=CONFIG) as s:
+            await collect(s)
+        assert pool.statistics().hits == 1
+    assert fake.transports[0].options.permission_mode == "default"
+    assert replies == [{"behavior": "deny", "message": "The user denied this tool call."}]
     assert_no_leak(fake)
 
 

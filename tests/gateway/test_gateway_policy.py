@@ -58,6 +58,31 @@ async def test_remote_sessions_get_read_only_tools_by_default_whatever_the_clien
     assert json.loads(options.settings or "{}")["disableSkillShellExecution"] is True
 
 
+@pytest.mark.parametrize("mode", ["bypassPermissions", "default", "acceptEdits", "auto"])
+async def test_a_clients_permission_mode_never_widens_the_read_only_policy(mode: str) -> None:
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with gateway(fake) as (_, port):
+            await open_and_finish(port, {"prompt": "hi", "permission_mode": mode})
+    options = fake.transport.options
+    # The mode is the client's (it only decides what asks) ...
+    assert options.permission_mode == mode
+    # ... the tools offered stay the policy's.
+    assert options.tools == list(READONLY_BUILTINS)
+    assert set(MUTATING_BUILTINS) <= set(options.disallowed_tools)
+
+
+async def test_an_unknown_permission_mode_is_refused_naming_the_field() -> None:
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with gateway(fake) as (_, port):
+            (frame,) = await open_and_finish(port, {"prompt": "hi", "permission_mode": "yolo"})
+    assert isinstance(frame, ErrorFrame)
+    assert frame.code == "invalid_params"
+    assert "params.permission_mode" in frame.message
+    assert fake.transports == []
+
+
 async def test_the_operator_can_opt_in_to_every_tool() -> None:
     fake = FakeCLI(partial(say, "ok"))
     with trio.fail_after(10):
