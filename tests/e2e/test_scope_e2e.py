@@ -15,9 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from helpers import dump, of_type, params, run_session, workdir
 
-from claude_trio.protocol.events import AdapterReady, Error, ToolResult, WarningEvent
+from claude_trio import allow_tool
+from claude_trio.protocol.events import (
+    AdapterReady,
+    Error,
+    ToolResult,
+    UserInputRequest,
+    WarningEvent,
+)
 from claude_trio.testing.model_double import ModelDouble, Reply, turns
 
 pytestmark = pytest.mark.e2e
@@ -92,6 +100,48 @@ async def test_reads_and_writes_outside_the_scope_are_refused_and_the_model_sees
     assert ready.add_dirs == (str(extra),)
     assert ready.scope_enforcement == "soft"
     assert ready.setting_sources == ()
+
+
+async def test_the_scope_holds_under_an_asking_mode_even_when_every_call_would_be_allowed(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    """The CLI refuses outside paths before it would ask: an ``on_user_input`` that allows
+    everything is never asked about them, and the model gets the same refusal."""
+    dirs = _tree(tmp_path)
+    outside = dirs["out"]
+    model_double.responder = turns(
+        *_calls(
+            ("Read", {"file_path": str(outside / "out.txt")}),
+            ("Write", {"file_path": str(outside / "new.txt"), "content": "x"}),
+        ),
+        Reply.text("done"),
+    )
+    asked: list[UserInputRequest] = []
+
+    async def allow_everything(request: UserInputRequest) -> Any:
+        asked.append(request)
+        await trio.lowlevel.checkpoint()
+        return allow_tool()
+
+    execute = params(
+        tmp_path,
+        "look around",
+        allowed_paths=[str(dirs["extra"])],
+        scope_enforcement="soft",
+        permission_mode="default",
+    )
+
+    events = await run_session(execute, hermetic, on_user_input=allow_everything)
+
+    read, write = _results(model_double, 2)
+    assert read[1] is True, dump(events)
+    assert "blocks reads outside the working directories" in (read[0] or "")
+    assert write[1] is True
+    assert "blocks writes outside the working directories" in (write[0] or "")
+    assert not (outside / "new.txt").exists()
+    assert asked == []
+    [ready] = of_type(events, AdapterReady)
+    assert ready.permission_mode == "default"
 
 
 async def test_a_disallowed_path_is_refused_inside_the_cwd_and_a_read_only_one_is_not_written(
