@@ -28,6 +28,7 @@ from claude_trio.protocol.scope import (
     scope_settings,
     scope_widenings,
 )
+from claude_trio.protocol.wire import WireError, params_from_json, params_to_json
 
 
 def params(**kwargs: Any) -> ExecuteParams:
@@ -370,3 +371,20 @@ def test_capabilities_list_the_scope_fields() -> None:
     for field in caps.path_scope:
         assert hasattr(params(), field)
     assert caps.scope_enforcements == ("hard", "soft")
+
+
+def test_a_scope_travels_over_the_wire_and_back() -> None:
+    p = params(
+        allowed_paths=["/a"],
+        read_only_paths=["/r"],
+        disallowed_paths=["/a/s"],
+        scope_enforcement="soft",
+        setting_sources=["project"],
+    )
+    sent = params_to_json(p)
+    assert sent["allowed_paths"] == ["/a"]
+    assert sent["setting_sources"] == ["project"]
+    assert params_from_json(json.loads(json.dumps(sent))) == p
+    assert "setting_sources" not in params_to_json(params())
+    with pytest.raises(WireError, match=r"params\.allowed_paths\[0\]"):
+        params_from_json({"prompt": "hi", "allowed_paths": ["relative"]})
