@@ -221,6 +221,11 @@ class Renderer:
             Text(INDENT * depth) + body, no_wrap=True, overflow="ellipsis", highlight=False
         )
 
+    def _message(self, text: str, style: str) -> None:
+        """A warning or an error: whole, wrapped by the terminal (it says what to do)."""
+        self._end_line()
+        self.console.print(Text(text, style=style), highlight=False)
+
     def _block(self, depth: int, text: str, style: str = "") -> None:
         """Several lines of free text (a subagent's message), indented, wrapped by the terminal."""
         self._end_line()
@@ -292,7 +297,7 @@ class Renderer:
                 self._retry(event)
             case WarningEvent():
                 code = f" [{event.code}]" if event.code else ""
-                self._line(0, f"warning{code}: {event.message}", STYLE_WARN)
+                self._message(f"warning{code}: {event.message}", STYLE_WARN)
             case Passthrough():
                 pass  # unmapped frames are for programs (--json), not for people
             case Result():
@@ -423,7 +428,7 @@ class Renderer:
     def _error(self, event: Error) -> None:
         status = f" (HTTP {event.status})" if event.status is not None else ""
         label = "error" if event.fatal else "error (continuing)"
-        self._line(0, f"{label} [{event.code}]{status}: {event.message}", STYLE_ERROR)
+        self._message(f"{label} [{event.code}]{status}: {event.message}", STYLE_ERROR)
         if event.detail:
             self._block(1, event.detail, STYLE_DIM)
 

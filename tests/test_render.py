@@ -268,6 +268,20 @@ def test_subagent_tree_is_indented_under_its_agent_call() -> None:
     ]
 
 
+def test_errors_and_warnings_are_shown_whole_however_long() -> None:
+    fix = "install bubblewrap and socat (apt-get install bubblewrap socat) or use a soft scope"
+    text = render(
+        [
+            WarningEvent(message="the Bash sandbox is missing: " + fix, code="scope_unconfined"),
+            Error(message="a hard path scope cannot start: " + fix, code="config"),
+        ]
+    )
+    assert all(len(line) <= 100 for line in text.splitlines())
+    words = " ".join(text.split())
+    assert f"warning [scope_unconfined]: the Bash sandbox is missing: {fix}" in words
+    assert f"error [config]: a hard path scope cannot start: {fix}" in words
+
+
 def test_pushes_retries_warnings_errors_and_requests_are_marked() -> None:
     text = render(
         [
