@@ -13,6 +13,8 @@ out wrapped in an ``ExceptionGroup`` (and ``except ValueError`` would miss it). 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import NoReturn
 
 import trio
@@ -54,6 +56,28 @@ def raise_unwrapped(
     if not ours and leaves:
         reraise(leaves[0])  # only Cancelled: let it reach the scope that owns it
     raise group
+
+
+@asynccontextmanager
+async def open_block_nursery() -> AsyncIterator[trio.Nursery]:
+    """A nursery for the tasks that serve a caller's block, by these rules.
+
+    Its tasks are cancelled when the block is left, however it is left; what leaves the block
+    follows the module docstring (the caller's exception as itself). Put any cleanup that must
+    run before the cancellation in a ``try``/``finally`` around your own ``yield``.
+    """
+    caller: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            try:
+                yield nursery
+            except BaseException as exc:
+                caller = exc
+                raise
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise_unwrapped(group, caller)
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

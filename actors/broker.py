@@ -1,8 +1,10 @@
-"""The user-input broker: AskUserQuestion and MCP elicitation, answered by the user.
+"""The user-input broker: AskUserQuestion, tool approvals and MCP elicitation, answered by the user.
 
 Requests come from two places, both outside our nurseries:
 
-* ``can_use_tool("AskUserQuestion", ...)``, which the SDK calls from its own detached task, and
+* ``can_use_tool(...)``, which the SDK calls from its own detached task: for AskUserQuestion, and
+  for every other tool call the CLI asks about under an asking permission mode (a tool approval,
+  ``protocol/approvals.py``), and
 * the transport tap (:mod:`.tap`), which lifts the CLI's ``elicitation`` control requests out of
   the SDK's reader task.
 
@@ -25,12 +27,9 @@ from typing import Any
 
 import attrs
 import trio
-from claude_agent_sdk import (
-    PermissionResult,
-    PermissionResultAllow,
-    ToolPermissionContext,
-)
+from claude_agent_sdk import PermissionResult, ToolPermissionContext
 
+from claude_trio.protocol.approvals import approval_reply, approval_request
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import Error, Event, UserInputRequest, UserInputResolved
 from claude_trio.protocol.user_input import (
@@ -118,8 +117,7 @@ class UserInputBroker:
     ) -> PermissionResult:
         await trio.lowlevel.checkpoint()
         if tool_name != ASK_USER_TOOL:
-            # We only intercept questions; permission policy is the options' business.
-            return PermissionResultAllow(updated_input=tool_input)
+            return await self._approve(tool_name, tool_input, context)
         request_id = f"ask-{next(self._ids)}"
         event = UserInputRequest(
             request_id=request_id,
@@ -130,6 +128,29 @@ class UserInputBroker:
         if outcome == "failed":
             raise RuntimeError(f"the user-input handler failed: {value}")
         return ask_user_reply(outcome, value, tool_input)
+
+    async def _approve(
+        self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        """A tool call the CLI asks about (an asking permission mode): the same way as a
+        question, replied to as ``approvals.approval_reply`` says."""
+        event = approval_request(
+            f"approve-{next(self._ids)}",
+            tool_name,
+            tool_input,
+            suggestions=context.suggestions,
+            tool_use_id=context.tool_use_id,
+            agent_id=context.agent_id,
+            blocked_path=context.blocked_path,
+            decision_reason=context.decision_reason,
+            title=context.title,
+            display_name=context.display_name,
+            description=context.description,
+        )
+        outcome, value = await self._submit(event, tool_input)
+        if outcome == "failed":
+            raise RuntimeError(f"the user-input handler failed: {value}")
+        return approval_reply(outcome, value, event, timeout=self._timeout)
 
     async def on_elicitation(self, frame: dict[str, Any]) -> None:
         """Called by the tap for a CLI ``elicitation`` control request (never blocks long)."""

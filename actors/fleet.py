@@ -95,7 +95,7 @@ from claude_trio.protocol.replay import Entry, ReplayBuffer, SubscriberQueue
 from claude_trio.protocol.slots import SlotQueue
 from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
 
-from .boundary import raise_unwrapped
+from .boundary import open_block_nursery
 from .broker import AnswerAccepted, AnswerRejected
 from .driver import DriverConfig
 from .event_stream import QueueReceiveChannel
@@ -1077,24 +1077,16 @@ async def open_fleet(
             f"fewer warm CLIs than max_live={max_live}: they count against it (together never "
             "more CLIs than the cap), and sessions need at least one slot",
         )
-    caller: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            fleet = Fleet(
-                nursery,
-                max_live=max_live,
-                replay_buffer=replay_buffer,
-                replay_bytes=replay_bytes,
-                keep_finished=keep_finished,
-                session_options=session_options,
-            )
-            try:
-                yield fleet
-            except BaseException as exc:
-                caller = exc
-                raise
-            finally:
-                fleet._closed = True
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise_unwrapped(group, caller)
+    async with open_block_nursery() as nursery:
+        fleet = Fleet(
+            nursery,
+            max_live=max_live,
+            replay_buffer=replay_buffer,
+            replay_bytes=replay_bytes,
+            keep_finished=keep_finished,
+            session_options=session_options,
+        )
+        try:
+            yield fleet
+        finally:
+            fleet._closed = True

@@ -91,7 +91,7 @@ import resource
 from collections import Counter
 from collections.abc import Collection, Mapping
 from functools import partial
-from typing import NoReturn, assert_never
+from typing import Any, NoReturn, assert_never
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
@@ -107,6 +107,7 @@ from claude_trio.protocol.errors import (
     LocalProtocolError,
 )
 from claude_trio.protocol.lifecycle import Accepted
+from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.remote import (
     DEFAULT_PRINCIPAL,
     Admission,
@@ -1082,7 +1083,14 @@ class _Client:
                     )
                 )
                 return
-        params = remote_params(op.params, policy, cwd)
+        requested = op.params
+        if policy.cwd_root is not None:
+            scoped = await _resolve_scope(policy.cwd_root, requested)
+            if isinstance(scoped, str):
+                self._reply(ErrorFrame(id=op.id, code="invalid_params", message=scoped))
+                return
+            requested = scoped
+        params = remote_params(requested, policy, cwd)
         try:
             session = await self._fleet.start(params, owner=self._owner, label=op.label)
         except InvalidParamsError as exc:
@@ -1219,6 +1227,26 @@ def _version() -> str:
         return importlib.metadata.version("claude-trio")
     except importlib.metadata.PackageNotFoundError:  # a source tree, not installed
         return "unknown"
+
+
+async def _resolve_scope(root: str, params: ExecuteParams) -> ExecuteParams | str:
+    """``params`` with the scope's allowed and read-only paths resolved, or the refusal when
+    one is not inside ``root`` (``protocol/remote.py`` rule 3). Disallowed paths only narrow
+    the scope: they may name anything."""
+    real_root = str(await trio.Path(root).resolve())
+    changes: dict[str, Any] = {}
+    for field in ("allowed_paths", "read_only_paths"):
+        resolved = []
+        for i, path in enumerate(getattr(params, field)):
+            real = str(await trio.Path(path).resolve())
+            if not is_inside(real, real_root):
+                return (
+                    f"params.{field}[{i}]={quote(path)}: not inside the folder this server "
+                    "runs sessions in"
+                )
+            resolved.append(real)
+        changes[field] = tuple(resolved)
+    return attrs.evolve(params, **changes)
 
 
 async def _resolve_cwd(root: str, requested: str | None) -> str | None:

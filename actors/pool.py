@@ -28,6 +28,7 @@ its CLI (its session gets the ``cli_exited`` error).
 from __future__ import annotations
 
 import collections
+import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -39,14 +40,18 @@ from claude_agent_sdk import (
     ClaudeSDKClient,
     PermissionResult,
     PermissionResultAllow,
+    PermissionResultDeny,
     ToolPermissionContext,
 )
 
+from claude_trio.protocol.approvals import ASKING_MODES
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
+from claude_trio.protocol.ready import scope_refusal
+from claude_trio.protocol.user_input import ASK_USER_TOOL
 
-from .boundary import raise_unwrapped
+from .boundary import open_block_nursery
 from .broker import UserInputBroker
 from .core import DriverConfig, SessionCore, stop_gate
 from .driver import (
@@ -57,9 +62,11 @@ from .driver import (
     shut_down,
     subprocess_transport,
 )
+from .scope import probe_sandbox
 from .sdk_private import client_options
 from .tap import TapTransport
 
+UNROUTED_DENIAL = "No session is attached to this CLI to approve the tool call."
 _EARLY_FRAMES = 64
 
 # Backoff after a slot failed to start a CLI, so a broken setup does not spin.
@@ -105,7 +112,10 @@ class _Route:
     ) -> PermissionResult:
         if self.broker is None:
             await trio.lowlevel.checkpoint()
-            return PermissionResultAllow(updated_input=tool_input)
+            if tool_name == ASK_USER_TOOL:
+                return PermissionResultAllow(updated_input=tool_input)
+            # A tool approval with no session to ask: nobody approved it.
+            return PermissionResultDeny(message=UNROUTED_DENIAL)
         return await self.broker.can_use_tool(tool_name, tool_input, context)
 
     async def on_elicitation(self, frame: dict[str, Any]) -> None:
@@ -222,6 +232,19 @@ class CLIPool:
                 "template.inline_skills",
                 [skill.name for skill in template.inline_skills],
                 "none: inline skills live in a folder of one session, and a warm CLI outlives it",
+            )
+        if template.scoped and template.scope_enforcement == "hard" and transport_factory is None:
+            problem = probe_sandbox({**os.environ, **(env or {})})
+            if problem is not None:
+                raise InvalidParamsError(
+                    "template.scope_enforcement", "hard", scope_refusal(problem)
+                )
+        if template.permission_mode in ASKING_MODES and not user_input:
+            raise InvalidParamsError(
+                "user_input",
+                user_input,
+                f"True: template.permission_mode={template.permission_mode!r} asks before tool "
+                "calls, so its sessions need on_user_input (open_cli_pool(user_input=True))",
             )
         self._template = template
         self._shape = _shape(template)
@@ -395,18 +418,8 @@ async def open_cli_pool(
         transport_factory=transport_factory,
         config=config or DriverConfig(),
     )
-    caller: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            for _ in range(size):
-                nursery.start_soon(pool._run_slot)
-            try:
-                yield pool
-            except BaseException as exc:
-                caller = exc
-                raise
-            finally:
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise_unwrapped(group, caller)
+    async with open_block_nursery() as nursery:
+        for _ in range(size):
+            nursery.start_soon(pool._run_slot)
+        yield pool
 

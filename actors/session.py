@@ -34,6 +34,7 @@ import attrs
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
 
+from claude_trio.protocol.approvals import ASKING_MODES
 from claude_trio.protocol.controls import (
     ContextUsage,
     McpServerStatus,
@@ -53,7 +54,12 @@ from claude_trio.protocol.mapper import Mapper
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.permissions import PermissionMode, check_permission_mode
-from claude_trio.protocol.ready import adapter_ready, config_warnings
+from claude_trio.protocol.ready import (
+    adapter_ready,
+    config_warnings,
+    scope_refusal,
+    scope_warning,
+)
 from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.user_input import ControlReply
 from claude_trio.protocol.versions import version_warnings
@@ -80,6 +86,7 @@ from .input_channel import (
 )
 from .pool import CLIPool, run_leased_driver
 from .recorder import check_record_to, recording
+from .scope import probe_sandbox
 from .skills_folder import open_skills_folder
 from .tap import TapTransport
 from .tool_runner import CallbackRunner, ToolRunner, run_tool_runner
@@ -270,6 +277,15 @@ def _check_options(
             "on_user_input",
             on_user_input,
             'None, "manual", or an async function taking a UserInputRequest',
+        )
+    if on_user_input is None and params.permission_mode in ASKING_MODES:
+        raise InvalidParamsError(
+            "on_user_input",
+            on_user_input,
+            f"an async handler or \"manual\": permission_mode={params.permission_mode!r} asks "
+            "before tool calls (user_input_request events with source=\"tool_permission\"), and "
+            "without anyone to answer the CLI would deny each of them; or choose a mode that "
+            "never asks ('bypassPermissions', 'dontAsk', 'plan')",
         )
     for name, value in (("transport_factory", transport_factory), ("stderr", stderr)):
         if value is not None and not callable(value):
@@ -545,8 +561,15 @@ async def _open_session(
         )
         driver = partial(run_sdk_driver, core, tap)
     refusal = None
+    scope_problem = None
+    if transport_factory is None and params.scoped:
+        # A warm pool refused a hard scope without the sandbox when it was opened; for its
+        # CLIs the look-up only decides the warning and what adapter_ready says.
+        scope_problem = probe_sandbox({**os.environ, **options.env})
     if transport_factory is None and lease is None:
         refusal = root_refusal(options)
+        if refusal is None and scope_problem and params.scope_enforcement == "hard":
+            refusal = scope_refusal(scope_problem)
 
     if options.resume and refusal is None:
         carried = await resumed_cost(options.env, options.resume)
@@ -574,6 +597,7 @@ async def _open_session(
                         runner,
                         tool_runner,
                         session_hooks.hooks if session_hooks is not None else (),
+                        scope_problem=scope_problem,
                     )
                 yield session
             except BaseException as exc:
@@ -599,6 +623,8 @@ async def _start(
     runner: CallbackRunner | None = None,
     tool_runner: ToolRunner | None = None,
     hooks: Sequence[Hook] = (),
+    *,
+    scope_problem: str | None = None,
 ) -> None:
     """Start the actors: broker, tool runner, driver (connects), then the input channel with
     the prompt.
@@ -620,6 +646,8 @@ async def _start(
         core.emit(WarningEvent(message=message, code="untested_version"))
     for message in config_warnings(params):
         core.emit(WarningEvent(message=message, code="config_changed"))
+    if scope_problem is not None:
+        core.emit(WarningEvent(message=scope_warning(scope_problem), code="scope_unconfined"))
     core.emit(
         adapter_ready(
             params,
@@ -630,6 +658,7 @@ async def _start(
                 [tool.full_name for tool in tool_runner.tools] if tool_runner is not None else ()
             ),
             hooks=[hook.label for hook in hooks],
+            bash_sandboxed=params.scoped and scope_problem is None,
         )
     )
     lifecycle = core.lifecycle

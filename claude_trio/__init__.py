@@ -36,6 +36,12 @@ if TYPE_CHECKING:
         connect_gateway,
     )
     from claude_trio.offline import open_offline_model
+    from claude_trio.protocol.approvals import (
+        ApprovalAnswer,
+        allow_tool,
+        always_allow_tool,
+        deny_tool,
+    )
     from claude_trio.protocol.capabilities import (
         ArchitectureCapabilities,
         architecture_capabilities,
@@ -85,6 +91,7 @@ if TYPE_CHECKING:
     from claude_trio.protocol.lifecycle import Accepted, Rejected
     from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, UnknownModelError, resolve_model
     from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+    from claude_trio.protocol.permissions import PERMISSION_MODES, PermissionMode
     from claude_trio.protocol.resume import (
         ResumeViolation,
         find_resume_violations,
@@ -113,6 +120,12 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
+    "ApprovalAnswer": "claude_trio.protocol.approvals",
+    "allow_tool": "claude_trio.protocol.approvals",
+    "always_allow_tool": "claude_trio.protocol.approvals",
+    "deny_tool": "claude_trio.protocol.approvals",
+    "PERMISSION_MODES": "claude_trio.protocol.permissions",
+    "PermissionMode": "claude_trio.protocol.permissions",
     "ADAPTIVE_THINKING_ONLY": "claude_trio.protocol.models",
     "Aborted": "claude_trio.protocol.events",
     "Accepted": "claude_trio.protocol.lifecycle",
@@ -245,10 +258,12 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ADAPTIVE_THINKING_ONLY",
+    "PERMISSION_MODES",
     "Aborted",
     "Accepted",
     "AnswerAccepted",
     "AnswerRejected",
+    "ApprovalAnswer",
     "ArchitectureCapabilities",
     "ArchitectureConfig",
     "AssistantMessage",
@@ -291,6 +306,7 @@ __all__ = [
     "NormalizedMessage",
     "ObservedStream",
     "Passthrough",
+    "PermissionMode",
     "PoolStatistics",
     "Principal",
     "Question",
@@ -335,11 +351,14 @@ __all__ = [
     "WarningEvent",
     "WireError",
     "add_usage",
+    "allow_tool",
+    "always_allow_tool",
     "architecture_capabilities",
     "collect",
     "connect_gateway",
     "console_observer",
     "custom_tool",
+    "deny_tool",
     "filter_events",
     "find_resume_violations",
     "get_session_resume_constraints",

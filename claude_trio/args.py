@@ -18,7 +18,9 @@ import trio
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.permissions import PERMISSION_MODES
 from claude_trio.protocol.providers import PROVIDER_NAMES
+from claude_trio.protocol.scope import SCOPE_ENFORCEMENTS, SETTING_SOURCES
 from claude_trio.protocol.skills import InlineSkill
 from claude_trio.protocol.subagents import SubagentDefinition, subagent_from_mapping
 
@@ -139,6 +141,13 @@ def _add_prompt_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--model", help="an alias (opus-4.6, sonnet, ...) or a full model id")
     run.add_argument(
         "--plan", action="store_true", help="plan mode: read-only tools, no edits or shell"
+    )
+    run.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        help="the CLI's permission mode (default: bypassPermissions, nothing asks); "
+        "'default' and 'acceptEdits' ask before tool calls: y allow, n deny, e edit the input, "
+        "a always allow. Without a terminal to ask at, such calls are denied",
     )
     run.add_argument("--resume", metavar="ID", help="resume the session with this id")
     run.add_argument("--max-turns", type=_positive_int, metavar="N", help="cap the turns")
@@ -330,6 +339,52 @@ def _session_surface_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--disallowed-tools", type=_tool_list, metavar="A,B", default=[], help="tools denied"
     )
+    scope = run.add_argument_group(
+        "path scope",
+        "confine the agent's file tools (and, in the CLI's OS sandbox, Bash) to paths; "
+        "relative paths are taken from the current directory",
+    )
+    scope.add_argument(
+        "--allow-path",
+        dest="allowed_paths",
+        action="append",
+        metavar="PATH",
+        default=[],
+        help="the agent may read and write PATH (and below); with this or --read-path it "
+        "reaches nothing else but --cwd; repeatable",
+    )
+    scope.add_argument(
+        "--read-path",
+        dest="read_only_paths",
+        action="append",
+        metavar="PATH",
+        default=[],
+        help="the agent may read but not write PATH; repeatable",
+    )
+    scope.add_argument(
+        "--deny-path",
+        dest="disallowed_paths",
+        action="append",
+        metavar="PATH",
+        default=[],
+        help="the agent may neither read nor write PATH (wins over the others); repeatable",
+    )
+    scope.add_argument(
+        "--scope",
+        dest="scope_enforcement",
+        choices=SCOPE_ENFORCEMENTS,
+        default="hard",
+        help="hard (default): refuse to start when Bash cannot be sandboxed; soft: start "
+        "with a warning",
+    )
+    scope.add_argument(
+        "--setting-source",
+        dest="setting_sources",
+        action="append",
+        choices=SETTING_SOURCES,
+        help="load this settings file (user, project, local); repeatable. Default: all of "
+        "them, or none with a path scope",
+    )
     run.add_argument(
         "--skill",
         dest="skills",
@@ -356,6 +411,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
+def _absolute(paths: Sequence[str]) -> list[str]:
+    """Command-line paths, relative ones taken from the current directory."""
+    return [os.path.abspath(path) for path in paths]
+
+
 def execute_params_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The ``ExecuteParams`` keyword arguments for parsed ``run`` (or ``record``) arguments
     (pure).
@@ -370,6 +430,7 @@ def execute_params_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "system_prompt": args.system_prompt,
         "max_turns": args.max_turns,
         "plan_mode": args.plan,
+        "permission_mode": getattr(args, "permission_mode", None),
         "cwd": None if args.cwd is None else os.path.abspath(args.cwd),
         "resume_session_id": args.resume,
         "run_timeout": getattr(args, "timeout", None),
@@ -379,6 +440,11 @@ def execute_params_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "fallback_model": getattr(args, "fallback_model", None),
         "allowed_tools": getattr(args, "allowed_tools", []),
         "disallowed_tools": getattr(args, "disallowed_tools", []),
+        "allowed_paths": _absolute(getattr(args, "allowed_paths", [])),
+        "read_only_paths": _absolute(getattr(args, "read_only_paths", [])),
+        "disallowed_paths": _absolute(getattr(args, "disallowed_paths", [])),
+        "scope_enforcement": getattr(args, "scope_enforcement", "hard"),
+        "setting_sources": getattr(args, "setting_sources", None),
         "architecture_config": {
             "claude_thinking": args.thinking,
             "claude_thinking_budget": args.thinking_budget,

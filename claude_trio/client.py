@@ -73,6 +73,7 @@ from trio_websocket import (
 
 from claude_trio.actors.boundary import raise_unwrapped
 from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
+from claude_trio.protocol.approvals import ApprovalAnswer
 from claude_trio.protocol.checks import positive_int, seconds
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
 from claude_trio.protocol.events import Event, is_terminal
@@ -442,7 +443,10 @@ class RemoteSession:
         return Rejected(reason=reply.reason or "refused")
 
     async def answer(self, request_id: str, answer: Any) -> AnswerAccepted | AnswerRejected:
-        """Answer a pending ``user_input_request``."""
+        """Answer a pending ``user_input_request`` (a tool approval: an ``ApprovalAnswer`` or
+        its JSON form)."""
+        if isinstance(answer, ApprovalAnswer):
+            answer = answer.to_json()
         reply = await self._client._request(
             AnswerOp(id=self._client._op_id(), session=self.id, request=request_id, answer=answer),
             ReplyFrame,

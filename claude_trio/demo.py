@@ -280,6 +280,8 @@ async def answer_demo_question(request: UserInputRequest) -> Any:
             }
         case "mcp-elicitation":
             return {"action": "decline"}
+        case "tool_permission":
+            return {"decision": "allow"}
         case _:
             assert_never(request.source)
 

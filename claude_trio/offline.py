@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import trio
 
-from claude_trio.actors.boundary import raise_unwrapped
+from claude_trio.actors.boundary import open_block_nursery
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import (
     HttpError,
@@ -189,19 +188,9 @@ async def open_offline_model(*, folder: Path | None = None) -> AsyncIterator[Off
         # A server runs it for as long as it likes: keep few requests, never call it a
         # runaway (the scripted model answers everything but requests the CLI never sends).
         double = ModelDouble(offline_responder(), max_unscripted=2**62, keep_requests=64)
-        caller: BaseException | None = None
-        try:
-            async with trio.open_nursery() as nursery:
-                await nursery.start(double.serve)
-                # IS_SANDBOX lets the CLI run bypassPermissions as root (local sessions'
-                # default mode); the model only ever lists the working directory.
-                env = {**hermetic_env(double.base_url, root / "cli", sandbox=True), **OFFLINE_ENV}
-                try:
-                    yield Offline(double=double, env=env)
-                except BaseException as exc:
-                    caller = exc
-                    raise
-                finally:
-                    nursery.cancel_scope.cancel()
-        except BaseExceptionGroup as group:
-            raise_unwrapped(group, caller)
+        async with open_block_nursery() as nursery:
+            await nursery.start(double.serve)
+            # IS_SANDBOX lets the CLI run bypassPermissions as root (local sessions'
+            # default mode); the model only ever lists the working directory.
+            env = {**hermetic_env(double.base_url, root / "cli", sandbox=True), **OFFLINE_ENV}
+            yield Offline(double=double, env=env)

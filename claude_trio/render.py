@@ -223,6 +223,11 @@ class Renderer:
             Text(INDENT * depth) + body, no_wrap=True, overflow="ellipsis", highlight=False
         )
 
+    def _message(self, text: str, style: str) -> None:
+        """A warning or an error: whole, wrapped by the terminal (it says what to do)."""
+        self._end_line()
+        self.console.print(Text(text, style=style), highlight=False)
+
     def _block(self, depth: int, text: str, style: str = "") -> None:
         """Several lines of free text (a subagent's message), indented, wrapped by the terminal."""
         self._end_line()
@@ -299,7 +304,7 @@ class Renderer:
                 self._retry(event)
             case WarningEvent():
                 code = f" [{event.code}]" if event.code else ""
-                self._line(0, f"warning{code}: {event.message}", STYLE_WARN)
+                self._message(f"warning{code}: {event.message}", STYLE_WARN)
             case Passthrough():
                 pass  # unmapped frames are for programs (--json), not for people
             case Result():
@@ -410,6 +415,10 @@ class Renderer:
             case "mcp-elicitation":
                 server = event.server_name or "an MCP server"
                 self._line(0, f"? {server} asks: {event.message or ''}", STYLE_QUESTION)
+            case "tool_permission":
+                self._line(0, f"? {approval_title(event)}", STYLE_QUESTION)
+                preview = dumps(to_json_safe(event.tool_input or {}))
+                self._line(1, shorten(preview, LINE_PREVIEW_CHARS), STYLE_DIM)
             case _:
                 assert_never(event.source)
 
@@ -442,7 +451,7 @@ class Renderer:
     def _error(self, event: Error) -> None:
         status = f" (HTTP {event.status})" if event.status is not None else ""
         label = "error" if event.fatal else "error (continuing)"
-        self._line(0, f"{label} [{event.code}]{status}: {event.message}", STYLE_ERROR)
+        self._message(f"{label} [{event.code}]{status}: {event.message}", STYLE_ERROR)
         if event.detail:
             self._block(1, event.detail, STYLE_DIM)
 
@@ -500,6 +509,10 @@ async def ask_interactively(
     * ``mcp-elicitation``: ``{"action": "accept", "content": {...}}`` with one value per property
       of ``requested_schema`` (converted to the property's JSON type), or
       ``{"action": "decline"}`` when the first answer is empty or the input ends.
+    * ``tool_permission``: ``y`` allow, ``n`` deny (then an optional message for the model),
+      ``e`` allow with an edited input (a JSON object), ``a`` always allow (for the session);
+      the answer's JSON form (``protocol/approvals.py``). End of input denies, saying no one
+      answered at the terminal.
     """
     await trio.lowlevel.checkpoint()  # trio's rule: every path checkpoints, even with no prompt
     match request.source:
@@ -507,8 +520,72 @@ async def ask_interactively(
             return await _ask_questions(request.questions, console, read_line)
         case "mcp-elicitation":
             return await _ask_elicitation(request, console, read_line)
+        case "tool_permission":
+            return await _ask_approval(request, console, read_line)
         case _:
             assert_never(request.source)
+
+
+TERMINAL_NO_ANSWER = "No one answered the permission request at the terminal (end of input)."
+
+
+def approval_title(request: UserInputRequest) -> str:
+    """One line for a tool approval: the CLI's own sentence when it gives one."""
+    if request.title:
+        return request.title
+    what = request.display_name or request.tool_name or "a tool"
+    about = f": {request.description}" if request.description else ""
+    return f"Allow {what}{about}?"
+
+
+async def _ask_approval(
+    request: UserInputRequest, console: Console, read_line: ReadLine
+) -> dict[str, Any]:
+    await trio.lowlevel.checkpoint()
+    console.print()
+    console.print(Text(approval_title(request), style=STYLE_QUESTION))
+    console.print(Text(json.dumps(to_json_safe(request.tool_input or {}), indent=2)))
+    if request.blocked_path:
+        console.print(Text(f"path: {request.blocked_path}", style=STYLE_DIM))
+    if request.decision_reason:
+        console.print(Text(f"why: {request.decision_reason}", style=STYLE_DIM))
+    while True:
+        line = await read_line("[y]es / [n]o / [e]dit input / [a]lways allow: ")
+        if line is None:
+            return {"decision": "deny", "message": TERMINAL_NO_ANSWER}
+        match line.strip().lower():
+            case "y" | "yes":
+                return {"decision": "allow"}
+            case "a" | "always":
+                return {"decision": "always"}
+            case "n" | "no":
+                message = await read_line("Tell the model why (empty: no reason): ")
+                if message is None or not message.strip():
+                    return {"decision": "deny"}
+                return {"decision": "deny", "message": message.strip()}
+            case "e" | "edit":
+                edited = await _read_json_object(console, read_line)
+                if edited is None:
+                    return {"decision": "deny", "message": TERMINAL_NO_ANSWER}
+                return {"decision": "allow", "input": edited}
+            case _:
+                console.print(Text("Please answer y, n, e or a.", style=STYLE_WARN))
+
+
+async def _read_json_object(console: Console, read_line: ReadLine) -> dict[str, Any] | None:
+    """A JSON object typed on one line (asked again until it is one); None at end of input."""
+    while True:
+        line = await read_line("New input (a JSON object on one line): ")
+        if line is None:
+            return None
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            console.print(Text(f"Not JSON: {exc}", style=STYLE_WARN))
+            continue
+        if isinstance(value, dict):
+            return value
+        console.print(Text("Please type a JSON object ({...}).", style=STYLE_WARN))
 
 
 async def _ask_questions(

@@ -29,6 +29,12 @@ stdin is a terminal and the output is not ``--json``. Otherwise nobody can answe
 does not intercept user input at all (``on_user_input=None``): the model is then not offered
 AskUserQuestion and elicitations are cancelled, rather than the model asking questions that can
 only expire after ``user_input_timeout`` ("manual" would hang until then too).
+
+Tool approvals (``--permission-mode default`` or ``acceptEdits``) are asked at the terminal the
+same way: ``y`` allow, ``n`` deny (with an optional message for the model), ``e`` allow with
+an edited input (JSON), ``a`` always allow for the session. With nobody at a terminal each
+approval is denied at once with a message saying no one could answer
+(:func:`answer_unattended`): the model learns why and can say so, and nothing runs unapproved.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 import attrs
 import trio
@@ -59,6 +65,7 @@ from claude_trio.args import (
 )
 from claude_trio.client import RemoteSession, connect_gateway
 from claude_trio.demo import open_demo_session
+from claude_trio.protocol.approvals import ASKING_MODES
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
 from claude_trio.protocol.events import Event, Result, UserInputRequest, is_terminal
 from claude_trio.protocol.params import ExecuteParams
@@ -93,6 +100,8 @@ def user_input_handler(
     See the module docstring for why "not at all" is ``None`` and not ``"manual"``.
     """
     if args.json or not stdin_is_tty:
+        if getattr(args, "permission_mode", None) in ASKING_MODES:
+            return answer_unattended
         return None
     # The questions go where the events go, so they appear in order with the rest.
     console = sink.console if isinstance(sink, Renderer) else Console(stderr=True)
@@ -101,6 +110,28 @@ def user_input_handler(
         return await ask_interactively(request, console=console, read_line=read_stdin_line)
 
     return ask
+
+
+UNATTENDED_DENIAL = (
+    "No one could answer the permission request: claude-trio run has no terminal to ask at "
+    "(stdin is not a terminal, or --json), so the tool call was denied."
+)
+
+
+async def answer_unattended(request: UserInputRequest) -> Any:
+    """``run`` with an asking permission mode and nobody at a terminal: every tool approval is
+    denied at once, saying why (rather than waiting for ``user_input_timeout``); questions get
+    no answer and elicitations are cancelled, as when nothing is intercepted."""
+    await trio.lowlevel.checkpoint()
+    match request.source:
+        case "tool_permission":
+            return {"decision": "deny", "message": UNATTENDED_DENIAL}
+        case "model-tool":
+            return {}
+        case "mcp-elicitation":
+            return {"action": "cancel"}
+        case _:
+            assert_never(request.source)
 
 
 @attrs.define(eq=False)
@@ -251,6 +282,8 @@ class _AnsweredEvents(trio.abc.ReceiveChannel[Event]):
     async def _answer(self, request: UserInputRequest) -> None:
         if self._handler is not None:
             answer = await self._handler(request)
+        elif request.source == "tool_permission":
+            answer = await answer_unattended(request)
         else:
             await trio.lowlevel.checkpoint()
             answer = {} if request.source == "model-tool" else {"action": "decline"}

@@ -47,7 +47,7 @@ import attrs
 import trio
 from rich.console import Console
 
-from claude_trio.actors.boundary import raise_unwrapped
+from claude_trio.actors.boundary import open_block_nursery
 from claude_trio.actors.event_stream import QueueReceiveChannel
 from claude_trio.actors.fleet import DEFAULT_SUBSCRIBER_BYTES, SlowSubscriberError
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
@@ -546,22 +546,14 @@ async def open_tee(
     _check_count("max_queue", max_queue, 1)
     _check_count("max_bytes", max_bytes, 1)
     outputs = tuple(TeeOutput(max_queue=max_queue, max_bytes=max_bytes) for _ in range(consumers))
-    caller: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_run_tee, events, outputs)
-            try:
-                yield outputs
-            except BaseException as exc:
-                caller = exc
-                raise
-            finally:
-                nursery.cancel_scope.cancel()
-                for output in outputs:
-                    if not output._ended:
-                        output._end()
-    except BaseExceptionGroup as group:
-        raise_unwrapped(group, caller)
+    async with open_block_nursery() as nursery:
+        nursery.start_soon(_run_tee, events, outputs)
+        try:
+            yield outputs
+        finally:
+            for output in outputs:
+                if not output._ended:
+                    output._end()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -695,16 +687,6 @@ async def open_subagent_split(events: EventSource) -> AsyncIterator[SubagentSpli
     """
     _check_source(events)
     splitter = _Splitter()
-    caller: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(splitter.run, events)
-            try:
-                yield SubagentSplit(main=splitter.main, subagents=splitter.subagents)
-            except BaseException as exc:
-                caller = exc
-                raise
-            finally:
-                nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        raise_unwrapped(group, caller)
+    async with open_block_nursery() as nursery:
+        nursery.start_soon(splitter.run, events)
+        yield SubagentSplit(main=splitter.main, subagents=splitter.subagents)

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from .approvals import ASKING_MODES, DECISIONS, TOOL_PERMISSION
 from .custom_tools import SERVER_NAME
 from .hooks import HOOK_EVENTS
 from .models import ADAPTIVE_THINKING_ONLY
@@ -22,8 +23,10 @@ from .params import (
     THINKING_DISPLAYS,
     THINKING_MODES,
 )
+from .permissions import PERMISSION_MODES
 from .providers import PROVIDERS
-from .resume import RESUME_IMMUTABLE
+from .resume import RESUME_IMMUTABLE, RESUME_NARROW_ONLY
+from .scope import SCOPE_ENFORCEMENTS
 from .skills import PLUGIN_NAME
 
 
@@ -41,7 +44,16 @@ class ArchitectureCapabilities:
     todo_lists: bool
     """``todo_list_updated`` from TodoWrite (and the Task* tools), snapshot on the result."""
     user_input_sources: frozenset[str]
-    """``user_input_request.source`` values: AskUserQuestion and MCP elicitation."""
+    """``user_input_request.source`` values: AskUserQuestion, MCP elicitation and tool
+    approvals (``tool_permission``)."""
+    permission_modes: tuple[str, ...]
+    """``ExecuteParams.permission_mode`` values (``permissions.PERMISSION_MODES``); unset is
+    ``bypassPermissions``."""
+    asking_permission_modes: tuple[str, ...]
+    """The modes that ask before tool calls (``approvals.ASKING_MODES``): each call is a
+    ``user_input_request`` with ``source="tool_permission"``; they need ``on_user_input``."""
+    tool_approval_decisions: tuple[str, ...]
+    """What an answer to a tool approval may decide (``approvals.ApprovalAnswer``)."""
     thinking: bool
     thinking_modes: tuple[str, ...]
     thinking_displays: tuple[str, ...]
@@ -86,6 +98,13 @@ class ArchitectureCapabilities:
     inline_skills: str | None
     """``ExecuteParams.inline_skills``: skills written to a private folder for one session,
     offered as ``<this>:<name>``; ``list_skills(cwd)`` lists the skills on disk."""
+    path_scope: frozenset[str]
+    """The ``ExecuteParams`` fields of a path scope (``protocol/scope.py``): the file tools
+    confined by the CLI's permission settings, Bash by its OS sandbox."""
+    scope_enforcements: tuple[str, ...]
+    """``hard`` (no start without the Bash sandbox) and ``soft`` (start with a warning)."""
+    resume_narrow_only: frozenset[str]
+    """Settings a resume may narrow but not widen (``resume.RESUME_NARROW_ONLY``)."""
     hooks: frozenset[str] = frozenset()
     """``open_session(hooks=...)``: the hook events a trio callback can answer
     (``protocol/hooks.py``), each call a ``hook_invoked`` event; local only (a fleet's operator
@@ -120,7 +139,10 @@ _CLAUDE_CODE = ArchitectureCapabilities(
     resume_immutable=RESUME_IMMUTABLE,
     subagents=True,
     todo_lists=True,
-    user_input_sources=frozenset({"model-tool", "mcp-elicitation"}),
+    user_input_sources=frozenset({"model-tool", "mcp-elicitation", TOOL_PERMISSION}),
+    permission_modes=PERMISSION_MODES,
+    asking_permission_modes=ASKING_MODES,
+    tool_approval_decisions=DECISIONS,
     thinking=True,
     thinking_modes=THINKING_MODES,
     thinking_displays=THINKING_DISPLAYS,
@@ -147,6 +169,17 @@ _CLAUDE_CODE = ArchitectureCapabilities(
     context_window=True,
     custom_tools=SERVER_NAME,
     inline_skills=PLUGIN_NAME,
+    path_scope=frozenset(
+        {
+            "allowed_paths",
+            "read_only_paths",
+            "disallowed_paths",
+            "scope_enforcement",
+            "setting_sources",
+        }
+    ),
+    scope_enforcements=SCOPE_ENFORCEMENTS,
+    resume_narrow_only=RESUME_NARROW_ONLY,
     hooks=frozenset(HOOK_EVENTS),
     live_controls=frozenset(
         {"set_model", "set_permission_mode", "context_usage", "mcp_status", "rewind_files"}

@@ -164,6 +164,21 @@ class AdapterReady(EventBase):
     """The session's hooks (``PreToolUse hook 'no_rm' (Bash)``)."""
     inline_skills: tuple[str, ...] = ()
     """The session's inline skills, as the model sees them (``inline:<name>``)."""
+    allowed_paths: tuple[str, ...] = ()
+    """The path scope (``protocol/scope.py``), normalized: paths the file tools may read and
+    write, ..."""
+    read_only_paths: tuple[str, ...] = ()
+    """... read only, ..."""
+    disallowed_paths: tuple[str, ...] = ()
+    """... and neither."""
+    add_dirs: tuple[str, ...] = ()
+    """Working directories the CLI got besides ``cwd``."""
+    scope_enforcement: str | None = None
+    """``"hard"`` or ``"soft"`` with a path scope, else ``None``."""
+    bash_sandboxed: bool = False
+    """Bash runs in the CLI's OS sandbox (a scoped execution whose sandbox can run)."""
+    setting_sources: tuple[str, ...] | None = None
+    """The settings files the CLI loads (``None``: its default, all of them)."""
     kind: ClassVar[str] = "adapter_ready"
 
 
@@ -312,15 +327,33 @@ class Question:
 
 @attrs.frozen(kw_only=True)
 class UserInputRequest(EventBase):
-    """The model (AskUserQuestion) or an MCP server (elicitation) asks the user something."""
+    """The model (AskUserQuestion), an MCP server (elicitation) or a tool call waiting for
+    approval (``tool_permission``) asks the user something.
+
+    For ``tool_permission`` (``protocol/approvals.py``): ``tool_name`` and ``tool_input`` are
+    the call; ``suggestions`` the permission updates the CLI proposes for "always allow" (its
+    wire form: ``{"type": "addRules", "rules": [{"toolName", "ruleContent"}], ...}``);
+    ``blocked_path`` the path that made it ask; ``decision_reason``, ``title``,
+    ``display_name`` and ``description`` the CLI's words for the prompt, when it gives them.
+    """
 
     request_id: str
-    source: Literal["model-tool", "mcp-elicitation"]
+    source: Literal["model-tool", "mcp-elicitation", "tool_permission"]
     questions: tuple[Question, ...] = ()  # model-tool
     message: str | None = None  # mcp-elicitation
     server_name: str | None = None
     requested_schema: Mapping[str, Any] | None = None
     deadline: float | None = None  # trio clock time after which the request expires
+    tool_name: str | None = None  # tool_permission
+    tool_input: Mapping[str, Any] | None = None
+    tool_use_id: str | None = None
+    agent_id: str | None = None
+    suggestions: tuple[Mapping[str, Any], ...] = ()
+    blocked_path: str | None = None
+    decision_reason: str | None = None
+    title: str | None = None
+    display_name: str | None = None
+    description: str | None = None
     kind: ClassVar[str] = "user_input_request"
 
 

@@ -15,9 +15,10 @@ bundled CLI):
 5. Plan mode = a tool allow-list and a deny list: ``tools`` = :data:`READONLY_BUILTINS`,
    ``disallowed_tools`` = :data:`MUTATING_BUILTINS`. Never ``permission_mode="plan"``: it blocks
    every tool, including the read-only MCP tools a plan-mode caller chose to keep.
-6. ``permission_mode="bypassPermissions"`` (the TypeScript library's default, plan mode
-   included). The Python SDK has no ``allow_dangerously_skip_permissions`` field and the CLI
-   does not need
+6. ``permission_mode``: ``params.permission_mode``, unset ``bypassPermissions`` (the TypeScript
+   library's default, plan mode included). An asking mode (``approvals.ASKING_MODES``) needs
+   ``can_use_tool``: the CLI asks it before each tool call no rule allows. The Python SDK has no
+   ``allow_dangerously_skip_permissions`` field and the CLI does not need
    ``--allow-dangerously-skip-permissions`` with ``--permission-mode bypassPermissions``. As root
    the CLI refuses it without ``IS_SANDBOX=1``: see :func:`check_root_bypass`, and
    ``permission_mode="default"`` + a ``can_use_tool`` gate for the root-safe way.
@@ -42,6 +43,10 @@ bundled CLI):
     ``max_budget_usd``, ``fallback_model``, ``subagents`` (-> ``agents``) and ``output_schema``
     (-> ``output_format``) pass through. ``env`` starts from :data:`DEFAULT_ENV` and the
     provider's (``providers.py``), then rule 7.
+15. Path scope (``scope.py``): its settings (``permissions`` blocks and deny rules, the Bash
+    ``sandbox``) join the skills' in the ``--settings`` JSON; ``allowed_paths`` and
+    ``read_only_paths`` become ``add_dirs``; ``setting_sources`` passes through, and a scoped
+    execution that names none gets ``[]`` (no settings file is loaded).
 12. ``pre_tool_use`` -> a ``PreToolUse`` hook on every tool (``matcher=None``). The CLI asks it
     before each tool call, under ``bypassPermissions`` too: the session denies every call once
     it is stopping, so no tool starts after a stop, whatever an interrupt races with.
@@ -53,14 +58,22 @@ import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias, assert_never, cast
+from typing import Any, Literal, assert_never, cast
 
 from claude_agent_sdk import AgentDefinition, ClaudeAgentOptions, HookMatcher
-from claude_agent_sdk.types import CanUseTool, HookCallback, McpServerConfig, SystemPromptPreset
+from claude_agent_sdk.types import (
+    CanUseTool,
+    HookCallback,
+    McpServerConfig,
+    SettingSource,
+    SystemPromptPreset,
+)
 
+from .approvals import ASKING_MODES
 from .errors import InvalidParamsError
 from .params import ArchitectureConfig, ExecuteParams
 from .providers import provider_env
+from .scope import scope_settings
 from .tools import MUTATING_BUILTINS, READONLY_BUILTINS, SCHEDULING_TOOLS
 
 __all__ = [
@@ -86,11 +99,6 @@ DEFAULT_ENV: Mapping[str, str] = MappingProxyType(
 
 REPLAY_USER_MESSAGES_FLAG = "replay-user-messages"
 
-GatePermissionMode: TypeAlias = Literal["bypassPermissions", "default"]
-"""The permission modes :func:`build_options` offers. ``default`` asks ``can_use_tool`` for
-every tool call that is not pre-approved: the root-safe alternative to ``bypassPermissions``."""
-
-
 def skill_settings(config: ArchitectureConfig) -> dict[str, Any]:
     """The Claude Code settings the skills keys map to (empty when none is set)."""
     settings: dict[str, Any] = {}
@@ -101,6 +109,23 @@ def skill_settings(config: ArchitectureConfig) -> dict[str, Any]:
     if config.claude_disable_skill_shell_execution is not None:
         settings["disableSkillShellExecution"] = config.claude_disable_skill_shell_execution
     return settings
+
+
+def path_settings(params: ExecuteParams) -> dict[str, Any]:
+    """The Claude Code settings of the execution's path scope (rule 15; empty without one)."""
+    return scope_settings(
+        allowed=params.allowed_paths,
+        read_only=params.read_only_paths,
+        disallowed=params.disallowed_paths,
+        enforcement=params.scope_enforcement,
+    )
+
+
+def build_setting_sources(params: ExecuteParams) -> list[SettingSource] | None:
+    """Rule 15: the caller's sources; none at all for a scoped execution that names none."""
+    if params.setting_sources is not None:
+        return list(params.setting_sources)
+    return [] if params.scoped else None
 
 
 def build_env(
@@ -177,30 +202,27 @@ def build_options(
     can_use_tool: CanUseTool | None = None,
     extra_env: Mapping[str, str] | None = None,
     stderr: Callable[[str], None] | None = None,
-    permission_mode: GatePermissionMode = "bypassPermissions",
     pre_tool_use: HookCallback | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ClaudeAgentOptions:
     """The SDK options for ``params`` (see the module rules). Pure: no I/O, nothing started.
 
     ``can_use_tool`` is the user-input broker's hook (AskUserQuestion reaches it even under
-    ``bypassPermissions``). ``permission_mode="default"`` needs it: every tool call that is not
-    pre-approved is then decided by it. ``pre_tool_use``: a ``PreToolUse`` hook for every tool
-    call (rule 12), the session's stop gate.
+    ``bypassPermissions``). An asking ``params.permission_mode`` needs it: every tool call that
+    is not pre-approved is then decided by it. ``pre_tool_use``: a ``PreToolUse`` hook for every
+    tool call (rule 12), the session's stop gate.
     """
-    if permission_mode == "default" and can_use_tool is None:
+    permission_mode = params.permission_mode or "bypassPermissions"
+    if permission_mode in ASKING_MODES and can_use_tool is None:
         raise InvalidParamsError(
             "permission_mode",
             permission_mode,
-            "'default' needs a can_use_tool callback to decide tool calls; "
-            "otherwise use 'bypassPermissions'",
-        )
-    if permission_mode not in ("bypassPermissions", "default"):
-        raise InvalidParamsError(
-            "permission_mode", permission_mode, "'bypassPermissions' or 'default'"
+            f"{permission_mode!r} asks before tool calls and needs a can_use_tool callback "
+            "(open_session(on_user_input=...)) to answer; otherwise use 'bypassPermissions' "
+            "or 'dontAsk'",
         )
     config = params.architecture_config
-    settings = skill_settings(config)
+    settings = {**skill_settings(config), **path_settings(params)}
     skills: list[str] | Literal["all"] | None
     match config.claude_skills:
         case None:
@@ -243,6 +265,8 @@ def build_options(
         mcp_servers=cast(dict[str, McpServerConfig], dict(params.mcp_servers)),
         skills=skills,
         settings=json.dumps(settings, sort_keys=True) if settings else None,
+        add_dirs=[*params.allowed_paths, *params.read_only_paths],
+        setting_sources=build_setting_sources(params),
         include_partial_messages=True,
         forward_subagent_text=True,
         extra_args={REPLAY_USER_MESSAGES_FLAG: None},
@@ -280,6 +304,7 @@ def check_root_bypass(
         "if this really is a sandbox, set IS_SANDBOX=1 for the CLI - "
         "open_session(..., env={'IS_SANDBOX': '1'}), "
         "ArchitectureConfig(custom_env={'IS_SANDBOX': '1'}) or the process environment; "
-        "or run as a non-root user. (Plan mode does not help: it runs under "
-        "bypassPermissions too.)"
+        "or run as a non-root user; or have tool calls approved instead: "
+        "ExecuteParams(permission_mode='default') with open_session(on_user_input=...). "
+        "(Plan mode does not help: it runs under bypassPermissions too.)"
     )

@@ -5,12 +5,19 @@ a wrong type or value raises :class:`~claude_trio.protocol.errors.InvalidParamsE
 field, the value and what is allowed. Both classes are frozen; use ``attrs.evolve`` to change one
 (``evolve`` re-runs the validators).
 
-``ArchitectureConfig`` holds the seed's ``claude_*`` keys (plus ``custom_env`` and
-``ollama_baseUrl``) under snake_case attribute names; :meth:`ArchitectureConfig.from_mapping`
-accepts the seed's exact keys and :meth:`ArchitectureConfig.to_mapping` gives them back.
+``ArchitectureConfig`` holds the TypeScript library's ``claude_*`` keys (plus ``custom_env``
+and ``ollama_baseUrl``) under snake_case attribute names;
+:meth:`ArchitectureConfig.from_mapping` accepts the TypeScript library's exact keys and
+:meth:`ArchitectureConfig.to_mapping` gives them back.
 
-``permission_mode`` is deliberately not a parameter: plan mode is expressed by ``plan_mode``
-(the seed's Option B, see ``options.py``), and the permission mode follows from it.
+``plan_mode`` and ``permission_mode`` are two different things. ``plan_mode`` is the
+TypeScript library's read-only plan mode: which built-in tools are offered at all (the
+read-only ones, see ``options.py``). ``permission_mode`` is the CLI's: which of the offered
+tool calls run without asking. Unset (``None``) it is ``bypassPermissions``, as it always was:
+nothing asks. An asking mode (``default``, ``acceptEdits``) turns each tool call the CLI would
+ask about into a ``user_input_request`` with ``source="tool_permission"`` (``approvals.py``),
+and so needs an ``on_user_input`` handler; ``permission_mode="plan"`` is the CLI's own plan
+mode, which denies shell and edits without asking.
 """
 
 from __future__ import annotations
@@ -30,7 +37,16 @@ from jsonschema.exceptions import SchemaError
 from .errors import InvalidParamsError
 from .images import ImageInput, check_images
 from .models import ThinkingDisplay, ThinkingMode, effective_thinking, resolve_model
+from .permissions import PermissionMode, check_permission_mode
 from .providers import check_provider
+from .scope import (
+    SCOPE_ENFORCEMENTS,
+    SETTING_SOURCES,
+    ScopeEnforcement,
+    SettingSource,
+    check_paths,
+    normalize_path,
+)
 from .skills import InlineSkill, check_inline_skills
 from .subagents import SubagentDefinition, check_subagents
 from .tools import check_tool_names
@@ -39,7 +55,8 @@ SkillOverride: TypeAlias = Literal["on", "name-only", "user-invocable-only", "of
 
 THINKING_MODES: tuple[str, ...] = typing.get_args(ThinkingMode)
 THINKING_DISPLAYS: tuple[str, ...] = typing.get_args(ThinkingDisplay)
-# The seed lists low/medium/high; the SDK also knows xhigh and max, so we accept its whole set.
+# The TypeScript library lists low/medium/high; the SDK also knows xhigh and max, so we accept
+# its whole set.
 EFFORT_LEVELS: tuple[str, ...] = typing.get_args(EffortLevel)
 SKILL_OVERRIDES: tuple[str, ...] = typing.get_args(SkillOverride)
 KNOWN_PRESETS: frozenset[str] = frozenset({"claude_code"})
@@ -79,7 +96,7 @@ def _optional_mapping(value: Any) -> Any:
 # ArchitectureConfig
 # ---------------------------------------------------------------------------------------------
 
-SEED_KEYS: Mapping[str, str] = MappingProxyType(
+CONFIG_KEYS: Mapping[str, str] = MappingProxyType(
     {
         "claude_thinking": "claude_thinking",
         "claude_thinking_budget": "claude_thinking_budget",
@@ -94,14 +111,15 @@ SEED_KEYS: Mapping[str, str] = MappingProxyType(
         "ollama_baseUrl": "ollama_base_url",
     }
 )
-"""The seed's ``architectureConfig`` keys -> our attribute names."""
+"""The TypeScript library's ``architectureConfig`` keys -> our attribute names."""
 
-_ATTR_TO_SEED_KEY = {attr: key for key, attr in SEED_KEYS.items()}
+_ATTR_TO_CONFIG_KEY = {attr: key for key, attr in CONFIG_KEYS.items()}
 
 
 def _label(attribute: attrs.Attribute[Any]) -> str:
-    """The name users know a field by: the seed's key for config fields, else the attribute."""
-    return _ATTR_TO_SEED_KEY.get(attribute.name, attribute.name)
+    """The name users know a field by: the TypeScript library's key for config fields, else
+    the attribute."""
+    return _ATTR_TO_CONFIG_KEY.get(attribute.name, attribute.name)
 
 
 def _one_of(choices: tuple[str, ...]) -> str:
@@ -234,9 +252,9 @@ def _check_base_url(_inst: object, attribute: attrs.Attribute[Any], value: objec
 
 @attrs.frozen(kw_only=True)
 class ArchitectureConfig:
-    """The seed's ``architectureConfig`` for the claude-code architecture.
+    """The TypeScript library's ``architectureConfig`` for the claude-code architecture.
 
-    Build it from the seed's keys with :meth:`from_mapping`. Every field is optional.
+    Build it from the TypeScript library's keys with :meth:`from_mapping`. Every field is optional.
     """
 
     claude_thinking: ThinkingMode | None = attrs.field(
@@ -308,27 +326,31 @@ class ArchitectureConfig:
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> ArchitectureConfig:
-        """Build from the seed's exact keys (``claude_usePreset``, ``ollama_baseUrl``, ...)."""
+        """Build from the TypeScript library's exact keys (``claude_usePreset``,
+        ``ollama_baseUrl``, ...)."""
         if not isinstance(raw, Mapping):
             raise InvalidParamsError(
-                "architecture_config", raw, "a mapping of the seed's architectureConfig keys"
+                "architecture_config",
+                raw,
+                "a mapping of the TypeScript library's architectureConfig keys",
             )
         kwargs: dict[str, Any] = {}
         for key, value in raw.items():
             try:
-                kwargs[SEED_KEYS[key]] = value
+                kwargs[CONFIG_KEYS[key]] = value
             except (KeyError, TypeError):
                 raise InvalidParamsError(
                     "architecture_config key",
                     key,
-                    "unknown key; allowed keys: " + ", ".join(SEED_KEYS),
+                    "unknown key; allowed keys: " + ", ".join(CONFIG_KEYS),
                 ) from None
         return cls(**kwargs)
 
     def to_mapping(self) -> dict[str, Any]:
-        """The seed's keys for every field that is set (the inverse of :meth:`from_mapping`)."""
+        """The TypeScript library's keys for every field that is set (the inverse of
+        :meth:`from_mapping`)."""
         out: dict[str, Any] = {}
-        for key, attr in SEED_KEYS.items():
+        for key, attr in CONFIG_KEYS.items():
             value = getattr(self, attr)
             if value is None or (attr == "custom_env" and not value):
                 continue
@@ -443,6 +465,38 @@ def _tool_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def _allowed_paths(value: Any) -> tuple[str, ...]:
+    return check_paths("allowed_paths", value)
+
+
+def _read_only_paths(value: Any) -> tuple[str, ...]:
+    return check_paths("read_only_paths", value)
+
+
+def _disallowed_paths(value: Any) -> tuple[str, ...]:
+    return check_paths("disallowed_paths", value)
+
+
+def _check_enforcement(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value not in SCOPE_ENFORCEMENTS:
+        raise InvalidParamsError(attribute.name, value, _one_of(SCOPE_ENFORCEMENTS))
+
+
+def _setting_sources(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _check_setting_sources(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    allowed = "None or a list of " + _one_of(SETTING_SOURCES)
+    if not isinstance(value, tuple):
+        raise InvalidParamsError(attribute.name, value, allowed)
+    for i, source in enumerate(value):
+        if source not in SETTING_SOURCES:
+            raise InvalidParamsError(f"{attribute.name}[{i}]", source, allowed)
+
+
 def _check_inline_skills(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     check_inline_skills(value)
 
@@ -499,12 +553,17 @@ def _check_timeout(_inst: object, attribute: attrs.Attribute[Any], value: object
         raise InvalidParamsError(attribute.name, value, "a finite number of seconds > 0")
 
 
+def _check_permission_mode(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        check_permission_mode(attribute.name, value)
+
+
 def _check_config(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, ArchitectureConfig):
         raise InvalidParamsError(
             attribute.name,
             value,
-            "an ArchitectureConfig (build one from the seed's keys with "
+            "an ArchitectureConfig (build one from the TypeScript library's keys with "
             "ArchitectureConfig.from_mapping)",
         )
 
@@ -526,7 +585,15 @@ class ExecuteParams:
     """Passed through untouched. The CLI counts it across a resumed session's earlier turns too."""
 
     plan_mode: bool = attrs.field(default=False, validator=_check_bool)
-    """Read-only built-in tools only (the seed's Option B); MCP servers stay the caller's call."""
+    """Read-only built-in tools only (the TypeScript library's plan mode); MCP servers stay the
+    caller's call."""
+
+    permission_mode: PermissionMode | None = attrs.field(
+        default=None, validator=_check_permission_mode
+    )
+    """The CLI's permission mode (``protocol/permissions.py``); ``None``: ``bypassPermissions``
+    (every offered tool runs). ``default`` / ``acceptEdits`` ask before tool calls: each one is a
+    ``user_input_request`` with ``source="tool_permission"``, answered like a question."""
 
     cwd: str | None = attrs.field(
         default=None, validator=[_check_optional_nonempty_str, _check_argument]
@@ -624,6 +691,55 @@ class ExecuteParams:
     ``session.rewind_files(user_message_uuid)`` can restore the files as they were before that
     message."""
 
+    allowed_paths: tuple[str, ...] = attrs.field(default=(), converter=_allowed_paths)
+    """Absolute paths (folders or files, with all below them) the file tools may read and
+    write; with this or ``read_only_paths`` they reach nothing else but ``cwd``
+    (``protocol/scope.py``). Also given to the CLI as extra working directories."""
+
+    read_only_paths: tuple[str, ...] = attrs.field(
+        default=(), converter=_read_only_paths
+    )
+    """Absolute paths the file tools may read but not write (confines like ``allowed_paths``)."""
+
+    disallowed_paths: tuple[str, ...] = attrs.field(
+        default=(), converter=_disallowed_paths
+    )
+    """Absolute paths the tools may neither read nor write; a denial wins over everything."""
+
+    scope_enforcement: ScopeEnforcement = attrs.field(
+        default="hard", validator=_check_enforcement
+    )
+    """With a path scope: ``"hard"`` refuses to start when Bash cannot be confined by the
+    CLI's OS sandbox; ``"soft"`` starts with a ``warning`` saying Bash is not confined."""
+
+    setting_sources: tuple[SettingSource, ...] | None = attrs.field(
+        default=None, converter=_setting_sources, validator=_check_setting_sources
+    )
+    """Which Claude Code settings files the CLI loads (``user``, ``project``, ``local``).
+    ``None``: the CLI's default (all of them), except with a path scope: none, so no settings
+    file can widen it. Name them to load them anyway."""
+
+    @property
+    def scoped(self) -> bool:
+        """The execution has a path scope (``protocol/scope.py``)."""
+        return bool(self.allowed_paths or self.read_only_paths or self.disallowed_paths)
+
+    @property
+    def confined(self) -> bool:
+        """The file tools reach only ``cwd`` and the allowed and read-only paths."""
+        return bool(self.allowed_paths or self.read_only_paths)
+
+    @property
+    def path_scope(self) -> dict[str, Any]:
+        """The scope as ``scope.access`` and ``scope.scope_widenings`` take it."""
+        return {
+            "cwd": self.cwd,
+            "allowed": self.allowed_paths,
+            "read_only": self.read_only_paths,
+            "disallowed": self.disallowed_paths,
+            "enforcement": self.scope_enforcement,
+        }
+
     def __attrs_post_init__(self) -> None:
         if self.fork_session and self.resume_session_id is None:
             raise InvalidParamsError(
@@ -632,6 +748,9 @@ class ExecuteParams:
                 "only with resume_session_id (a fork starts a new session from an old one's "
                 "history)",
             )
+        if self.confined and self.cwd is not None:
+            # The working directory is in the scope: it must be a path the rules can name.
+            normalize_path("cwd", self.cwd)
         # With a provider or a base URL the model id is the server's business (any id goes);
         # otherwise an unknown alias is refused now, naming the known ones.
         if not self.custom_server:

@@ -9,6 +9,11 @@ Rules:
 2. Before it, one ``warning`` per option that was converted or ignored
    (:func:`config_warnings`, ``code="config_changed"``) and per version that was not verified
    (``versions.py``, ``code="untested_version"``).
+3. A path scope whose Bash sandbox cannot run (``scope.sandbox_problem``): a hard scope does
+   not start (one ``error``, ``code="config"``, :func:`scope_refusal`); a soft one starts with
+   a ``warning`` (``code="scope_unconfined"``, :func:`scope_warning`) before ``adapter_ready``.
+   A scope with ``setting_sources`` named gets a ``config_changed`` warning that those files
+   may widen it.
 """
 
 from __future__ import annotations
@@ -49,7 +54,29 @@ def config_warnings(params: ExecuteParams) -> list[str]:
             f"ollama_baseUrl overrides the {params.provider} preset's server "
             f"({config.ollama_base_url})"
         )
+    if params.scoped and params.setting_sources:
+        names = ", ".join(params.setting_sources)
+        out.append(
+            f"setting_sources={names} are loaded with a path scope: their permission rules "
+            "and additional directories may widen it"
+        )
     return out
+
+
+def scope_refusal(problem: str) -> str:
+    """The error of a hard path scope whose Bash sandbox cannot run (rule 3)."""
+    return (
+        f"the path scope is hard (scope_enforcement='hard') but {problem}. Install it, or pass "
+        "scope_enforcement='soft' to run with Bash unconfined (the file tools stay scoped)"
+    )
+
+
+def scope_warning(problem: str) -> str:
+    """The warning of a soft path scope whose Bash sandbox cannot run (rule 3)."""
+    return (
+        f"Bash is not confined to the path scope: {problem}. The file tools stay scoped; Bash "
+        "commands are only checked for the paths they name literally"
+    )
 
 
 def _skill_tool_offered(params: ExecuteParams) -> bool:
@@ -72,6 +99,7 @@ def adapter_ready(
     cli_version: str | None,
     custom_tools: Sequence[str] = (),
     hooks: Sequence[str] = (),
+    bash_sandboxed: bool = False,
 ) -> AdapterReady:
     """The ``adapter_ready`` event for an execution of ``params`` run with ``options``;
     ``custom_tools``: the full names of the session's in-process tools. ``hooks``: the
@@ -105,4 +133,13 @@ def adapter_ready(
         custom_tools=tuple(custom_tools),
         hooks=tuple(hooks),
         inline_skills=tuple(skill.qualified_name for skill in params.inline_skills),
+        allowed_paths=params.allowed_paths,
+        read_only_paths=params.read_only_paths,
+        disallowed_paths=params.disallowed_paths,
+        add_dirs=tuple(str(d) for d in options.add_dirs),
+        scope_enforcement=params.scope_enforcement if params.scoped else None,
+        bash_sandboxed=bash_sandboxed,
+        setting_sources=(
+            tuple(options.setting_sources) if options.setting_sources is not None else None
+        ),
     )

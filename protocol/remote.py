@@ -11,6 +11,9 @@ Rules:
    Write, NotebookEdit and Task; skills' shell execution is turned off too. MCP servers never
    come from a client. ``tools="all"`` is the operator's explicit opt-in to everything the CLI
    does under ``bypassPermissions`` (run commands, write files) as the server's user.
+   A client may choose the ``permission_mode``: it decides which of the offered tools ask
+   first (the client answers with the ``answer`` op), never which tools are offered, so no
+   mode widens the read-only set (``plan_mode`` is forced whatever the mode).
 3. **Working directory.** With ``cwd_root`` set, every remote session runs in that folder or,
    when ``allow_cwd`` is on, in a folder below it that the client names relative to it (an
    absolute path must lie inside it too). The client's path is resolved by the gateway
@@ -18,7 +21,11 @@ Rules:
    quote only what the client sent, never a server path. ``allow_cwd`` needs ``cwd_root``.
    This confines the *working directory*, which is what the read-only tools and relative
    paths start from; it is not a sandbox: Read and Grep can still read any absolute path the
-   server's user can read.
+   server's user can read. A client that wants that confinement asks for a path scope
+   (``protocol/scope.py``): with ``cwd_root`` set, its ``allowed_paths`` and
+   ``read_only_paths`` must lie inside the root too (resolved by the gateway, symlinks
+   included; refused otherwise), and its ``disallowed_paths`` may name anything (they only
+   narrow).
 4. **Environment.** ``allow_env`` lets clients set ``custom_env`` / ``ollama_baseUrl`` (off by
    default; rule 3 of ``wire.py``).
 5. **Errors that reach a remote client name a field, never a server path.** :func:`remote_event`

@@ -30,6 +30,7 @@ import attrs
 from claude_agent_sdk.types import ThinkingConfig
 
 from .params import ExecuteParams
+from .scope import scope_widenings
 
 RESUME_IMMUTABLE: frozenset[str] = frozenset(
     {
@@ -44,6 +45,11 @@ RESUME_IMMUTABLE: frozenset[str] = frozenset(
 """Settings a resumed session must keep (model by its resolved id, the rest as the ``claude_*``
 keys)."""
 
+RESUME_NARROW_ONLY: frozenset[str] = frozenset(
+    {"allowed_paths", "read_only_paths", "disallowed_paths", "scope_enforcement"}
+)
+"""The path scope's settings: a resume may narrow the scope, never widen it (rule 5)."""
+
 
 @attrs.frozen(kw_only=True)
 class ResumeConstraints:
@@ -54,6 +60,8 @@ class ResumeConstraints:
     remedy: str
     requirements: tuple[str, ...]
     """What else a resume needs to find the session at all."""
+    narrow_only: frozenset[str] = RESUME_NARROW_ONLY
+    """Settings that may narrow but not widen (the path scope)."""
 
 
 _CONSTRAINTS = ResumeConstraints(
@@ -100,6 +108,19 @@ class ResumeViolation:
         )
 
 
+@attrs.frozen(kw_only=True)
+class ScopeWidening(ResumeViolation):
+    """The resuming params' path scope opens what the creating params' did not (rule 5);
+    ``old`` says where and how."""
+
+    @property
+    def message(self) -> str:
+        return (
+            f"the path scope cannot widen on resume ({self.old}): keep the scope the session "
+            "was created with or narrow it, or start a new session"
+        )
+
+
 def _thinking_fields(config: ThinkingConfig | None) -> dict[str, Any]:
     """The effective thinking config spelled as the ``claude_*`` keys."""
     fields: dict[str, Any] = dict(config) if config is not None else {}
@@ -136,4 +157,6 @@ def find_resume_violations(previous: ExecuteParams, next: ExecuteParams) -> list
     new_provider = next.provider or "anthropic"
     if old_provider != new_provider:
         violations.append(ResumeViolation(field="provider", old=old_provider, new=new_provider))
+    for widening in scope_widenings(previous.path_scope, next.path_scope):
+        violations.append(ScopeWidening(field="path_scope", old=widening, new=None))
     return violations

@@ -1,6 +1,7 @@
 """User input, the pure part: requests read from the CLI, answers checked, replies built.
 
-The user-input broker (``actors/broker.py``) waits; everything it decides is here. Every request
+The user-input broker (``actors/broker.py``) waits; everything it decides is here (tool approvals:
+``approvals.py``, with their own table of replies). Every request
 ends in exactly one outcome, and each outcome has exactly one reply to the CLI:
 
 ==============  ==========================================  ===================================
@@ -24,6 +25,7 @@ from typing import Any, Literal
 import attrs
 from claude_agent_sdk import PermissionResult, PermissionResultAllow, PermissionResultDeny
 
+from .approvals import check_approval_answer
 from .errors import InvalidParamsError
 from .events import Question, UserInputRequest
 
@@ -148,6 +150,9 @@ def normalize_answer(request: UserInputRequest, answer: Any) -> Any:
     """Check and normalize ``answer`` for ``request``; raises ``InvalidParamsError``."""
     if request.source == "model-tool":
         return ask_user_answers(answer, request.questions)
+    if request.source == "tool_permission":
+        # The JSON form: what user_input_resolved shows, and what approval_reply reads back.
+        return check_approval_answer(answer).to_json()
     return elicitation_reply(answer)
 
 

@@ -108,6 +108,7 @@ PARAMS_FIELDS: tuple[str, ...] = (
     "system_prompt",
     "max_turns",
     "plan_mode",
+    "permission_mode",
     "cwd",
     "resume_session_id",
     "streaming_input",
@@ -124,6 +125,11 @@ PARAMS_FIELDS: tuple[str, ...] = (
     "allowed_tools",
     "disallowed_tools",
     "tools",
+    "allowed_paths",
+    "read_only_paths",
+    "disallowed_paths",
+    "scope_enforcement",
+    "setting_sources",
     "fork_session",
 )
 """The ``ExecuteParams`` fields an ``open`` op may carry (``mcp_servers`` never: rule 3).
@@ -827,8 +833,18 @@ def params_to_json(params: ExecuteParams) -> dict[str, Any]:
         elif field.name == "output_schema":
             if value is not None:
                 out[field.name] = dict(value)
-        elif field.name in ("allowed_tools", "disallowed_tools", "tools"):
+        elif field.name in (
+            "allowed_tools",
+            "disallowed_tools",
+            "tools",
+            "allowed_paths",
+            "read_only_paths",
+            "disallowed_paths",
+        ):
             if value:
+                out[field.name] = list(value)
+        elif field.name == "setting_sources":
+            if value is not None:
                 out[field.name] = list(value)
         elif value != field.default:  # the other wire fields have plain (non-factory) defaults
             out[field.name] = value

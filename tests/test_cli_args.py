@@ -85,6 +85,20 @@ def test_run_defaults() -> None:
     )  # fmt: skip
     assert (args.cwd, args.system_prompt, args.thinking, args.effort) == (None, None, None, None)
     assert args.show_thinking is True
+    assert args.permission_mode is None
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan", "dontAsk"])
+def test_permission_mode_flag_reaches_the_params(mode: str) -> None:
+    args = cli.parse_args(["run", "hi", "--permission-mode", mode])
+    assert cli.build_execute_params(args).permission_mode == mode
+
+
+def test_unknown_permission_mode_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.parse_args(["run", "hi", "--permission-mode", "ask"])
+    assert exc.value.code == 2
+    assert "--permission-mode" in capsys.readouterr().err
 
 
 def test_demo_parses_json_flag() -> None:
@@ -106,6 +120,7 @@ def test_params_kwargs_and_execute_params(tmp_path: Path) -> None:
         "system_prompt": None,
         "max_turns": 3,
         "plan_mode": True,
+        "permission_mode": None,
         "cwd": str(tmp_path),
         "resume_session_id": "abc",
         "run_timeout": None,
@@ -115,6 +130,11 @@ def test_params_kwargs_and_execute_params(tmp_path: Path) -> None:
         "fallback_model": None,
         "allowed_tools": [],
         "disallowed_tools": [],
+        "allowed_paths": [],
+        "read_only_paths": [],
+        "disallowed_paths": [],
+        "scope_enforcement": "hard",
+        "setting_sources": None,
         "architecture_config": {
             "claude_thinking": "enabled",
             "claude_thinking_budget": 1024,
@@ -375,6 +395,32 @@ def test_the_session_surface_options_reach_the_params(tmp_path: Path) -> None:
     assert params.output_schema == {"type": "object", "properties": {"ok": {"type": "boolean"}}}
     assert params.allowed_tools == ("Read", "Bash(git status:*)")
     assert params.disallowed_tools == ("WebFetch",)
+
+
+def test_the_path_scope_options_reach_the_params_as_absolute_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = cli.parse_args(
+        ["run", "hi", "--cwd", ".", "--allow-path", "src", "--allow-path", "/data/",
+         "--read-path", "docs", "--deny-path", "src/secrets", "--scope", "soft",
+         "--setting-source", "project"]
+    )  # fmt: skip
+    params = cli.build_execute_params(args)
+    assert params.allowed_paths == (str(tmp_path / "src"), "/data")
+    assert params.read_only_paths == (str(tmp_path / "docs"),)
+    assert params.disallowed_paths == (str(tmp_path / "src" / "secrets"),)
+    assert params.scope_enforcement == "soft"
+    assert params.setting_sources == ("project",)
+    plain = cli.build_execute_params(cli.parse_args(["run", "hi"]))
+    assert (plain.scoped, plain.scope_enforcement, plain.setting_sources) == (False, "hard", None)
+
+
+def test_a_bad_scope_option_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.parse_args(["run", "hi", "--scope", "strict"])
+    assert info.value.code == 2
+    assert "--scope" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

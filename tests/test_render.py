@@ -11,6 +11,7 @@ import pytest
 import trio
 from rich.console import Console
 
+from claude_trio.protocol.approvals import check_approval_answer
 from claude_trio.protocol.codec import event_from_json
 from claude_trio.protocol.events import (
     Aborted,
@@ -40,7 +41,7 @@ from claude_trio.protocol.events import (
     WarningEvent,
 )
 from claude_trio.protocol.usage import Usage
-from claude_trio.render import JsonLinesRenderer, Renderer, ask_interactively
+from claude_trio.render import TERMINAL_NO_ANSWER, JsonLinesRenderer, Renderer, ask_interactively
 
 USAGE = Usage(
     input_tokens=12_345, output_tokens=678, cache_read_input_tokens=10_000, cost_usd=0.0421
@@ -267,6 +268,20 @@ def test_subagent_tree_is_indented_under_its_agent_call() -> None:
     ]
 
 
+def test_errors_and_warnings_are_shown_whole_however_long() -> None:
+    fix = "install bubblewrap and socat (apt-get install bubblewrap socat) or use a soft scope"
+    text = render(
+        [
+            WarningEvent(message="the Bash sandbox is missing: " + fix, code="scope_unconfined"),
+            Error(message="a hard path scope cannot start: " + fix, code="config"),
+        ]
+    )
+    assert all(len(line) <= 100 for line in text.splitlines())
+    words = " ".join(text.split())
+    assert f"warning [scope_unconfined]: the Bash sandbox is missing: {fix}" in words
+    assert f"error [config]: a hard path scope cannot start: {fix}" in words
+
+
 def test_pushes_retries_warnings_errors_and_requests_are_marked() -> None:
     text = render(
         [
@@ -491,3 +506,74 @@ def test_json_lines_stay_valid_utf8_when_the_cli_sends_a_lone_surrogate() -> Non
     line = stream.getvalue()
     line.encode("utf-8")  # would raise for a lone surrogate written as itself
     assert json.loads(line)["text"] == "half a pair: \ud800"
+
+
+# -- tool approvals at the terminal ------------------------------------------------------------
+
+APPROVAL = UserInputRequest(
+    request_id="approve-1",
+    source="tool_permission",
+    tool_name="Bash",
+    tool_input={"command": "rm -rf build"},
+    blocked_path="/work/build",
+    title="Claude wants to run rm -rf build",
+)
+
+
+@pytest.mark.parametrize(
+    ("lines", "answer"),
+    [
+        (["y"], {"decision": "allow"}),
+        (["a"], {"decision": "always"}),
+        (["n", ""], {"decision": "deny"}),
+        (["n", "  use make clean  "], {"decision": "deny", "message": "use make clean"}),
+        (["maybe", "YES"], {"decision": "allow"}),
+        (
+            ["e", "not json", "[1]", '{"command": "rm -rf build/tmp"}'],
+            {"decision": "allow", "input": {"command": "rm -rf build/tmp"}},
+        ),
+    ],
+)
+async def test_approvals_are_y_n_e_a_and_every_answer_is_well_formed(
+    lines: list[str], answer: dict[str, Any]
+) -> None:
+    console, out = quiet_console()
+    got = await ask_interactively(APPROVAL, console=console, read_line=ScriptedInput(*lines))
+    assert got == answer
+    checked = check_approval_answer(got)  # what the broker will accept
+    assert (checked.decision, checked.input) == (answer["decision"], answer.get("input"))
+    shown = out.getvalue()
+    assert "Claude wants to run rm -rf build" in shown
+    assert '"command": "rm -rf build"' in shown
+    assert "path: /work/build" in shown
+
+
+async def test_approval_retries_say_what_is_expected() -> None:
+    console, out = quiet_console()
+    read = ScriptedInput("maybe", "e", "not json", "[1]", "{}")
+    assert await ask_interactively(APPROVAL, console=console, read_line=read) == {
+        "decision": "allow",
+        "input": {},
+    }
+    shown = out.getvalue()
+    assert "Please answer y, n, e or a." in shown
+    assert "Not JSON" in shown
+    assert "Please type a JSON object" in shown
+
+
+@pytest.mark.parametrize("lines", [[None], ["e", None]])
+async def test_end_of_input_at_an_approval_denies_saying_no_one_answered(
+    lines: list[str | None],
+) -> None:
+    console, _ = quiet_console()
+    got = await ask_interactively(APPROVAL, console=console, read_line=ScriptedInput(*lines))
+    assert got == {"decision": "deny", "message": TERMINAL_NO_ANSWER}
+
+
+def test_the_renderer_shows_an_approval_with_its_title_and_input() -> None:
+    out = io.StringIO()
+    renderer = Renderer(Console(file=out, force_terminal=False, width=100))
+    renderer.feed(APPROVAL)
+    shown = out.getvalue()
+    assert "? Claude wants to run rm -rf build" in shown
+    assert '{"command":"rm -rf build"}' in shown

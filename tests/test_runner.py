@@ -275,6 +275,29 @@ def test_no_handler_without_a_terminal_or_with_json() -> None:
     assert runner.user_input_handler(_args("run", "hi", "--json"), sink, stdin_is_tty=True) is None
 
 
+@pytest.mark.parametrize("mode", ["default", "acceptEdits"])
+async def test_without_a_terminal_an_asking_mode_denies_each_approval_saying_why(mode: str) -> None:
+    sink = RecordingSink()
+    for argv, tty in (([], False), (["--json"], True)):
+        args = _args("run", "hi", "--permission-mode", mode, *argv)
+        handler = runner.user_input_handler(args, sink, stdin_is_tty=tty)
+        assert handler is runner.answer_unattended
+    approval = UserInputRequest(request_id="approve-1", source="tool_permission", tool_name="Bash")
+    denial = await runner.answer_unattended(approval)
+    assert denial == {"decision": "deny", "message": runner.UNATTENDED_DENIAL}
+    assert "No one could answer" in runner.UNATTENDED_DENIAL
+    question = UserInputRequest(request_id="ask-1", source="model-tool")
+    assert await runner.answer_unattended(question) == {}  # "the user did not answer"
+    form = UserInputRequest(request_id="e-1", source="mcp-elicitation")
+    assert await runner.answer_unattended(form) == {"action": "cancel"}
+
+
+@pytest.mark.parametrize("mode", ["bypassPermissions", "dontAsk", "plan"])
+def test_modes_that_never_ask_need_no_handler_without_a_terminal(mode: str) -> None:
+    args = _args("run", "hi", "--permission-mode", mode)
+    assert runner.user_input_handler(args, RecordingSink(), stdin_is_tty=False) is None
+
+
 async def test_on_a_terminal_questions_are_asked_on_the_renderers_console(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -71,6 +72,37 @@ async def test_params_that_differ_from_the_template_are_refused_clearly(
     assert_no_leak(fake)
 
 
+async def test_an_asking_template_needs_user_input_and_its_warm_cli_asks_the_session(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    asking = ExecuteParams(prompt="-", model="sonnet", permission_mode="default")
+    with pytest.raises(InvalidParamsError, match=r"user_input.*open_cli_pool\(user_input=True\)"):
+        async with open_cli_pool(asking, size=1, transport_factory=FakeCLI(), config=CONFIG):
+            pass  # never reached
+    replies: list[dict[str, Any]] = []
+
+    async def script(cli: FakeTurn) -> None:
+        replies.append(await cli.ask_permission("Bash", {"command": "ls"}))
+
+    fake = FakeCLI(script)
+    async with open_cli_pool(
+        asking, size=1, user_input=True, transport_factory=fake, config=CONFIG
+    ) as pool:
+        await trio.testing.wait_all_tasks_blocked()
+        params = attrs.evolve(asking, prompt="go")
+
+        async def handler(request: UserInputRequest) -> Any:
+            await trio.lowlevel.checkpoint()
+            return "deny"
+
+        async with open_session(params, pool=pool, on_user_input=handler, config=CONFIG) as s:
+            await collect(s)
+        assert pool.statistics().hits == 1
+    assert fake.transports[0].options.permission_mode == "default"
+    assert replies == [{"behavior": "deny", "message": "The user denied this tool call."}]
+    assert_no_leak(fake)
+
+
 async def test_a_warm_cli_routes_questions_to_the_session_that_leased_it(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -113,3 +145,20 @@ async def test_a_slot_that_cannot_start_backs_off_and_reports_it(
         assert "initialize" in stats.last_error
         assert stats.ready == 0
     assert_no_leak(fake)
+
+
+async def test_a_pool_of_hard_scoped_clis_is_refused_without_the_bash_sandbox(
+    tmp_path: Any,
+) -> None:
+    """Checked when the pool opens, before any CLI starts: the pool's warm CLIs would
+    otherwise start and fail later, with no session to say why."""
+    template = ExecuteParams(prompt="-", cwd=str(tmp_path), allowed_paths=[str(tmp_path)])
+    no_sandbox = {"PATH": str(tmp_path)}  # no bwrap, no socat
+    with pytest.raises(InvalidParamsError) as info:
+        async with open_cli_pool(template, env=no_sandbox):
+            pass  # pragma: no cover - refused before the block
+    assert info.value.field == "template.scope_enforcement"
+    assert "apt-get install bubblewrap socat" in str(info.value)
+    # A scripted CLI (transport_factory) runs no Bash: nothing to look up.
+    async with open_cli_pool(template, env=no_sandbox, transport_factory=FakeCLI(), size=1):
+        pass

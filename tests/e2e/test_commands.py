@@ -20,6 +20,7 @@ import trio
 from helpers_proc import children
 
 from claude_trio import demo
+from claude_trio.runner import UNATTENDED_DENIAL
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, turns
 
 pytestmark = pytest.mark.e2e
@@ -163,6 +164,27 @@ async def test_run_with_a_skill_folder_offers_it_as_an_inline_skill(
     [request] = model_double.message_requests
     assert "- inline:release-notes: Write RELEASE NOTES from a log" in json.dumps(request.body)
     assert not list(work.iterdir())  # nothing written into the project
+
+
+async def test_run_with_an_asking_mode_and_no_terminal_denies_tool_calls_saying_why(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "out.txt"
+    model_double.responder = turns(
+        Reply.tool_use("Bash", {"command": f"echo hi > {target}"}, id="toolu_b1"),
+        Reply.text("understood"),
+    )
+    done = await claude_trio(
+        "run", "write it", "--cwd", str(work), "--permission-mode", "default",
+        env=command_env(hermetic),
+    )  # fmt: skip
+    assert done.returncode == 0, _show(done)
+    assert not target.exists()
+    sent = model_double.message_requests[-1]
+    assert sent.tool_result_text("toolu_b1") == UNATTENDED_DENIAL
+    assert "understood" in done.stdout.decode().splitlines()
 
 
 def _cli_children(pid: int) -> list[int]:

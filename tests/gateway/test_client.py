@@ -15,7 +15,7 @@ import trio
 from gateway_kit import TOKEN, gateway, say, text_of
 from proxy_kit import CutProxy, cut_proxy
 
-from claude_trio import ExecuteParams
+from claude_trio import ExecuteParams, allow_tool
 from claude_trio.actors import gateway as gateway_module
 from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fleet import Fleet, Subscription, open_fleet
@@ -466,3 +466,27 @@ async def test_leaving_a_remote_run_early_stops_the_session_on_the_server() -> N
                 events = [event async for event in replay]
     assert first.kind == "adapter_ready"
     assert isinstance(events[-1], Aborted)
+
+
+async def test_the_client_answers_a_tool_approval_with_an_approval_answer() -> None:
+    replies: list[dict[str, Any]] = []
+
+    async def script(turn: FakeTurn) -> None:
+        replies.append(await turn.ask_permission("Bash", {"command": "make"}))
+        await turn.text("done")
+
+    with trio.fail_after(20):
+        async with (
+            served(script) as (_, proxy),
+            connect_gateway(proxy.url, token=TOKEN, config=FAST) as gw,
+        ):
+            session = await gw.open(ExecuteParams(prompt="build", permission_mode="default"))
+            async for event in session.events:
+                if isinstance(event, UserInputRequest):
+                    assert event.source == "tool_permission"
+                    assert event.tool_input == {"command": "make"}
+                    answer = allow_tool({"command": "make -j2"})
+                    assert await session.answer(event.request_id, answer) == AnswerAccepted(
+                        request_id=event.request_id
+                    )
+    assert replies == [{"behavior": "allow", "updatedInput": {"command": "make -j2"}}]

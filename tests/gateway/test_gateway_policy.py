@@ -58,6 +58,31 @@ async def test_remote_sessions_get_read_only_tools_by_default_whatever_the_clien
     assert json.loads(options.settings or "{}")["disableSkillShellExecution"] is True
 
 
+@pytest.mark.parametrize("mode", ["bypassPermissions", "default", "acceptEdits", "auto"])
+async def test_a_clients_permission_mode_never_widens_the_read_only_policy(mode: str) -> None:
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with gateway(fake) as (_, port):
+            await open_and_finish(port, {"prompt": "hi", "permission_mode": mode})
+    options = fake.transport.options
+    # The mode is the client's (it only decides what asks) ...
+    assert options.permission_mode == mode
+    # ... the tools offered stay the policy's.
+    assert options.tools == list(READONLY_BUILTINS)
+    assert set(MUTATING_BUILTINS) <= set(options.disallowed_tools)
+
+
+async def test_an_unknown_permission_mode_is_refused_naming_the_field() -> None:
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with gateway(fake) as (_, port):
+            (frame,) = await open_and_finish(port, {"prompt": "hi", "permission_mode": "yolo"})
+    assert isinstance(frame, ErrorFrame)
+    assert frame.code == "invalid_params"
+    assert "params.permission_mode" in frame.message
+    assert fake.transports == []
+
+
 async def test_the_operator_can_opt_in_to_every_tool() -> None:
     fake = FakeCLI(partial(say, "ok"))
     with trio.fail_after(10):
@@ -105,6 +130,45 @@ async def test_sessions_run_in_the_root_and_below_it_only(tmp_path: Path) -> Non
         assert error.code == "invalid_params"
         assert error.message.startswith(f"params.cwd={cwd!r}: not a directory inside")
         assert str(tmp_path) not in error.message.replace(repr(cwd), "")
+
+
+async def test_a_remote_scope_must_lie_inside_the_root_and_is_resolved_there(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    (root / "data").mkdir(parents=True)
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (root / "escape").symlink_to(outside)
+    fake = FakeCLI(partial(say, "ok"))
+    real_root = await trio.Path(root).resolve()
+    with trio.fail_after(10):
+        async with rooted(fake, root) as port:
+            scope = {
+                "allowed_paths": [str(root / "data")],
+                "read_only_paths": [str(root)],
+                "disallowed_paths": ["/etc"],
+                "scope_enforcement": "soft",
+            }
+            await open_and_finish(port, {"prompt": "hi", **scope})
+            refusals = {}
+            for field, path in [
+                ("allowed_paths", str(outside)),
+                ("read_only_paths", str(root / "escape")),
+                ("allowed_paths", str(root / "data" / ".." / "..")),
+            ]:
+                (error,) = await open_and_finish(port, {"prompt": "hi", field: [path]})
+                refusals[(field, path)] = error
+    [transport] = fake.transports
+    assert transport.options.add_dirs == [str(real_root / "data"), str(real_root)]
+    settings = json.loads(transport.options.settings or "{}")
+    assert "Read(//etc/**)" in settings["permissions"]["deny"]
+    assert settings["permissions"]["blockReadsOutsideWorkingDirectories"] is True
+    for (field, _path), error in refusals.items():
+        assert isinstance(error, ErrorFrame)
+        assert error.code == "invalid_params"
+        assert error.message.startswith(f"params.{field}[0]=")
+        assert "not inside the folder this server runs sessions in" in error.message
 
 
 async def test_without_allow_cwd_a_client_cannot_choose_the_folder(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ def test_mid_turn_push_is_supported() -> None:
     assert architecture_capabilities().mid_turn_push is True
 
 
-def test_the_seeds_claims_are_all_true() -> None:
+def test_the_typescript_librarys_claims_are_all_true() -> None:
     caps = architecture_capabilities()
     assert caps.architecture == "claude-code"
     for flag in (
@@ -40,8 +40,21 @@ def test_the_seeds_claims_are_all_true() -> None:
         assert getattr(caps, flag) is True, flag
 
 
-def test_user_input_comes_from_the_model_tool_and_mcp_elicitation() -> None:
-    assert architecture_capabilities().user_input_sources == {"model-tool", "mcp-elicitation"}
+def test_user_input_comes_from_the_model_tool_mcp_elicitation_and_tool_approvals() -> None:
+    assert architecture_capabilities().user_input_sources == {
+        "model-tool",
+        "mcp-elicitation",
+        "tool_permission",
+    }
+
+
+def test_permission_modes_and_the_ones_that_ask() -> None:
+    caps = architecture_capabilities()
+    assert set(caps.permission_modes) == {
+        "default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"
+    }  # fmt: skip
+    assert caps.asking_permission_modes == ("default", "acceptEdits")
+    assert caps.tool_approval_decisions == ("allow", "deny", "always")
 
 
 def test_all_four_mcp_server_types_are_supported() -> None:

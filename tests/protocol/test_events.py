@@ -10,7 +10,7 @@ import pytest
 from claude_trio.protocol import events as ev
 from claude_trio.protocol.usage import Usage
 
-SEED_KINDS = {
+TS_KINDS = {
     "text_delta",
     "thinking",
     "assistant_message",
@@ -27,8 +27,8 @@ SEED_KINDS = {
 }
 
 
-def test_every_kind_the_seed_names_exists() -> None:
-    assert set(ev.EVENT_KINDS) >= SEED_KINDS
+def test_every_kind_the_typescript_library_names_exists() -> None:
+    assert set(ev.EVENT_KINDS) >= TS_KINDS
 
 
 def test_the_union_and_the_kind_table_list_the_same_classes() -> None:

@@ -75,7 +75,7 @@ def test_unknown_model_error_is_an_invalid_params_error_naming_the_field() -> No
     assert info.value.value == "nope"
 
 
-def test_adaptive_thinking_only_set_is_exactly_the_seeds_members() -> None:
+def test_adaptive_thinking_only_set_is_exactly_the_typescript_librarys_members() -> None:
     assert (
         frozenset({"claude-fable-5", "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8"})
         == ADAPTIVE_THINKING_ONLY

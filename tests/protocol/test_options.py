@@ -254,21 +254,26 @@ def test_non_plan_mode_has_all_tools_and_bypass_permissions() -> None:
     assert flag_value(argv, "--permission-mode") == "bypassPermissions"
 
 
-def test_permission_mode_default_needs_a_can_use_tool_gate() -> None:
-    with pytest.raises(InvalidParamsError, match="can_use_tool"):
-        build_options(params(), permission_mode="default")
-    options = build_options(params(), permission_mode="default", can_use_tool=allow_all)
-    assert options.permission_mode == "default"
+@pytest.mark.parametrize("mode", ["default", "acceptEdits"])
+def test_asking_permission_modes_need_a_can_use_tool_gate(mode: str) -> None:
+    with pytest.raises(InvalidParamsError, match=f"permission_mode.*{mode}.*on_user_input"):
+        build_options(params(permission_mode=mode))
+    options = build_options(params(permission_mode=mode), can_use_tool=allow_all)
+    assert options.permission_mode == mode
     assert options.can_use_tool is allow_all
+    assert flag_value(cli_argv(options), "--permission-mode") == mode
+
+
+@pytest.mark.parametrize("mode", ["plan", "dontAsk", "auto", "bypassPermissions"])
+def test_modes_that_never_ask_need_no_gate(mode: str) -> None:
+    options = build_options(params(permission_mode=mode))
+    assert options.permission_mode == mode
+    assert flag_value(cli_argv(options), "--permission-mode") == mode
 
 
 def test_unknown_permission_mode_is_rejected() -> None:
-    with pytest.raises(InvalidParamsError, match="permission_mode"):
-        build_options(
-            params(),
-            permission_mode="plan",  # type: ignore[arg-type]
-            can_use_tool=allow_all,
-        )
+    with pytest.raises(InvalidParamsError, match=r"permission_mode.*'acceptEdits'"):
+        params(permission_mode="ask")
 
 
 def test_can_use_tool_and_stderr_are_passed_through() -> None:
@@ -405,7 +410,8 @@ def test_root_with_bypass_and_no_is_sandbox_gets_a_clear_error() -> None:
     assert "open_session(..., env={'IS_SANDBOX': '1'})" in message
     assert "ArchitectureConfig(custom_env={'IS_SANDBOX': '1'})" in message
     assert "can_use_tool" not in message
-    assert "permission_mode='default'" not in message
+    assert "ExecuteParams(permission_mode='default')" in message
+    assert "open_session(on_user_input=...)" in message
 
 
 def test_root_bypass_is_fine_with_is_sandbox_in_the_process_env() -> None:
@@ -434,7 +440,7 @@ def test_non_root_bypass_is_fine() -> None:
 
 
 def test_root_with_default_permission_mode_is_fine() -> None:
-    options = build_options(params(), permission_mode="default", can_use_tool=allow_all)
+    options = build_options(params(permission_mode="default"), can_use_tool=allow_all)
     assert check_root_bypass(options, is_root=True, env={}) is None
 
 

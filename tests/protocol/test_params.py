@@ -10,12 +10,12 @@ import pytest
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.models import UnknownModelError
 from claude_trio.protocol.params import (
-    SEED_KEYS,
+    CONFIG_KEYS,
     ArchitectureConfig,
     ExecuteParams,
 )
 
-SEED_CONFIG: dict[str, Any] = {
+TS_CONFIG: dict[str, Any] = {
     "claude_thinking": "enabled",
     "claude_thinking_budget": 8000,
     "claude_thinking_display": "omitted",
@@ -30,8 +30,8 @@ SEED_CONFIG: dict[str, Any] = {
 }
 
 
-def test_from_mapping_accepts_every_seed_key() -> None:
-    config = ArchitectureConfig.from_mapping(SEED_CONFIG)
+def test_from_mapping_accepts_every_typescript_config_key() -> None:
+    config = ArchitectureConfig.from_mapping(TS_CONFIG)
     assert config.claude_thinking == "enabled"
     assert config.claude_thinking_budget == 8000
     assert config.claude_thinking_display == "omitted"
@@ -46,13 +46,13 @@ def test_from_mapping_accepts_every_seed_key() -> None:
     assert config.ollama_base_url == "http://127.0.0.1:11434"
 
 
-def test_seed_keys_cover_every_config_attribute() -> None:
-    assert set(SEED_KEYS.values()) == {a.name for a in attrs.fields(ArchitectureConfig)}
+def test_config_keys_cover_every_config_attribute() -> None:
+    assert set(CONFIG_KEYS.values()) == {a.name for a in attrs.fields(ArchitectureConfig)}
 
 
-def test_to_mapping_round_trips_the_seed_keys() -> None:
-    config = ArchitectureConfig.from_mapping(SEED_CONFIG)
-    assert config.to_mapping() == SEED_CONFIG
+def test_to_mapping_round_trips_the_config_keys() -> None:
+    config = ArchitectureConfig.from_mapping(TS_CONFIG)
+    assert config.to_mapping() == TS_CONFIG
     assert ArchitectureConfig.from_mapping(config.to_mapping()) == config
     assert ArchitectureConfig().to_mapping() == {}
 
@@ -62,7 +62,7 @@ def test_from_mapping_rejects_unknown_key_naming_it_and_listing_allowed_keys() -
         ArchitectureConfig.from_mapping({"claude_thinking": "adaptive", "claude_usepreset": True})
     message = str(info.value)
     assert "'claude_usepreset'" in message
-    for key in SEED_KEYS:
+    for key in CONFIG_KEYS:
         assert key in message
 
 
@@ -195,10 +195,11 @@ def test_execute_params_is_keyword_only_and_frozen() -> None:
         params.prompt = "other"  # type: ignore[misc]
 
 
-def test_permission_mode_is_not_a_param() -> None:
-    assert "permission_mode" not in {a.name for a in attrs.fields(ExecuteParams)}
-    with pytest.raises(TypeError):
-        ExecuteParams(prompt="x", permission_mode="plan")  # type: ignore[call-arg]
+def test_permission_mode_is_checked_by_name_and_unset_by_default() -> None:
+    assert ExecuteParams(prompt="x").permission_mode is None
+    assert ExecuteParams(prompt="x", permission_mode="acceptEdits").permission_mode == "acceptEdits"
+    with pytest.raises(InvalidParamsError, match=r"permission_mode.*'dontAsk'"):
+        ExecuteParams(prompt="x", permission_mode="ask")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("prompt", ["", "   \n", None, 42])

@@ -48,6 +48,7 @@ FULL_PARAMS = ExecuteParams(
     system_prompt="be brief",
     max_turns=3,
     plan_mode=True,
+    permission_mode="acceptEdits",
     cwd="/srv/work",
     resume_session_id="abc-123",
     streaming_input=False,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from claude_trio.protocol.codec import dumps, event_to_json
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import ToolResult, UserInputResolved, UserMessage
-from claude_trio.protocol.params import SEED_KEYS, ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.params import CONFIG_KEYS, ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.wire import (
     MAX_ANSWER_CHARS,
     MAX_ARGUMENT_BYTES,
@@ -260,7 +260,7 @@ def _params(draw: st.DrawFn) -> Any:
     if draw(st.booleans()):
         params["prompt"] = draw(_text)
     if draw(st.booleans()):
-        config_keys = draw(st.lists(st.sampled_from(list(SEED_KEYS)), max_size=3))
+        config_keys = draw(st.lists(st.sampled_from(list(CONFIG_KEYS)), max_size=3))
         params["architecture_config"] = {key: draw(_value) for key in config_keys}
     return draw(st.one_of(st.just(params), _value))
 

@@ -3,9 +3,10 @@
 The SDK's requests (``initialize``, ``interrupt``, ``mcp_status``, any other subtype) are answered
 at once with ``success``, unless their subtype is in ``FakeCLI(unanswered=...)``; an
 ``interrupt`` also stops the running turn, ``set_model`` changes the model the next frames
-report, and ``get_context_usage`` answers ``frames.context_usage_response()``. A script's own requests (``FakeTurn.ask_permission``,
-``elicit``, ``hook_callback``, ``send_request``) are :class:`PendingRequest` objects, resolved by
-the SDK's ``control_response`` or withdrawn with :meth:`PendingRequest.cancel`.
+report, and ``get_context_usage`` answers ``frames.context_usage_response()``. A script's own
+requests (``FakeTurn.ask_permission``, ``elicit``, ``hook_callback``, ``send_request``) are
+:class:`PendingRequest` objects, resolved by the SDK's ``control_response`` or withdrawn with
+:meth:`PendingRequest.cancel`.
 """
 
 from __future__ import annotations
