@@ -42,7 +42,9 @@ Rules:
    (ops ``set_model``, ``set_permission_mode``), which change no code or file on the server.
    Under ``tools="read-only"`` a session can never be switched to a mode that runs tools
    without asking (:data:`WRITING_MODES`: ``acceptEdits``, ``bypassPermissions``, ``auto``):
-   :func:`permission_mode_refusal` says why.
+   :func:`permission_mode_refusal` says why. Plan mode's tool list (rule 2) already keeps the
+   writing tools away whatever the mode; the refusal is a second wall, so that a switch never
+   depends on the first one alone.
 """
 
 from __future__ import annotations
