@@ -128,3 +128,33 @@ async def test_the_cli_lets_the_stop_gate_s_deny_win_over_a_hook_s_allow(
     assert not marker.exists()
     assert [e.decision for e in of_type(events, HookInvoked)] == ["allow"]
     assert STOPPED in str(model_double.message_requests[1].tool_result_text("toolu_1"))
+
+
+async def test_a_hook_can_rewrite_a_tool_s_input_and_stop_the_turn(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    @hook("PreToolUse", matcher="Bash")
+    async def quieter(call: HookInput) -> HookDecision:
+        command = str((call.tool_input or {}).get("command"))
+        return HookDecision.allow(
+            "rewritten", updated_input={**(call.tool_input or {}), "command": f"{command} -n"}
+        )
+
+    @hook("PostToolUse", matcher="Bash")
+    async def enough(call: HookInput) -> HookDecision:
+        return HookDecision.halt("one command is enough")
+
+    model_double.responder = turns(
+        Reply.tool_use("Bash", {"command": "echo hi", "description": "hi"}, id="toolu_1"),
+        Reply.text("never asked"),
+    )
+    events = await run_session(params(tmp_path, "say hi"), hermetic, hooks=[quieter, enough])
+
+    [result] = [r for r in of_type(events, ToolResult) if r.tool_use_id == "toolu_1"]
+    assert result.content == "hi -n"  # the command that ran is the rewritten one
+    assert [(e.hook_name, e.decision) for e in of_type(events, HookInvoked)] == [
+        ("quieter", "allow"),
+        ("enough", "stop"),
+    ]
+    assert len(model_double.message_requests) == 1  # the turn stopped after the tool
+    assert isinstance(events[-1], Result)
