@@ -499,7 +499,7 @@ class RemoteSession:
                 pass
             else:
                 first_seq = continued.first_seq
-                self._follow.continued()
+                self._follow.continued(first_seq)
                 break
             info = {s.session: s for s in await client.list()}.get(self.id)
             if info is None:
@@ -508,7 +508,7 @@ class RemoteSession:
                 continue  # it never reached the server: send it again
             # It was accepted: follow on from the last event (protocol/follow.py, rule 5).
             first_seq = info.first_seq
-            if self._follow.continue_lost():
+            if self._follow.continue_lost(first_seq):
                 client._attach_again(self)
             break
         self._executions += 1

@@ -30,12 +30,16 @@ Rules:
    after ``last_seq`` were evicted from the server's replay buffer) and ``unknown_session``
    (the server forgot the session, or restarted) -> ``failed``, with :attr:`error` saying
    which; the consumer gets the events queued before, then the error.
-5. **Continue.** When the server accepted ``continue``, an ``idle`` session is followed again
+5. **Continue.** An accepted ``continue`` names the seq its execution starts at. A final
+   event makes the session ``idle`` only when no accepted ``continue`` starts after it: a
+   ``continue`` accepted before the current execution's final event reached the consumer
+   keeps the session followed through that event (so a dropped connection attaches it
+   again). When the server accepted ``continue``, an ``idle`` session is followed again
    (``live``): the server sends the next execution from the event after the last one sent.
-   Any other state is left as it is (an ``attach`` from ``last_seq`` is due or in flight and
-   covers the next execution too). When the connection dropped before the answer, nobody
-   knows whether it was accepted: an ``idle`` session is then attached from ``last_seq`` (on
-   the next connection): if it was, that brings the next execution; if not, nothing comes.
+   Any other state is left as it is (an ``attach`` from ``last_seq`` is due or in flight
+   and covers the next execution too). When the connection dropped before the answer and
+   the server says (``list``) that it was accepted (:meth:`Follow.continue_lost`), the same
+   holds, and an ``idle`` session is attached from ``last_seq`` on the next connection.
 """
 
 from __future__ import annotations
@@ -93,6 +97,8 @@ class Follow:
         self.dropped = 0
         self.error: FollowError | None = None
         self._online = True
+        #: Where the latest accepted ``continue``'s execution starts (rule 5).
+        self._next_start = 0
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -107,7 +113,7 @@ class Follow:
             return "pause"
         self.last_seq = seq
         self.queued += 1
-        self.state = "idle" if final else "live"
+        self.state = "idle" if final and self._next_start <= seq else "live"
         return "queue"
 
     def taken(self) -> bool:
@@ -137,15 +143,18 @@ class Follow:
     def unknown_session(self) -> None:
         self._fail(FollowError(kind="unknown_session", last_seq=self.last_seq))
 
-    def continued(self) -> None:
-        """The server accepted ``continue`` (rule 5)."""
-        if self.state == "idle":
+    def continued(self, first_seq: int) -> None:
+        """The server accepted ``continue``; its execution starts at ``first_seq`` (rule 5)."""
+        self._next_start = max(self._next_start, first_seq)
+        if self.state == "idle" and first_seq > self.last_seq:
             self.state = "live"
 
-    def continue_lost(self) -> bool:
-        """The connection dropped before the answer to ``continue`` (rule 5); True: send an
-        ``attach`` from ``last_seq`` now (the connection is back already)."""
-        if self.state == "idle":
+    def continue_lost(self, first_seq: int) -> bool:
+        """The server accepted a ``continue`` whose answer was lost with the connection; its
+        execution starts at ``first_seq`` (rule 5). True: send an ``attach`` from
+        ``last_seq`` now (the connection is back already)."""
+        self._next_start = max(self._next_start, first_seq)
+        if self.state == "idle" and first_seq > self.last_seq:
             self.state = "paused"
         return self._resume_if_room()
 

@@ -58,7 +58,7 @@ def test_a_dropped_connection_reattaches_from_the_last_seq_unless_idle() -> None
     idle.connection_lost()
     assert not idle.connected()
     assert idle.state == "idle"
-    idle.continued()
+    idle.continued(2)
     assert idle.state == "live"
 
 
@@ -66,13 +66,13 @@ def test_a_continue_whose_answer_was_lost_attaches_from_the_last_seq() -> None:
     follow = Follow(max_queue=4)
     follow.event(1, final=True)
     follow.connection_lost()
-    assert not follow.continue_lost()  # no connection yet
+    assert not follow.continue_lost(2)  # no connection yet
     assert follow.connected()  # then: attach from 1, which brings the next execution if any
     back = Follow(max_queue=4)
     back.event(1, final=True)
     back.connection_lost()
     assert not back.connected()  # idle: nothing to attach
-    assert back.continue_lost()  # the caller hears of the lost answer after the reconnect
+    assert back.continue_lost(2)  # the caller hears of the lost answer after the reconnect
 
 
 def test_room_while_disconnected_waits_for_the_connection() -> None:
@@ -163,7 +163,7 @@ class World:
                     self.to_client.append(("refused", 0))
                     return
                 self.continued = True
-                self.to_client.append(("continued", 0))
+                self.to_client.append(("continued", self.first + 1))
                 if not self.attached:
                     self.attached, self.sent_through = True, self.first
 
@@ -197,7 +197,9 @@ class World:
                     self.follow.connection_lost()
                     if self.continue_pending:  # the caller hears ConnectionLostError
                         self.continue_pending = False
-                        assert not self.follow.continue_lost()  # offline: attach on connect
+                        if self.continued:  # and learns from ``list`` that it was accepted
+                            # offline: the attach waits for the next connection
+                            assert not self.follow.continue_lost(self.first + 1)
             case "reconnect":
                 if not self.online:
                     self.online = True
@@ -226,7 +228,7 @@ class World:
                     self.client_sends("attach")
             case "continued":
                 self.continue_pending = False
-                self.follow.continued()
+                self.follow.continued(seq)
             case _:
                 self.continue_pending = False
 
@@ -281,6 +283,19 @@ def test_the_next_executions_events_before_the_attach_reply_are_dropped() -> Non
     assert world.seen == [1]
     assert list(world.queue) == []
     world.finish()
+
+
+def test_a_continue_accepted_before_the_final_event_keeps_the_session_followed() -> None:
+    # The server ended execution 1 and accepted the continue before the client saw event 1
+    # (final): queuing it must not make the session idle, or the dropped connection would
+    # not attach it again and execution 2 would never arrive.
+    world = run(
+        World(first=1, second=1, max_queue=1),
+        "produce continue handle emit deliver deliver drop_connection",
+    )
+    assert (list(world.queue), world.follow.state) == ([1], "paused")
+    world.finish()
+    assert world.seen == [1, 2]
 
 
 @settings(max_examples=500, deadline=None)
