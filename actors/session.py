@@ -218,8 +218,17 @@ class Session:
     async def set_permission_mode(self, mode: PermissionMode) -> None:
         """Switch the CLI's permission mode (``protocol/permissions.py``) for the next tool
         calls; a ``control_applied`` event follows the CLI's confirmation. Raises as
-        :meth:`set_model` does."""
+        :meth:`set_model` does, and ``InvalidParamsError`` for a mode that asks before tool
+        calls (``default``, ``acceptEdits``) on a session opened without ``on_user_input``:
+        no one could answer, and the CLI would deny every call without a word."""
         checked = check_permission_mode("mode", mode)
+        if checked in ASKING_MODES and self._core.broker is None:
+            raise InvalidParamsError(
+                "mode",
+                checked,
+                f"{checked!r} asks before tool calls: open the session with on_user_input= "
+                "to answer them, or choose 'dontAsk' or 'bypassPermissions'",
+            )
         await self._core.control(
             "set_permission_mode", lambda client: client.set_permission_mode(checked)
         )

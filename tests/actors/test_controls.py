@@ -85,6 +85,8 @@ async def test_bad_arguments_are_refused_before_anything_is_sent(
             await session.set_model("gpt-4")
         with pytest.raises(InvalidParamsError, match="mode='yolo'"):
             await session.set_permission_mode("yolo")  # type: ignore[arg-type]
+        with pytest.raises(InvalidParamsError, match=r"mode='default'.*on_user_input="):
+            await session.set_permission_mode("default")  # no one to ask
         with pytest.raises(InvalidParamsError, match="file_checkpointing=True"):
             await session.rewind_files("u-1")
         with pytest.raises(InvalidParamsError, match="user_message_uuid"):
