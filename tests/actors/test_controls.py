@@ -3,6 +3,7 @@ once the execution stops, and the control timeout at its exact virtual time."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -19,6 +20,17 @@ from claude_trio import (
 )
 from claude_trio.protocol.events import ControlApplied, Event, TurnStarted
 from claude_trio.testing import FakeCLI, FakeTurn
+
+
+def held_turn() -> tuple[trio.Event, Callable[[FakeTurn], Awaitable[None]]]:
+    """A turn that answers "done" once the event it comes with is set."""
+    proceed = trio.Event()
+
+    async def script(cli: FakeTurn) -> None:
+        await proceed.wait()
+        await cli.text("done")
+
+    return proceed, script
 
 
 def request_of(frame: dict[str, Any]) -> dict[str, Any]:
@@ -73,12 +85,7 @@ async def test_controls_reach_the_cli_and_the_stream_says_what_changed(
 async def test_bad_arguments_are_refused_before_anything_is_sent(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    proceed = trio.Event()
-
-    async def script(cli: FakeTurn) -> None:
-        await proceed.wait()
-        await cli.text("done")
-
+    proceed, script = held_turn()
     fake = FakeCLI(script)
     async with fake_session(fake) as session:
         with pytest.raises(InvalidParamsError, match="unknown model alias"):
@@ -99,12 +106,7 @@ async def test_bad_arguments_are_refused_before_anything_is_sent(
 async def test_a_control_the_cli_never_answers_fails_at_control_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    proceed = trio.Event()
-
-    async def script(cli: FakeTurn) -> None:
-        await proceed.wait()
-        await cli.text("done")
-
+    proceed, script = held_turn()
     fake = FakeCLI(script, unanswered={"set_model"})
     async with fake_session(fake) as session:
         started = trio.current_time()
@@ -161,12 +163,7 @@ async def test_controls_are_refused_once_the_execution_stops(
 async def test_a_custom_server_takes_any_model_id(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    proceed = trio.Event()
-
-    async def script(cli: FakeTurn) -> None:
-        await proceed.wait()
-        await cli.text("done")
-
+    proceed, script = held_turn()
     fake = FakeCLI(script)
     params = ExecuteParams(prompt="hi", provider="ollama", model="qwen3")
     async with fake_session(fake, params=params) as session:
@@ -181,12 +178,7 @@ async def test_a_fleet_session_takes_controls_only_while_its_execution_runs(
 ) -> None:
     from claude_trio import open_fleet
 
-    proceed = trio.Event()
-
-    async def script(cli: FakeTurn) -> None:
-        await proceed.wait()
-        await cli.text("done")
-
+    proceed, script = held_turn()
     fake = FakeCLI(script)
     async with open_fleet(transport_factory=fake, config=CONFIG, max_live=1) as fleet:
         running = await fleet.start(ExecuteParams(prompt="one"))
