@@ -93,7 +93,7 @@ from .broker import AnswerAccepted, AnswerRejected
 from .driver import DriverConfig
 from .event_stream import QueueReceiveChannel
 from .pool import CLIPool
-from .session import Session, open_session
+from .session import Session, check_session_store, open_session
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,7 @@ SESSION_OPTIONS: frozenset[str] = frozenset(
         "config",
         "pool",
         "custom_tools",
+        "session_store",
     }
 )
 """The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual).
@@ -253,6 +254,8 @@ def _check_session_options(options: Mapping[str, Any]) -> None:
                     raise InvalidParamsError("config", value, "a DriverConfig or None")
             case "custom_tools":
                 check_custom_tools(value)
+            case "session_store":
+                check_session_store(value)
     _check_together(options)
 
 

@@ -35,7 +35,6 @@ from typing import Any, cast
 import coredis
 import trio
 from claude_agent_sdk import SessionStore
-from claude_agent_sdk._internal.session_summary import fold_session_summary
 from claude_agent_sdk.types import (
     SessionKey,
     SessionListSubkeysKey,
@@ -45,6 +44,8 @@ from claude_agent_sdk.types import (
 )
 
 from claude_trio.protocol.redis_keys import DEFAULT_PREFIX, RedisKeys
+
+from .sdk_private import fold_session_summary
 
 __all__ = ["RedisSessionStore"]
 

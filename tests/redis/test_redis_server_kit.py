@@ -52,4 +52,4 @@ async def test_missing_binary_says_how_to_install(
     monkeypatch.setattr(kit.shutil, "which", lambda name: None)
     with pytest.raises(RedisServerError, match="scripts/ensure-redis"):
         async with open_redis_server(tmp_path):
-            await trio.sleep(0)  # pragma: no cover
+            await trio.lowlevel.checkpoint()  # pragma: no cover
