@@ -70,3 +70,44 @@ class RedisKeys:
     def project_summaries(self, project_key: str) -> str:
         """Hash of a project's session summaries (session id -> JSON)."""
         return f"{self.prefix}:proj:{{{_q(project_key)}}}:summaries"
+
+    # --- the cluster (protocol/cluster.py) ------------------------------------------------
+
+    @property
+    def jobs(self) -> str:
+        """The stream of executions to run, read by the workers' consumer group."""
+        return f"{self.prefix}:jobs"
+
+    @property
+    def workers_group(self) -> str:
+        return "workers"
+
+    @property
+    def sessions_index(self) -> str:
+        """Sorted set of every session id, scored by creation time (for listings)."""
+        return f"{self.prefix}:sessions"
+
+    @property
+    def workers(self) -> str:
+        """Sorted set of worker ids, scored by their last heartbeat (epoch ms)."""
+        return f"{self.prefix}:workers"
+
+    def session(self, session_id: str) -> str:
+        """The session record (a hash)."""
+        return f"{self.prefix}:sess:{{{_q(session_id)}}}"
+
+    def events(self, session_id: str) -> str:
+        """The session's event stream (entry id = ``<seq>-0``)."""
+        return f"{self.prefix}:ev:{{{_q(session_id)}}}"
+
+    def reply(self, session_id: str, request_id: str) -> str:
+        """Where one command's outcome is put (a list popped with a deadline)."""
+        return f"{self.prefix}:reply:{{{_q(session_id)}}}:{_q(request_id)}"
+
+    def commands(self, worker_id: str) -> str:
+        """A worker's command stream."""
+        return f"{self.prefix}:cmd:{{{_q(worker_id)}}}"
+
+    def alive(self, worker_id: str) -> str:
+        """Set while the worker heartbeats (expires when it stops)."""
+        return f"{self.prefix}:alive:{{{_q(worker_id)}}}"

@@ -92,6 +92,7 @@ WireErrorCode = Literal[
     "cannot_continue",  # (gateway) continue while the session runs, or with nothing to resume
     "limit_reached",  # (gateway) a per-client or server limit; the message names it
     "internal",  # (gateway) a bug of ours
+    "unavailable",  # (gateway) the cluster behind it (Redis) does not answer: try again later
 ]
 
 MAX_IMAGE_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4
