@@ -929,6 +929,7 @@ class _Client:
             self._reply(ErrorFrame(id=op.id, code="unavailable", message=str(exc)[:1000]))
 
     async def _dispatch(self, op: Op) -> None:
+        await trio.lowlevel.checkpoint()
         # A cluster's fleet reads what the op looks at from Redis now (a local one: nothing).
         if isinstance(op, ListOp):
             await self._fleet.refresh(None)

@@ -146,10 +146,9 @@ class RedisSession:
         """Follow the stream after ``last_seq`` (all it holds for ``None``) until the end of
         the current execution; :class:`ResyncRequired` when events after ``last_seq`` were
         trimmed."""
-        if last_seq is not None and not 0 <= last_seq <= self.last_seq:
-            raise InvalidParamsError(
-                "last_seq", last_seq, f"between 0 and the session's last seq {self.last_seq}"
-            )
+        # No upper bound: the stream may be ahead of the record read before this op.
+        if last_seq is not None and last_seq < 0:
+            raise InvalidParamsError("last_seq", last_seq, "an int >= 0 or None")
         oldest = self.oldest_seq
         if last_seq is not None and oldest is not None and oldest > last_seq + 1:
             return ResyncRequired(session_id=self.id, oldest_seq=oldest)
@@ -411,6 +410,7 @@ class RedisFleet:
     async def _follower(
         self, subscription: Subscription, sid: str, after: int, batch: int, first_seq: int
     ) -> None:
+        await trio.lowlevel.checkpoint()
         stream = self.keys.events(sid)
         last = after
         while not subscription.closed:

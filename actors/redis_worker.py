@@ -25,6 +25,7 @@ the fleet's (one terminal event); a Redis error is retried, never raised out of 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid as uuid_module
@@ -160,12 +161,12 @@ class Worker:
     # -- the loops ------------------------------------------------------------------------------
 
     async def ensure_group(self) -> None:
-        try:
+        await trio.lowlevel.checkpoint()
+        with contextlib.suppress(coredis.exceptions.StreamDuplicateConsumerGroupError):
+            # Made by whichever worker came first.
             await self.redis.xgroup_create(
                 self.keys.jobs, self.keys.workers_group, identifier="0", mkstream=True
             )
-        except coredis.exceptions.StreamDuplicateConsumerGroupError:
-            pass  # another worker made it
 
     async def heartbeat(self) -> None:
         config = self.config
@@ -197,6 +198,7 @@ class Worker:
         """Until nothing runs; at ``deadline`` (trio's clock) what still runs is aborted (its
         final ``aborted`` event is stored and its job acknowledged)."""
         with trio.move_on_at(deadline):
+            await trio.lowlevel.checkpoint()
             while self.running:
                 self._idle = trio.Event()
                 await self._idle.wait()
@@ -267,10 +269,12 @@ class Worker:
 
     async def _store(self, sid: str, event: Event) -> None:
         """Append one event to the session's stream (already there: nothing to do)."""
+        await trio.lowlevel.checkpoint()
         stream = self.keys.events(sid)
         fields = encode_event(event)
 
         async def add() -> None:
+            await trio.lowlevel.checkpoint()
             try:
                 await self.redis.xadd(
                     stream,
@@ -317,6 +321,7 @@ class Worker:
         config = self.config
         try:
             while True:
+                await trio.lowlevel.checkpoint()
                 subscribed = local.subscribe(
                     running.published_local or None,
                     max_queue=config.stream_max,
@@ -376,6 +381,7 @@ class Worker:
                 await self._retrying("commands", partial(self.redis.xdel, stream, done))
 
     async def _apply(self, fields: Mapping[str, str]) -> None:
+        await trio.lowlevel.checkpoint()
         try:
             command = Command.from_fields(fields)
         except RemoteProtocolError as exc:

@@ -40,11 +40,20 @@ async def open_worker(
     ):
         scope = trio.CancelScope()
 
-        async def run(task_status: trio.TaskStatus[Worker]) -> None:
-            with scope:
-                await serve_worker(redis, fleet_, config=config, task_status=task_status)
+        started: list[Worker] = []
+        ready = trio.Event()
 
-        worker = await nursery.start(run)
+        async def run() -> None:
+            with scope:
+                async with trio.open_nursery() as inner:
+                    started.append(
+                        await inner.start(partial(serve_worker, redis, fleet_, config=config))
+                    )
+                    ready.set()
+
+        nursery.start_soon(run)
+        await ready.wait()
+        worker = started[0]
         yield RunningWorker(worker=worker, scope=scope)
         nursery.cancel_scope.cancel()
 

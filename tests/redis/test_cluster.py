@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 import trio
 from cluster_kit import TOKEN, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
-from claude_trio.client import ClientConfig, connect_gateway
-from claude_trio.protocol.events import Event, Result, TextDelta
+from claude_trio.client import ClientConfig, SessionLostError, connect_gateway
+from claude_trio.protocol.events import Aborted, Event, Result, TextDelta
+from claude_trio.protocol.lifecycle import Accepted, Rejected
+from claude_trio.protocol.remote import Principal
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
 
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
@@ -54,3 +57,137 @@ async def test_sessions_spread_over_workers_and_stream_exactly(
     ran = Counter({one.worker.id: one.worker.acknowledged, two.worker.id: two.worker.acknowledged})
     assert sum(ran.values()) == 6
     assert all(count >= 1 for count in ran.values())
+
+
+async def slow_answer(turn: FakeTurn) -> None:
+    await turn.sleep(0.4)
+    await turn.text(f"answered {turn.messages[-1].text}")
+
+
+async def test_push_abort_and_continue_reach_the_worker_in_order(
+    redis_server: RedisServer,
+) -> None:
+    fake = FakeCLI(slow_answer)
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, fake, max_live=2),
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            pushed = await client.open(ExecuteParams(prompt="first"))
+            events: list[Event] = []
+            outcome = None
+            async for event in pushed.events:
+                events.append(event)
+                if outcome is None and event.kind == "turn_started":
+                    outcome = await pushed.push("second")
+            assert isinstance(outcome, Accepted), outcome
+            results = [e for e in events if isinstance(e, Result)]
+            # The push became the next turn of the same execution, on the worker's CLI.
+            assert [r.text for r in results] == ["answered first", "answered second"]
+            assert results[-1].final
+            late = await pushed.push("too late")
+            assert isinstance(late, Rejected)
+            assert "ended" in late.reason
+
+            await pushed.continue_("third")
+            continued = [e async for e in pushed.events]
+            assert continued[0].seq == events[-1].seq + 1
+            assert [e.seq for e in continued] == list(
+                range(continued[0].seq, continued[0].seq + len(continued))
+            )
+            assert isinstance(continued[-1], Result)
+            assert continued[-1].text == "answered third"
+
+            aborted = await client.open(ExecuteParams(prompt="stop me"))
+            async for event in aborted.events:
+                if event.kind == "turn_started":
+                    await aborted.abort()
+                final = event
+            assert isinstance(final, Aborted)
+
+
+async def test_a_client_reconnects_to_another_gateway_and_gets_an_exact_replay(
+    redis_server: RedisServer,
+) -> None:
+    async def chatty(turn: FakeTurn) -> None:
+        for i in range(20):
+            await turn.text(f"part {i} ")
+
+    fake = FakeCLI(chatty)
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, fake),
+            open_gateway(url) as (_one, port_one),
+            open_gateway(url) as (_two, port_two),
+        ):
+            async with connect_gateway(
+                f"ws://127.0.0.1:{port_one}/", token=TOKEN, config=CLIENT
+            ) as client:
+                session = await client.open(ExecuteParams(prompt="talk"))
+                first_part = []
+                async for event in session.events:
+                    first_part.append(event)
+                    if len(first_part) == 5:
+                        break
+                sid = session.id
+            async with connect_gateway(
+                f"ws://127.0.0.1:{port_two}/", token=TOKEN, config=CLIENT
+            ) as client:
+                again = await client.attach(sid, last_seq=5)
+                rest = [e async for e in again.events]
+                again.close()
+                whole = [e async for e in (await client.attach(sid, last_seq=0)).events]
+    assert [e.seq for e in first_part + rest] == list(range(1, len(whole) + 1))
+    assert first_part + rest == whole
+    assert isinstance(whole[-1], Result)
+
+
+async def test_principals_see_only_their_sessions(redis_server: RedisServer) -> None:
+    alice, bob = "alice-cluster-token-0123456", "bob-cluster-token-0123456789"
+    tokens = {alice: Principal(name="alice"), bob: Principal(name="bob")}
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, FakeCLI()),
+            open_gateway(url, tokens=tokens) as (_fleet, port),
+        ):
+            async with connect_gateway(
+                f"ws://127.0.0.1:{port}/", token=alice, config=CLIENT
+            ) as client:
+                mine = await client.open(ExecuteParams(prompt="mine"))
+                [e async for e in mine.events]
+                assert [s.session for s in await client.list()] == [mine.id]
+            async with connect_gateway(
+                f"ws://127.0.0.1:{port}/", token=bob, config=CLIENT
+            ) as client:
+                assert await client.list() == ()
+                # Exactly what an id that never existed gets: no existence leak.
+                with pytest.raises(SessionLostError, match="no longer knows it"):
+                    await client.attach(mine.id, last_seq=0)
+
+
+async def test_a_push_to_a_worker_that_does_not_answer_is_rejected_in_time(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, FakeCLI(slow_answer)) as worker,
+            open_gateway(url, command_timeout=1.0) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            session = await client.open(ExecuteParams(prompt="x"))
+            async for event in session.events:
+                if event.kind == "turn_started":
+                    break
+            # The worker stops reading its commands (a stalled node).
+            worker.scope.cancel()
+            started = trio.current_time()
+            outcome = await session.push("anyone?")
+            waited = trio.current_time() - started
+    assert isinstance(outcome, Rejected)
+    assert f"worker {worker.worker.id} did not answer within 1 s" in outcome.reason
+    assert waited < 5
