@@ -39,13 +39,16 @@ import coredis.exceptions
 import trio
 
 from claude_trio.protocol.cluster import (
+    AcceptedPush,
     Command,
     Job,
     Outcome,
     SessionRecord,
+    decode_event,
     encode_event,
     event_id,
     is_final,
+    plan_move,
 )
 from claude_trio.protocol.errors import RemoteProtocolError
 from claude_trio.protocol.events import (
@@ -55,7 +58,8 @@ from claude_trio.protocol.events import (
     TurnStarted,
     WarningEvent,
 )
-from claude_trio.protocol.lifecycle import Accepted
+from claude_trio.protocol.lifecycle import Accepted, Rejected
+from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.redis_keys import RedisKeys
 from claude_trio.protocol.wire import params_from_json
 
@@ -99,6 +103,7 @@ class _Running:
     job: Job
     local: FleetSession
     published_local: int = 0  # the last local seq stored
+    redeliver: tuple[str, ...] = ()  # pushes to deliver again once the CLI runs (a move)
 
 
 class Worker:
@@ -121,6 +126,10 @@ class Worker:
         self.running: dict[str, _Running] = {}
         self.claimed = 0
         self.acknowledged = 0
+        #: Acknowledgements Redis refused because the job was acknowledged already (never
+        #: expected: a test checks it stays 0).
+        self.acknowledged_twice = 0
+        self.moved_in = 0
         self._failing: set[str] = set()  # what is failing to reach Redis now
         self._room = trio.Event()
         self._claiming = trio.CancelScope()
@@ -184,6 +193,22 @@ class Worker:
             await self._retrying(
                 "heartbeat", partial(self.redis.zadd, self.keys.workers, {self.id: now_ms})
             )
+            mine = [r.entry_id for r in self.running.values()]
+            if mine:
+                # Re-claiming our own jobs sets their idle time back to 0: only a dead
+                # worker's jobs grow idle enough to be claimed by another (rule 5).
+                await self._retrying(
+                    "heartbeat",
+                    partial(
+                        self.redis.xclaim,
+                        self.keys.jobs,
+                        self.keys.workers_group,
+                        self.id,
+                        0,
+                        mine,
+                        justid=True,
+                    ),
+                )
             await trio.sleep(config.heartbeat)
 
     def _has_room(self) -> bool:
@@ -220,6 +245,24 @@ class Worker:
             while not self._has_room():
                 self._room = trio.Event()
                 await self._room.wait()
+            dead_ms = int(self.config.dead_after * 1000)
+            orphaned = await self._retrying(
+                "claim",
+                partial(
+                    self.redis.xautoclaim,
+                    keys.jobs,
+                    keys.workers_group,
+                    self.id,
+                    dead_ms,
+                    "0-0",
+                    count=1,
+                ),
+            )
+            moved = orphaned[1] if orphaned else ()
+            for entry in moved:
+                await self._begin(nursery, str(entry.identifier), entry.field_values, moved=True)
+            if moved:
+                continue
             got = await self._retrying(
                 "claim",
                 lambda: self.redis.xreadgroup(
@@ -229,7 +272,14 @@ class Worker:
             for entry in (got or {}).get(keys.jobs, ()):
                 await self._begin(nursery, entry.identifier, entry.field_values)
 
-    async def _begin(self, nursery: trio.Nursery, entry_id: str, fields: Mapping[str, str]) -> None:
+    async def _begin(
+        self,
+        nursery: trio.Nursery,
+        entry_id: str,
+        fields: Mapping[str, str],
+        *,
+        moved: bool = False,
+    ) -> None:
         keys = self.keys
         try:
             job = Job.from_fields(fields)
@@ -248,12 +298,20 @@ class Worker:
             await self._store(sid, event)
             await self._ended(sid, entry_id, event, execution=job.execution)
             return
+        redeliver: tuple[str, ...] = ()
+        if moved:
+            plan = await self._plan_move(sid, job, record, entry_id)
+            if plan is None:
+                return
+            job, params, redeliver = plan
         try:
             local = await self.fleet.start(params, owner=record.principal, label=record.label)
         except Exception as exc:  # the fleet refuses (draining, bad params): end it, say why
             log.error("worker %s: session %s cannot start: %r", self.id, sid, exc)
             return
-        running = _Running(session_id=sid, entry_id=entry_id, job=job, local=local)
+        running = _Running(
+            session_id=sid, entry_id=entry_id, job=job, local=local, redeliver=redeliver
+        )
         self.running[sid] = running
         await self._retrying(
             "record",
@@ -261,11 +319,84 @@ class Worker:
         )
         nursery.start_soon(self._publish, running, name=f"worker publisher {sid}")
 
-    async def _ack(self, entry_id: str) -> None:
+    async def _plan_move(
+        self, sid: str, job: Job, record: SessionRecord, entry_id: str
+    ) -> tuple[Job, ExecuteParams, tuple[str, ...]] | None:
+        """Take over a dead worker's execution (rule 5): store the move event and say what
+        to run, or None when there is nothing to run (then it is ended here)."""
+        keys = self.keys
+        stream = keys.events(sid)
+        first = job.after_seq + 1
+        entries = await self._retrying(
+            "claim", partial(self.redis.xrange, stream, event_id(first), "+")
+        )
+        stored = [
+            decode_event({str(k): str(v) for k, v in e.field_values.items()}) for e in entries
+        ]
+        raw_pushes = await self._retrying(
+            "claim", partial(self.redis.lrange, keys.pushes(sid), 0, -1)
+        )
+        pushes = [AcceptedPush.decode(text) for text in raw_pushes]
+        prompt = str(job.params.get("prompt", ""))
+        plan = plan_move(prompt, pushes, stored)
+        last = stored[-1].seq if stored else job.after_seq
+        if plan.finished:
+            await self._ended(sid, entry_id, stored[-1], execution=job.execution)
+            return None
+        self.moved_in += 1
+        moved_event = WarningEvent(
+            code="session_moved",
+            message=f"the session moved from worker {record.worker or '?'} to worker "
+            f"{self.id} after event {last}: "
+            + (
+                "the turn in flight runs again from its prompt"
+                if plan.prompt == prompt and not any(isinstance(e, Result) for e in stored)
+                else f"{len(plan.again) + (plan.prompt is not None)} push(es) not confirmed "
+                "by the CLI are delivered again"
+            ),
+            seq=last + 1,
+            turn=stored[-1].turn if stored else 0,
+        )
+        await self._store(sid, moved_event)
         await self._retrying(
+            "record",
+            partial(
+                self.redis.hset,
+                keys.session(sid),
+                {"moves": str(record.moves + 1), "worker": self.id},
+            ),
+        )
+        await self._retrying("record", partial(self.redis.delete, [keys.pushes(sid)]))
+        if plan.prompt is None:
+            final = Aborted(
+                reason="the session moved after its last turn: nothing was left to run",
+                seq=last + 2,
+                turn=moved_event.turn,
+            )
+            await self._store(sid, final)
+            await self._ended(sid, entry_id, final, execution=job.execution)
+            return None
+        params_json = {**job.params, "prompt": plan.prompt}
+        if record.claude_session_id and "resume_session_id" not in params_json:
+            params_json["resume_session_id"] = record.claude_session_id
+        params = params_from_json(params_json, allow_cwd=True, allow_env=True)
+        moved_job = attrs.evolve(job, params=params_json, after_seq=last + 1)
+        return moved_job, params, plan.again
+
+    async def _accepted(self, sid: str, push: AcceptedPush) -> None:
+        await self._retrying(
+            "record", partial(self.redis.rpush, self.keys.pushes(sid), [push.encode()])
+        )
+
+    async def _ack(self, entry_id: str) -> None:
+        done = await self._retrying(
             "ack", lambda: self.redis.xack(self.keys.jobs, self.keys.workers_group, [entry_id])
         )
-        self.acknowledged += 1
+        if done:
+            self.acknowledged += 1
+        else:
+            self.acknowledged_twice += 1
+            log.error("worker %s: job %s was acknowledged already", self.id, entry_id)
 
     async def _store(self, sid: str, event: Event) -> None:
         """Append one event to the session's stream (already there: nothing to do)."""
@@ -305,6 +436,7 @@ class Worker:
                 {"state": "ended", "ended_at": repr(time.time()), "last_seq": str(final.seq)},
             ),
         )
+        await self._retrying("record", partial(self.redis.delete, [self.keys.pushes(sid)]))
         await self._ack(entry_id)
         log.info(
             "worker %s: session %s execution %d ended",
@@ -346,6 +478,10 @@ class Worker:
                             shifted = attrs.evolve(event, seq=event.seq + offset)
                             await self._store(running.session_id, shifted)
                             running.published_local = event.seq
+                            if running.redeliver:
+                                again, running.redeliver = running.redeliver, ()
+                                for text in again:
+                                    await self._push(running, text)
                             if is_final(event):
                                 await self._ended(
                                     running.session_id,
@@ -380,6 +516,14 @@ class Worker:
             if done:
                 await self._retrying("commands", partial(self.redis.xdel, stream, done))
 
+    async def _push(self, running: _Running, text: str) -> Accepted | Rejected:
+        """Push to the local session; an accepted push is recorded (for a move) before the
+        outcome goes back."""
+        pushed = await running.local.push(text)
+        if isinstance(pushed, Accepted):
+            await self._accepted(running.session_id, AcceptedPush(uuid=pushed.uuid, text=text))
+        return pushed
+
     async def _apply(self, fields: Mapping[str, str]) -> None:
         await trio.lowlevel.checkpoint()
         try:
@@ -394,7 +538,7 @@ class Worker:
             local = running.local
             match command.kind:
                 case "push":
-                    pushed = await local.push(command.text)
+                    pushed = await self._push(running, command.text)
                     outcome = (
                         Outcome(ok=True, uuid=pushed.uuid)
                         if isinstance(pushed, Accepted)
@@ -417,6 +561,10 @@ class Worker:
             await self.redis.expire(reply, self.config.reply_ttl)
 
         await self._retrying("replies", answer)
+
+
+def _text_fields(fields: Mapping[Any, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in fields.items()}
 
 
 async def serve_worker(

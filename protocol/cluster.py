@@ -24,24 +24,27 @@ gateways (``claude-trio serve --redis``). Rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
 from .codec import dumps, event_from_json, event_to_json, to_json_safe
 from .errors import RemoteProtocolError
-from .events import Event, is_terminal
+from .events import Event, Result, is_terminal
 
 __all__ = [
+    "AcceptedPush",
     "Command",
     "Job",
+    "MovePlan",
     "Outcome",
     "SessionRecord",
     "decode_event",
     "encode_event",
     "event_id",
     "is_final",
+    "plan_move",
     "seq_of_id",
 ]
 
@@ -261,3 +264,64 @@ class SessionRecord:
             )
         except ValueError as exc:
             raise RemoteProtocolError(f"{where}: {exc}") from None
+
+
+# -- a worker that dies -------------------------------------------------------------------------
+#
+# 5. **Moving a session.** A worker heartbeats and, with each beat, re-claims the jobs it runs
+#    (their idle time in the group goes back to 0). A job idle for longer than ``dead_after``
+#    belongs to a dead worker: another worker claims it (``XAUTOCLAIM``) and moves the session.
+#    What it runs is decided by :func:`plan_move` from what the stream already holds:
+#    the execution's prompt runs again unless a result of this execution was stored (the
+#    turn in flight is restarted from its prompt: its partial events stay in the stream,
+#    before the move event); every accepted push whose uuid no stored result lists is
+#    delivered again; the others are never repeated. The new CLI resumes the conversation
+#    from the transcript store when the dead one had reported a session id.
+# 6. **The move event** is a ``warning`` with code ``session_moved``, stored right after the
+#    last event the dead worker stored; the moved execution's events follow it.
+
+
+@attrs.frozen(kw_only=True)
+class AcceptedPush:
+    """A push a worker accepted (kept until its execution ends, for a move)."""
+
+    uuid: str
+    text: str
+
+    def encode(self) -> str:
+        return dumps({"uuid": self.uuid, "text": self.text})
+
+    @classmethod
+    def decode(cls, text: str) -> AcceptedPush:
+        try:
+            obj = json.loads(text)
+            return cls(uuid=str(obj["uuid"]), text=str(obj["text"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RemoteProtocolError(f"not an accepted push: {exc!r}") from None
+
+
+@attrs.frozen(kw_only=True)
+class MovePlan:
+    """What a moved execution runs (rule 5): ``prompt`` first (None: nothing is left to run,
+    the execution ends with ``aborted``), then ``again`` pushed in order; ``finished`` when
+    its final event is already stored (acknowledge, run nothing)."""
+
+    prompt: str | None
+    again: tuple[str, ...]
+    finished: bool
+
+
+def plan_move(
+    prompt: str, pushes: Sequence[AcceptedPush], stored: Sequence[Event]
+) -> MovePlan:
+    """Rule 5: ``stored`` is what the stream holds of the execution (from its first seq)."""
+    if any(is_final(event) for event in stored):
+        return MovePlan(prompt=None, again=(), finished=True)
+    results = [event for event in stored if isinstance(event, Result)]
+    confirmed = {uuid for result in results for uuid in result.user_message_uuids}
+    pending = [push.text for push in pushes if push.uuid not in confirmed]
+    if not results:
+        return MovePlan(prompt=prompt, again=tuple(pending), finished=False)
+    if pending:
+        return MovePlan(prompt=pending[0], again=tuple(pending[1:]), finished=False)
+    return MovePlan(prompt=None, again=(), finished=False)

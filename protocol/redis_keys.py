@@ -111,3 +111,7 @@ class RedisKeys:
     def alive(self, worker_id: str) -> str:
         """Set while the worker heartbeats (expires when it stops)."""
         return f"{self.prefix}:alive:{{{_q(worker_id)}}}"
+
+    def pushes(self, session_id: str) -> str:
+        """The pushes accepted in the session's current execution (for a move)."""
+        return f"{self.prefix}:pushes:{{{_q(session_id)}}}"

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 import trio
-from cluster_kit import TOKEN, open_gateway, open_worker
+from cluster_kit import TOKEN, RunningWorker, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, SessionLostError, connect_gateway
@@ -191,3 +191,68 @@ async def test_a_push_to_a_worker_that_does_not_answer_is_rejected_in_time(
     assert isinstance(outcome, Rejected)
     assert f"worker {worker.worker.id} did not answer within 1 s" in outcome.reason
     assert waited < 5
+
+
+async def test_a_dead_workers_session_moves_and_finishes_elsewhere(
+    redis_server: RedisServer,
+) -> None:
+    """The worker running a session dies mid-turn (its tasks and CLIs gone at once): after
+    ``dead_after`` another worker claims the job, stores the move event, runs the turn again
+    with the push that was accepted and not confirmed; the client sees the first part, the
+    move event, then the moved execution to its end; the job is acknowledged once."""
+
+    async def turn(turn: FakeTurn) -> None:
+        await turn.sleep(0.6)
+        await turn.text(f"answered {turn.messages[-1].text}")
+
+    url = redis_server.url
+    with trio.fail_after(40):
+        async with (
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+            trio.open_nursery() as nursery,
+        ):
+            doomed_scope = trio.CancelScope()
+            doomed: list[RunningWorker] = []
+            up = trio.Event()
+
+            async def run_doomed() -> None:
+                with doomed_scope:
+                    async with open_worker(url, FakeCLI(turn)) as w:
+                        doomed.append(w)
+                        up.set()
+                        await trio.sleep_forever()
+
+            nursery.start_soon(run_doomed)
+            await up.wait()
+            session = await client.open(ExecuteParams(prompt="first"))
+            events: list[Event] = []
+            async for event in session.events:
+                events.append(event)
+                if event.kind == "turn_started":
+                    pushed = await session.push("second")
+                    assert isinstance(pushed, Accepted)
+                    doomed_scope.cancel()  # the worker dies mid-turn
+                    break
+            async with open_worker(url, FakeCLI(turn)) as heir:
+                async for event in session.events:
+                    events.append(event)
+                while heir.worker.running:  # the job is acknowledged after its final event
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    moved = [e for e in events if e.kind == "warning" and e.code == "session_moved"]
+    assert len(moved) == 1
+    assert f"from worker {doomed[0].worker.id} to worker {heir.worker.id}" in moved[0].message
+    after = events[events.index(moved[0]) + 1 :]
+    results = [e for e in after if isinstance(e, Result)]
+    # The turn in flight ran again from its prompt, and the accepted push was delivered again.
+    assert [r.text for r in results][-1] == "answered second"
+    assert "answered first" in [r.text for r in results]
+    assert results[-1].final
+    assert not any(isinstance(e, Result) for e in events[: events.index(moved[0])])
+    assert heir.worker.moved_in == 1
+    assert heir.worker.acknowledged == 1
+    assert heir.worker.acknowledged_twice == 0
+    assert doomed[0].worker.acknowledged == 0
