@@ -940,6 +940,10 @@ class Fleet:
         always is: a checkpoint. (A cluster's view, ``RedisFleet``, reads Redis here.)"""
         await trio.lowlevel.checkpoint()
 
+    async def refresh_active(self) -> None:
+        """Bring the statistics of the sessions not ended up to date (see ``refresh``)."""
+        await trio.lowlevel.checkpoint()
+
     def get(self, session_id: str) -> FleetSession:
         """The session with this id; :class:`UnknownSessionError` (a ``KeyError``) if there
         is none (or it was forgotten)."""

@@ -935,6 +935,8 @@ class _Client:
             await self._fleet.refresh(None)
         elif isinstance(op, AttachOp | PushOp | AnswerOp | AbortOp | ContinueOp):
             await self._fleet.refresh(op.session)
+        elif isinstance(op, OpenOp):
+            await self._fleet.refresh_active()
         match op:
             case HelloOp():
                 self._reply(self._hello(op.id))

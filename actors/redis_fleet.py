@@ -270,6 +270,14 @@ class RedisFleet:
         self._records.pop(session_id, None)
         await self._read(session_id)
 
+    async def refresh_active(self) -> None:
+        """Read again the records of the sessions this gateway saw not ended (what the
+        per-client limits count)."""
+        await trio.lowlevel.checkpoint()
+        for sid, record in list(self._records.items()):
+            if record.state != "ended":
+                await self._read(sid)
+
     async def _read(self, sid: str) -> None:
         keys = self.keys
         fields = await self._call(lambda: self.redis.hgetall(keys.session(sid)))

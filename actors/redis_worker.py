@@ -377,7 +377,15 @@ class Worker:
             await self._ended(sid, entry_id, final, execution=job.execution)
             return None
         params_json = {**job.params, "prompt": plan.prompt}
-        if record.claude_session_id and "resume_session_id" not in params_json:
+        # Resume only a conversation the transcript store holds: one continued before this
+        # execution, or whose first turn ended (the SDK mirrors a turn's transcript when its
+        # result comes). A first turn that never ended starts the conversation again.
+        has_results = any(isinstance(e, Result) for e in stored)
+        if (
+            record.claude_session_id
+            and "resume_session_id" not in params_json
+            and has_results
+        ):
             params_json["resume_session_id"] = record.claude_session_id
         params = params_from_json(params_json, allow_cwd=True, allow_env=True)
         moved_job = attrs.evolve(job, params=params_json, after_seq=last + 1)
@@ -489,6 +497,8 @@ class Worker:
                                     shifted,
                                     execution=running.job.execution,
                                 )
+                                # Its slot is free once its CLI is gone: claim the next then.
+                                await local.wait_closed()
                                 return
                     except SlowSubscriberError:
                         continue  # Redis was slow: subscribe again from the last stored

@@ -276,7 +276,8 @@ class SessionRecord:
 #    turn in flight is restarted from its prompt: its partial events stay in the stream,
 #    before the move event); every accepted push whose uuid no stored result lists is
 #    delivered again; the others are never repeated. The new CLI resumes the conversation
-#    from the transcript store when the dead one had reported a session id.
+#    from the transcript store when it holds it (the execution continued an earlier one, or
+#    a turn of it ended); a first turn that never ended starts the conversation again.
 # 6. **The move event** is a ``warning`` with code ``session_moved``, stored right after the
 #    last event the dead worker stored; the moved execution's events follow it.
 

@@ -237,8 +237,8 @@ async def test_a_dead_workers_session_moves_and_finishes_elsewhere(
             async with open_worker(url, FakeCLI(turn)) as heir:
                 async for event in session.events:
                     events.append(event)
-                while heir.worker.running:  # the job is acknowledged after its final event
-                    await trio.sleep(0.01)
+                # The job is acknowledged after its final event is stored.
+                await heir.worker.wait_idle(trio.current_time() + 5)
             nursery.cancel_scope.cancel()
 
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
