@@ -70,6 +70,9 @@ __all__ = ["WorkerConfig", "WorkerStatistics", "serve_worker"]
 
 log = logging.getLogger("claude_trio.worker")
 
+BATCH_MAX = 256
+"""Events stored per round trip at most."""
+
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
 
 
@@ -406,6 +409,46 @@ class Worker:
             self.acknowledged_twice += 1
             log.error("worker %s: job %s was acknowledged already", self.id, entry_id)
 
+    async def _store_many(self, sid: str, events: list[Event]) -> None:
+        """Append events to the session's stream in one pipeline (those already there are
+        refused by Redis and skipped), and the record's seq with a turn's start or end."""
+        await trio.lowlevel.checkpoint()
+        stream = self.keys.events(sid)
+        record = self.keys.session(sid)
+        update: dict[str, str] = {}
+        for event in events:
+            match event:
+                case Result() | Aborted() | TurnStarted():
+                    update["last_seq"] = str(event.seq)
+                    if event.session_id:
+                        update["claude_session_id"] = event.session_id
+                case _:
+                    pass
+
+        async def add() -> None:
+            async with self.redis.pipeline(transaction=False, raise_on_error=False) as pipe:
+                added = [
+                    pipe.xadd(
+                        stream,
+                        encode_event(event),
+                        identifier=event_id(event.seq),
+                        trim_strategy=coredis.PureToken.MAXLEN,
+                        threshold=self.config.stream_max,
+                        trim_operator=coredis.PureToken.APPROXIMATELY,
+                    )
+                    for event in events
+                ]
+                if update:
+                    pipe.hset(record, update)
+            for request in added:
+                try:
+                    await request
+                except coredis.exceptions.ResponseError as exc:
+                    if "equal or smaller" not in str(exc):
+                        raise
+
+        await self._retrying("events", add)
+
     async def _store(self, sid: str, event: Event) -> None:
         """Append one event to the session's stream (already there: nothing to do)."""
         await trio.lowlevel.checkpoint()
@@ -428,13 +471,18 @@ class Worker:
                     raise
 
         await self._retrying("events", add)
-        update: dict[str, str] = {"last_seq": str(event.seq)}
+        # The record's last seq is written with the events that matter to a reader of the
+        # record (a turn's start and end) and at the end; the stream itself is exact.
         match event:
-            case Result() | Aborted() | TurnStarted() if event.session_id:
-                update["claude_session_id"] = event.session_id
+            case Result() | Aborted() | TurnStarted():
+                update = {"last_seq": str(event.seq)}
+                if event.session_id:
+                    update["claude_session_id"] = event.session_id
+                await self._retrying(
+                    "record", partial(self.redis.hset, self.keys.session(sid), update)
+                )
             case _:
                 pass
-        await self._retrying("record", lambda: self.redis.hset(self.keys.session(sid), update))
 
     async def _ended(self, sid: str, entry_id: str, final: Event, *, execution: int) -> None:
         await self._retrying(
@@ -482,19 +530,30 @@ class Worker:
                     continue
                 with subscribed:
                     try:
-                        async for event in subscribed:
-                            shifted = attrs.evolve(event, seq=event.seq + offset)
-                            await self._store(running.session_id, shifted)
-                            running.published_local = event.seq
+                        while True:
+                            try:
+                                batch = [await subscribed.receive()]
+                            except trio.EndOfChannel:
+                                break
+                            # Everything else ready goes in the same round trip (a pipeline).
+                            while len(batch) < BATCH_MAX:
+                                try:
+                                    batch.append(subscribed.receive_nowait())
+                                except (trio.WouldBlock, trio.EndOfChannel):
+                                    break
+                            shifted = [attrs.evolve(e, seq=e.seq + offset) for e in batch]
+                            await self._store_many(running.session_id, shifted)
+                            running.published_local = batch[-1].seq
                             if running.redeliver:
                                 again, running.redeliver = running.redeliver, ()
                                 for text in again:
                                     await self._push(running, text)
-                            if is_final(event):
+                            final = next((e for e in shifted if is_final(e)), None)
+                            if final is not None:
                                 await self._ended(
                                     running.session_id,
                                     running.entry_id,
-                                    shifted,
+                                    final,
                                     execution=running.job.execution,
                                 )
                                 # Its slot is free once its CLI is gone: claim the next then.
