@@ -161,6 +161,7 @@ from .fleet import (
     Subscription,
     UnknownSessionError,
 )
+from .owners import GatewayOwner
 
 if TYPE_CHECKING:
     from .redis_fleet import RedisFleet, RedisSession
@@ -647,17 +648,6 @@ class _Attached:
     ready: bool = False  # in the client's ready queue
     #: The seq of the last event sent (a continued session is re-subscribed from it).
     last_sent: int = 0
-
-
-@attrs.frozen
-class GatewayOwner:
-    """The ``owner`` of a session opened through a gateway (``Fleet.start(owner=...)``,
-    ``FleetSession.owner``): the principal it belongs to, and the peer address its
-    per-client limits and slot turns are counted under
-    (``fleet.owner_statistics(GatewayOwner("alice", "10.0.0.7"))``)."""
-
-    principal: str
-    host: str
 
 
 class _Client:

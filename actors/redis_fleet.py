@@ -64,6 +64,7 @@ from .fleet import (
     Subscription,
     UnknownSessionError,
 )
+from .owners import GatewayOwner
 
 __all__ = ["ClusterUnavailableError", "RedisFleet", "RedisSession", "open_redis_fleet"]
 
@@ -87,8 +88,6 @@ class RedisSession:
 
     @property
     def owner(self) -> Hashable:
-        from .gateway import GatewayOwner
-
         principal = self.record.principal
         return GatewayOwner(principal, self.record.host) if principal is not None else None
 
