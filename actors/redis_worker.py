@@ -53,6 +53,7 @@ from claude_trio.protocol.cluster import (
 from claude_trio.protocol.errors import RemoteProtocolError
 from claude_trio.protocol.events import (
     Aborted,
+    Error,
     Event,
     Result,
     TurnStarted,
@@ -286,12 +287,23 @@ class Worker:
         keys = self.keys
         try:
             job = Job.from_fields(fields)
-            params = params_from_json(job.params, allow_cwd=True, allow_env=True)
-        except (RemoteProtocolError, ValueError) as exc:
+        except RemoteProtocolError as exc:  # no session to tell: acknowledge it, say why
             log.error("worker %s: job %s cannot run: %s", self.id, entry_id, exc)
             await self._ack(entry_id)
             return
         sid = job.session
+        try:
+            params = params_from_json(job.params, allow_cwd=True, allow_env=True)
+        except (RemoteProtocolError, ValueError) as exc:
+            log.error("worker %s: job %s cannot run: %s", self.id, entry_id, exc)
+            bad = Error(
+                message=f"the session's parameters cannot run: {exc}",
+                code="config",
+                seq=job.after_seq + 1,
+            )
+            await self._store(sid, bad)
+            await self._ended(sid, entry_id, bad, execution=job.execution)
+            return
         self.claimed += 1
         fields_now = await self._retrying("claim", lambda: self.redis.hgetall(keys.session(sid)))
         record = SessionRecord.from_fields(fields_now) if fields_now else None
@@ -311,6 +323,13 @@ class Worker:
             local = await self.fleet.start(params, owner=record.principal, label=record.label)
         except Exception as exc:  # the fleet refuses (draining, bad params): end it, say why
             log.error("worker %s: session %s cannot start: %r", self.id, sid, exc)
+            failed = Error(
+                message=f"the worker could not start the session: {exc}",
+                code="internal",
+                seq=job.after_seq + 1,
+            )
+            await self._store(sid, failed)
+            await self._ended(sid, entry_id, failed, execution=job.execution)
             return
         running = _Running(
             session_id=sid, entry_id=entry_id, job=job, local=local, redeliver=redeliver

@@ -5,14 +5,25 @@ from __future__ import annotations
 
 from collections import Counter
 
+import coredis
 import pytest
 import trio
 from cluster_kit import TOKEN, RunningWorker, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
+from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
 from claude_trio.client import ClientConfig, SessionLostError, connect_gateway
-from claude_trio.protocol.events import Aborted, Event, Result, TextDelta
+from claude_trio.protocol.cluster import Job, SessionRecord, decode_event
+from claude_trio.protocol.events import (
+    Aborted,
+    Error,
+    Event,
+    Result,
+    TextDelta,
+    UserInputRequest,
+)
 from claude_trio.protocol.lifecycle import Accepted, Rejected
+from claude_trio.protocol.redis_keys import RedisKeys
 from claude_trio.protocol.remote import Principal
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
 
@@ -256,3 +267,73 @@ async def test_a_dead_workers_session_moves_and_finishes_elsewhere(
     assert heir.worker.acknowledged == 1
     assert heir.worker.acknowledged_twice == 0
     assert doomed[0].worker.acknowledged == 0
+
+
+async def test_an_answer_reaches_the_worker_and_a_wrong_one_is_rejected(
+    redis_server: RedisServer,
+) -> None:
+    question = {
+        "question": "Which color?",
+        "header": "Color",
+        "options": [{"label": "red", "description": ""}, {"label": "blue", "description": ""}],
+        "multiSelect": False,
+    }
+    replies: list[dict[str, object]] = []
+
+    async def ask(turn: FakeTurn) -> None:
+        replies.append(await turn.ask_permission("AskUserQuestion", {"questions": [question]}))
+        await turn.text("thanks")
+
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, FakeCLI(ask)),
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            session = await client.open(ExecuteParams(prompt="ask me"))
+            async for event in session.events:
+                if isinstance(event, UserInputRequest):
+                    wrong = await session.answer("no-such-request", "red")
+                    assert isinstance(wrong, AnswerRejected)
+                    right = await session.answer(event.request_id, {"Which color?": "blue"})
+                    assert right == AnswerAccepted(request_id=event.request_id)
+                final = event
+    assert isinstance(final, Result)
+    assert final.text == "thanks"
+    (reply,) = replies
+    assert reply["updatedInput"]["answers"] == {"Which color?": "blue"}  # type: ignore[index]
+
+
+async def test_a_job_that_cannot_run_ends_its_session_with_an_error(
+    redis_server: RedisServer,
+) -> None:
+    """Parameters that do not decode (a job written by something else than a gateway) end
+    the session with a fatal error event, and its job is acknowledged: nobody waits."""
+    keys = RedisKeys()
+    url = redis_server.url
+    record = SessionRecord(session="s-bad", principal=None, host="", label=None, state="waiting")
+    with trio.fail_after(20):
+        async with (
+            coredis.Redis.from_url(url, decode_responses=True) as redis,
+            open_worker(url, FakeCLI()) as worker,
+        ):
+            await redis.hset(keys.session("s-bad"), record.to_fields())
+            job = Job(kind="open", session="s-bad", params={"prompt": "x", "max_turns": "many"})
+            await redis.xadd(keys.jobs, job.to_fields())
+            got = await redis.xread({keys.events("s-bad"): "0-0"}, block=5000)
+            for _ in range(250):  # the job is acknowledged right after the event is stored
+                pending = await redis.xpending(keys.jobs, keys.workers_group)
+                if not pending.pending:
+                    break
+                await trio.sleep(0.02)
+            assert worker.worker.acknowledged == 1
+            state = await redis.hget(keys.session("s-bad"), "state")
+    assert got is not None
+    (entry,) = got[keys.events("s-bad")]
+    event = decode_event(entry.field_values)
+    assert isinstance(event, Error)
+    assert event.fatal
+    assert "max_turns" in event.message
+    assert pending.pending == 0
+    assert state == "ended"
