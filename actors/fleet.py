@@ -65,7 +65,7 @@ import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import attrs
 import trio
@@ -100,7 +100,7 @@ from .broker import AnswerAccepted, AnswerRejected
 from .driver import DriverConfig
 from .event_stream import QueueReceiveChannel
 from .pool import CLIPool
-from .session import Session, open_session
+from .session import Session, check_session_store, open_session
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,7 @@ SESSION_OPTIONS: frozenset[str] = frozenset(
         "pool",
         "custom_tools",
         "hooks",
+        "session_store",
     }
 )
 """The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual).
@@ -263,6 +264,8 @@ def _check_session_options(options: Mapping[str, Any]) -> None:
                 check_custom_tools(value)
             case "hooks":
                 check_hooks(value)
+            case "session_store":
+                check_session_store(value)
     _check_together(options)
 
 
@@ -278,6 +281,16 @@ def _check_together(options: Mapping[str, Any]) -> None:
         )
 
 
+class SubscriptionSource(Protocol):
+    """What a :class:`Subscription` follows: a :class:`FleetSession`, or a session of a Redis
+    cluster (``actors/redis_fleet.py``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def _detach(self, subscription: Subscription) -> None: ...
+
+
 class Subscription(QueueReceiveChannel):
     """One subscriber's view of a session: re-shown questions, then the replay, then live events.
 
@@ -290,7 +303,7 @@ class Subscription(QueueReceiveChannel):
 
     def __init__(
         self,
-        owner: FleetSession,
+        owner: SubscriptionSource,
         head: list[Entry],
         *,
         max_queue: int,
@@ -356,6 +369,11 @@ class Subscription(QueueReceiveChannel):
     def _end(self) -> None:
         self._ended = True
         self._wake()
+
+    @property
+    def closed(self) -> bool:
+        """True once the subscriber closed it, or it was dropped."""
+        return self._closed or self.dropped_reason is not None
 
     # -- the subscriber's side ---------------------------------------------------------------
 
@@ -952,6 +970,16 @@ class Fleet:
                     nursery.start_soon(session.abort)
         for session in list(self._sessions.values()):
             await session.wait_closed()
+
+    async def refresh(self, session_id: str | None) -> None:
+        """Bring what ``get``, ``sessions`` and the statistics say up to date before a
+        synchronous look (a serving layer calls it before each op). A fleet in this process
+        always is: a checkpoint. (A cluster's view, ``RedisFleet``, reads Redis here.)"""
+        await trio.lowlevel.checkpoint()
+
+    async def refresh_active(self) -> None:
+        """Bring the statistics of the sessions not ended up to date (see ``refresh``)."""
+        await trio.lowlevel.checkpoint()
 
     def get(self, session_id: str) -> FleetSession:
         """The session with this id; :class:`UnknownSessionError` (a ``KeyError``) if there

@@ -88,10 +88,11 @@ import importlib.metadata
 import logging
 import os
 import resource
+import sys
 from collections import Counter
 from collections.abc import Collection, Mapping
 from functools import partial
-from typing import Any, NoReturn, assert_never
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, assert_never
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
@@ -101,6 +102,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketReque
 from claude_trio.protocol.capabilities import architecture_capabilities
 from claude_trio.protocol.codec import to_json_safe
 from claude_trio.protocol.errors import (
+    ClusterUnavailableError,
     ControlFailedError,
     ControlRefusedError,
     InvalidParamsError,
@@ -139,6 +141,7 @@ from claude_trio.protocol.wire import (
     HelloFrame,
     HelloOp,
     ListOp,
+    Op,
     OpenedFrame,
     OpenOp,
     PushOp,
@@ -164,6 +167,13 @@ from .fleet import (
     Subscription,
     UnknownSessionError,
 )
+from .owners import GatewayOwner
+
+if TYPE_CHECKING:
+    from .redis_fleet import RedisFleet, RedisSession
+
+    AnyFleet: TypeAlias = Fleet | RedisFleet
+    AnySession: TypeAlias = FleetSession | RedisSession
 
 __all__ = ["GatewayLimits", "GatewayOwner", "Principal", "serve_gateway"]
 
@@ -187,7 +197,7 @@ NOTICE_INTERVAL = 60.0
 
 @attrs.frozen(kw_only=True, repr=False)  # no repr: it holds the tokens
 class _Config:
-    fleet: Fleet
+    fleet: AnyFleet
     #: Every token (UTF-8) with the principal it names.
     tokens: tuple[tuple[bytes, Principal], ...]
     allowed_origins: frozenset[str] | None
@@ -322,8 +332,16 @@ def _check_options(
         raise InvalidParamsError("limits", limits, "a GatewayLimits or None")
 
 
+def _is_fleet(fleet: object) -> bool:
+    if isinstance(fleet, Fleet):
+        return True
+    # A cluster's fleet; its module (and coredis) is imported only by those who use it.
+    redis_fleet = sys.modules.get("claude_trio.actors.redis_fleet")
+    return redis_fleet is not None and isinstance(fleet, redis_fleet.RedisFleet)
+
+
 async def serve_gateway(
-    fleet: Fleet,
+    fleet: AnyFleet,
     *,
     host: str = "127.0.0.1",
     port: int = 0,
@@ -364,8 +382,10 @@ async def serve_gateway(
         client_queue=client_queue,
         limits=limits,
     )
-    if not isinstance(fleet, Fleet):
-        raise InvalidParamsError("fleet", fleet, "the Fleet of an open_fleet block")
+    if not _is_fleet(fleet):
+        raise InvalidParamsError(
+            "fleet", fleet, "the Fleet of an open_fleet block (or an open_redis_fleet's)"
+        )
     policy = RemotePolicy(
         tools=remote_tools,  # type: ignore[arg-type]  # checked by RemotePolicy
         cwd_root=cwd_root,
@@ -636,17 +656,6 @@ class _Attached:
     last_sent: int = 0
 
 
-@attrs.frozen
-class GatewayOwner:
-    """The ``owner`` of a session opened through a gateway (``Fleet.start(owner=...)``,
-    ``FleetSession.owner``): the principal it belongs to, and the peer address its
-    per-client limits and slot turns are counted under
-    (``fleet.owner_statistics(GatewayOwner("alice", "10.0.0.7"))``)."""
-
-    principal: str
-    host: str
-
-
 class _Client:
     """One accepted websocket: a reader (ops in), a writer (replies, then events, out), a
     pinger, and the close policy. See the module docstring for the backpressure policy."""
@@ -910,6 +919,20 @@ class _Client:
         except WireError as exc:
             self._reply(exc.to_frame())
             return
+        try:
+            await self._dispatch(op)
+        except ClusterUnavailableError as exc:
+            self._reply(ErrorFrame(id=op.id, code="unavailable", message=str(exc)[:1000]))
+
+    async def _dispatch(self, op: Op) -> None:
+        await trio.lowlevel.checkpoint()
+        # A cluster's fleet reads what the op looks at from Redis now (a local one: nothing).
+        if isinstance(op, ListOp):
+            await self._fleet.refresh(None)
+        elif isinstance(op, AttachOp | PushOp | AnswerOp | AbortOp | ContinueOp):
+            await self._fleet.refresh(op.session)
+        elif isinstance(op, OpenOp):
+            await self._fleet.refresh_active()
         match op:
             case HelloOp():
                 self._reply(self._hello(op.id))
@@ -933,7 +956,7 @@ class _Client:
             case PushOp():
                 session = self._session(op.id, op.session)
                 if session is not None:
-                    pushed = session.push_nowait(op.text)
+                    pushed = await session.push(op.text)
                     if isinstance(pushed, Accepted):
                         self._reply(ReplyFrame(id=op.id, ok=True, uuid=pushed.uuid))
                     else:
@@ -958,13 +981,15 @@ class _Client:
             case _:
                 assert_never(op)
 
-    async def _control(
-        self, op: SetModelOp | SetPermissionModeOp, session: FleetSession
-    ) -> None:
+    async def _control(self, op: SetModelOp | SetPermissionModeOp, session: AnySession) -> None:
         """A live control (``protocol/remote.py``, rule 8): ``reply`` once the CLI confirmed
         it; otherwise an error frame saying why (the policy, a bad value, the session has
-        stopped, the CLI refused or did not answer)."""
+        stopped, the CLI refused or did not answer, the session runs on a cluster's worker)."""
         await trio.lowlevel.checkpoint()
+        if not isinstance(session, FleetSession):
+            message = f"{op.op} is not available for a session that runs on a cluster's worker"
+            self._reply(ErrorFrame(id=op.id, code="control_refused", message=message))
+            return
         try:
             if isinstance(op, SetModelOp):
                 await session.set_model(op.model)
@@ -983,7 +1008,7 @@ class _Client:
         else:
             self._reply(ReplyFrame(id=op.id, ok=True))
 
-    def _session(self, op_id: str, session_id: str) -> FleetSession | None:
+    def _session(self, op_id: str, session_id: str) -> AnySession | None:
         """The session if this principal may see it; else an ``unknown_session`` error, the
         same whether it does not exist or is another principal's (no existence leak)."""
         try:
@@ -1161,7 +1186,7 @@ class _Client:
             # events are all sent (_follow_next_execution).
             self._attach(None, session, session.first_seq - 1)
 
-    def _attach(self, op_id: str | None, session: FleetSession, last_seq: int | None) -> None:
+    def _attach(self, op_id: str | None, session: AnySession, last_seq: int | None) -> None:
         """Subscribe to ``session``; ``op_id`` None for the attach that ``open`` implies (it
         gets no reply: ``opened`` is the reply)."""
         limit = self._limits.max_attached_per_client
@@ -1202,12 +1227,12 @@ class _Client:
         self._notify(attached)  # the replay is ready now
 
 
-def _principal_of_session(session: FleetSession) -> str | None:
+def _principal_of_session(session: AnySession) -> str | None:
     owner = session.owner
     return owner.principal if isinstance(owner, GatewayOwner) else None
 
 
-def _session_info(session: FleetSession) -> SessionInfo:
+def _session_info(session: AnySession) -> SessionInfo:
     return SessionInfo(
         session=session.id,
         label=session.label,

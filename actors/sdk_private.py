@@ -25,6 +25,10 @@ only for an advisory warning                     ``warning_reaches_the_user``
 ``_bundled/`` (where the wheel keeps the CLI)    ``tests/e2e/test_cli_smoke.py``
 ``_cli_version.__cli_version__``                 ``tests/testing/test_cassette.py`` (the version
                                                  a cassette is checked against)
+``_internal.session_resume``                     ``tests/redis/test_store_resume_e2e.py`` (a
+``.materialize_resume_session``                  conversation continues from a SessionStore)
+``_internal.session_summary``                    ``tests/redis/test_redis_store.py`` (the SDK's
+``.fold_session_summary``                        conformance suite checks the summaries)
 ===============================================  ==============================================
 
 The testing kit (``claude_trio.testing``) and the benchmarks import these from here too.
@@ -53,6 +57,11 @@ Why each is needed:
   testing kit reads its stdout with the SDK's own framing, so a scripted stream fails exactly
   where the real one would.
 * ``_bundled``: the folder of the wheel that holds the ``claude`` binary (``bundled_cli_path``).
+* ``materialize_resume_session``: the SDK resumes from a ``SessionStore`` only for a transport
+  it builds; the session builds its own, so it loads the transcript itself
+  (``actors/store_resume.py``).
+* ``fold_session_summary``: a ``SessionStore`` keeps the SDK's session summaries by folding
+  each append into the last one (``actors/redis_store.py``).
 * ``__cli_version__``: the version of that binary, without running it: a cassette records the
   CLI version it was made with, and a replay warns when the installed one differs.
 """
@@ -89,6 +98,8 @@ def _missing(name: str, cause: BaseException | None = None) -> NoReturn:
 try:
     from claude_agent_sdk._cli_version import __cli_version__
     from claude_agent_sdk._internal.message_parser import parse_message
+    from claude_agent_sdk._internal.session_resume import materialize_resume_session
+    from claude_agent_sdk._internal.session_summary import fold_session_summary
     from claude_agent_sdk._internal.transport.subprocess_cli import (
         _DEFAULT_MAX_BUFFER_SIZE,
         SubprocessCLITransport,
@@ -112,6 +123,8 @@ __all__ = [
     "LineFramer",
     "SubprocessCLITransport",
     "client_options",
+    "fold_session_summary",
+    "materialize_resume_session",
     "message_receive",
     "parse_message",
     "parse_stdout_line",

@@ -32,7 +32,7 @@ from typing import Any, Literal, cast
 
 import attrs
 import trio
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Transport
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, SessionStore, Transport
 
 from claude_trio.protocol.approvals import ASKING_MODES
 from claude_trio.protocol.controls import (
@@ -88,6 +88,7 @@ from .pool import CLIPool, run_leased_driver
 from .recorder import check_record_to, recording
 from .scope import probe_sandbox
 from .skills_folder import open_skills_folder
+from .store_resume import open_store_resume
 from .tap import TapTransport
 from .tool_runner import CallbackRunner, ToolRunner, run_tool_runner
 from .transcripts import resumed_cost
@@ -329,6 +330,27 @@ def _check_options(
             )
 
 
+def check_session_store(session_store: object) -> None:
+    """Refuse what is not a ``SessionStore`` (it needs at least ``append`` and ``load``)."""
+    if session_store is None:
+        return
+    for method in ("append", "load"):
+        if not callable(getattr(session_store, method, None)):
+            raise InvalidParamsError(
+                "session_store",
+                session_store,
+                "None or a SessionStore (with async append and load), e.g. RedisSessionStore",
+            )
+
+
+def _check_session_store(session_store: object, pool: object) -> None:
+    check_session_store(session_store)
+    if session_store is not None and pool is not None:
+        raise InvalidParamsError(
+            "session_store", session_store, "not with pool=: a pool's CLIs start before the session"
+        )
+
+
 def _sdk_version() -> str | None:
     try:
         return importlib.metadata.version("claude-agent-sdk")
@@ -391,6 +413,7 @@ async def open_session(
     custom_tools: Sequence[CustomTool] = (),
     record_to: str | os.PathLike[str] | None = None,
     hooks: Sequence[Hook] = (),
+    session_store: SessionStore | None = None,
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -415,6 +438,11 @@ async def open_session(
 
     ``record_to``: write a cassette of the CLI's traffic to this file (``actors/recorder.py``;
     replay it with ``claude_trio.testing.replay``); secrets are scrubbed. Not with ``pool``.
+
+    ``session_store``: the SDK's ``SessionStore`` (e.g. ``RedisSessionStore``): the CLI's
+    transcript is mirrored to it, and a resume loads it from there when this machine's config
+    folder does not have it (so a conversation can continue on another machine). Not with
+    ``pool``.
     """
     _check_options(
         params,
@@ -429,8 +457,11 @@ async def open_session(
         passthrough,
         record_to,
     )
+    _check_session_store(session_store, pool)
     tools, checked_hooks = _check_extensions(params, custom_tools, pool, hooks)
-    async with open_skills_folder(params.inline_skills) as skills_folder, _open_session(
+    async with open_store_resume(session_store, params, env) as env, open_skills_folder(
+        params.inline_skills
+    ) as skills_folder, _open_session(
         params,
         on_user_input=on_user_input,
         transport_factory=transport_factory,
@@ -445,6 +476,7 @@ async def open_session(
         skills_folder=skills_folder,
         record_to=record_to,
         hooks=checked_hooks,
+        session_store=session_store,
     ) as session:
         yield session
 
@@ -466,6 +498,7 @@ async def _open_session(
     skills_folder: str | None,
     record_to: str | os.PathLike[str] | None,
     hooks: tuple[Hook, ...] = (),
+    session_store: SessionStore | None = None,
 ) -> AsyncIterator[Session]:
     """``open_session`` once its arguments are checked and the skills folder exists."""
     config = config or DriverConfig()
@@ -524,7 +557,11 @@ async def _open_session(
             environ=os.environ,
         )
         options = with_changes(
-            options, cli_path=cli_path, max_buffer_size=max_buffer_size, stderr=collector
+            options,
+            cli_path=cli_path,
+            max_buffer_size=max_buffer_size,
+            stderr=collector,
+            session_store=session_store,
         )
         options = with_extensions(
             options,

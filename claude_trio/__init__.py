@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     )
     from claude_trio.actors.gateway import GatewayLimits, Principal, serve_gateway
     from claude_trio.actors.pool import CLIPool, PoolStatistics, open_cli_pool
+    from claude_trio.actors.redis_fleet import RedisFleet, open_redis_fleet
+    from claude_trio.actors.redis_store import RedisSessionStore
+    from claude_trio.actors.redis_worker import WorkerConfig, serve_worker
     from claude_trio.actors.session import Session, SessionUsage, open_session
     from claude_trio.batch import BatchItem, BatchReport, BatchResult, RetryPolicy, run_batch
     from claude_trio.client import (
@@ -164,6 +167,11 @@ _LAZY: dict[str, str] = {
     "Subscription": "claude_trio.actors.fleet",
     "WireError": "claude_trio.protocol.wire",
     "open_fleet": "claude_trio.actors.fleet",
+    "open_redis_fleet": "claude_trio.actors.redis_fleet",
+    "RedisFleet": "claude_trio.actors.redis_fleet",
+    "RedisSessionStore": "claude_trio.actors.redis_store",
+    "WorkerConfig": "claude_trio.actors.redis_worker",
+    "serve_worker": "claude_trio.actors.redis_worker",
     "UnknownSessionError": "claude_trio.actors.fleet",
     "Principal": "claude_trio.actors.gateway",
     "BatchItem": "claude_trio.batch",
@@ -310,6 +318,8 @@ __all__ = [
     "PoolStatistics",
     "Principal",
     "Question",
+    "RedisFleet",
+    "RedisSessionStore",
     "Rejected",
     "RemoteProtocolError",
     "RemoteSession",
@@ -350,6 +360,7 @@ __all__ = [
     "UserMessage",
     "WarningEvent",
     "WireError",
+    "WorkerConfig",
     "add_usage",
     "allow_tool",
     "always_allow_tool",
@@ -370,12 +381,14 @@ __all__ = [
     "open_cli_pool",
     "open_fleet",
     "open_offline_model",
+    "open_redis_fleet",
     "open_session",
     "open_subagent_split",
     "open_tee",
     "resolve_model",
     "run_batch",
     "serve_gateway",
+    "serve_worker",
     "sum_usage",
     "wait_for",
 ]

@@ -229,6 +229,60 @@ def add_fanout_commands(commands: Any) -> None:
         metavar="S",
         help="on Ctrl-C, seconds running sessions get to finish (default 30)",
     )
+    serve.add_argument(
+        "--redis",
+        metavar="URL",
+        help="serve the sessions of a Redis cluster run by `claude-trio worker` nodes "
+        "(redis://[:password@]host:port/db, rediss:// for TLS); this node then runs none",
+    )
+    serve.add_argument(
+        "--command-timeout",
+        type=_positive_float,
+        default=10.0,
+        metavar="S",
+        help="with --redis: how long a push, answer or abort waits for the worker's outcome",
+    )
+
+    worker = commands.add_parser(
+        "worker",
+        help="run sessions of a Redis cluster (served by `claude-trio serve --redis`)",
+        description="A node of a Redis cluster: claims executions from the cluster's jobs "
+        "stream while it has a free slot, runs them, and stores every event in the "
+        "session's stream. Transcripts go to Redis too, so any worker can continue a "
+        "conversation or take over a dead worker's sessions.",
+    )
+    worker.add_argument(
+        "--redis",
+        metavar="URL",
+        required=True,
+        help="redis://[:password@]host:port/db (rediss:// for TLS)",
+    )
+    worker.add_argument(
+        "--max-live", type=_positive_int, default=4, metavar="N", help="CLIs running at once"
+    )
+    worker.add_argument(
+        "--replay-buffer",
+        type=_positive_int,
+        default=2000,
+        metavar="N",
+        help="events kept per session (in the fleet, and in the session's stream)",
+    )
+    worker.add_argument(
+        "--offline",
+        action="store_true",
+        help="every session talks to the built-in scripted model: no API key, no network",
+    )
+    worker.add_argument("--worker-id", metavar="ID", help="this node's name (default: random)")
+    worker.add_argument(
+        "--log-json", action="store_true", help="log lines as one JSON object per line"
+    )
+    worker.add_argument(
+        "--drain-grace",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
+        help="on Ctrl-C, seconds running sessions get to finish (default 30)",
+    )
 
     batch = commands.add_parser(
         "batch",

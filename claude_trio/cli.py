@@ -83,7 +83,7 @@ def _load_run_command() -> RunCommand:
     return run_command
 
 
-FANOUT_COMMANDS = ("serve", "batch")
+FANOUT_COMMANDS = ("serve", "batch", "worker")
 TOKEN_ENV = "CLAUDE_TRIO_TOKEN"
 
 

@@ -80,6 +80,8 @@ class ServeConfig:
     allowed_origins: frozenset[str]
     offline: bool
     drain_grace: float
+    redis: str | None = None
+    command_timeout: float = 10.0
 
 
 def is_loopback(host: str) -> bool:
@@ -176,6 +178,8 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
         allowed_origins=frozenset(args.allow_origin or ()),
         offline=args.offline,
         drain_grace=args.drain_grace,
+        redis=getattr(args, "redis", None),
+        command_timeout=getattr(args, "command_timeout", 10.0),
     )
 
 
@@ -205,6 +209,8 @@ async def _sessions_env(offline: bool) -> AsyncIterator[Mapping[str, str] | None
 
 async def serve(config: ServeConfig, out: TextIO) -> int:
     """Run the server until a signal; see the module docstring."""
+    if config.redis is not None:
+        return await serve_cluster(config, out)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with (
             _sessions_env(config.offline) as env,
@@ -270,6 +276,55 @@ async def serve(config: ServeConfig, out: TextIO) -> int:
     return EXIT_OK
 
 
+async def serve_cluster(config: ServeConfig, out: TextIO) -> int:
+    """``serve --redis``: the gateway over a Redis cluster's sessions (it runs none itself)."""
+    from claude_trio.actors.redis_fleet import open_redis_fleet
+    from claude_trio.redis_url import open_redis
+
+    assert config.redis is not None
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with (
+            open_redis(config.redis) as redis,
+            open_redis_fleet(
+                redis, command_timeout=config.command_timeout, replay_buffer=config.replay_buffer
+            ) as fleet,
+            trio.open_nursery() as nursery,
+        ):
+            port = await nursery.start(
+                partial(
+                    serve_gateway,
+                    fleet,
+                    host=config.host,
+                    port=config.port,
+                    token=config.token,
+                    tokens=config.tokens,
+                    allowed_origins=config.allowed_origins,
+                    cwd_root=config.cwd_root,
+                    allow_cwd=config.allow_cwd,
+                    allow_env=config.allow_env,
+                )
+            )
+            print(f"claude-trio serve: listening on {url_for(config.host, port)}", file=out)
+            if config.token_generated:
+                print(f"token: {config.token}", file=out)
+                print(f"  clients: export {TOKEN_ENV}={config.token}", file=out)
+            print("sessions run on the workers of the Redis cluster", file=out)
+            out.flush()
+            log.info(
+                "serve: listening on %s:%d (cluster)",
+                config.host,
+                port,
+                extra={"event": "listening", "host": config.host, "port": port},
+            )
+            async for _ in signals:
+                break
+            # Sessions belong to the workers: a gateway stops at once, clients reconnect to
+            # another one.
+            nursery.cancel_scope.cancel()
+    log.info("serve: stopped", extra={"event": "stopped"})
+    return EXIT_OK
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """``claude-trio serve``: the exit code (0, or 2 for a usage error)."""
     errors = sys.stderr
@@ -278,7 +333,22 @@ def serve_command(args: argparse.Namespace) -> int:
     except ServeUsageError as exc:
         print(f"claude-trio serve: {exc}", file=errors)
         return EXIT_USAGE
-    if not config.offline and not has_credentials(os.environ):
+    if config.redis is not None:
+        if config.offline:
+            print(
+                "claude-trio serve: --offline is a worker's option with --redis (the workers "
+                "run the sessions): claude-trio worker --redis URL --offline",
+                file=errors,
+            )
+            return EXIT_USAGE
+        from claude_trio.redis_url import RedisUsageError, check_redis_url
+
+        try:
+            check_redis_url(config.redis)
+        except RedisUsageError as exc:
+            print(f"claude-trio serve: {exc}", file=errors)
+            return EXIT_USAGE
+    elif not config.offline and not has_credentials(os.environ):
         print(NO_CREDENTIALS_MESSAGE, file=errors)
         print("  Or serve the built-in offline model:\n      claude-trio serve --offline",
               file=errors)  # fmt: skip

@@ -32,6 +32,10 @@ class RemoteProtocolError(ClaudeTrioError):
     """The CLI sent something we cannot understand (a malformed or oversize frame)."""
 
 
+class ClusterUnavailableError(ClaudeTrioError):
+    """The cluster a gateway or worker runs on (Redis) does not answer: try again later."""
+
+
 class CLIError(ClaudeTrioError):
     """The CLI could not be started, died, or did not answer in time."""
 

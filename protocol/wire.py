@@ -97,6 +97,7 @@ WireErrorCode = Literal[
     "control_failed",  # (gateway) the CLI refused a live control or did not answer it in time
     "limit_reached",  # (gateway) a per-client or server limit; the message names it
     "internal",  # (gateway) a bug of ours
+    "unavailable",  # (gateway) the cluster behind it (Redis) does not answer: try again later
 ]
 
 MAX_IMAGE_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4

@@ -15,8 +15,10 @@
 * ``check_contract`` checks that a captured event stream keeps the invariants of every
   execution's stream, and reports every violation with its seq
   (:mod:`claude_trio.testing.contract`).
+* ``open_redis_server`` runs a real ``redis-server`` on a free loopback port, in a directory of
+  its own, for the Redis mode's tests (:mod:`claude_trio.testing.redis_server`).
 * pytest fixtures (registered automatically): ``fake_cli``, ``fake_cli_factory``,
-  ``scripted_session``, ``model_double``, ``hermetic``, ``event_contract``,
+  ``scripted_session``, ``model_double``, ``hermetic``, ``redis_server``, ``event_contract``,
   ``replay_cassette``; and
   ``claude_trio.testing.pytest_plugin.assert_contract``.
 """
@@ -77,6 +79,7 @@ from .model_double import (
     turns,
 )
 from .model_double import Responder as ModelResponder
+from .redis_server import RedisServer, RedisServerError, open_redis_server
 
 __all__ = [
     "CLAUDE_CODE_VERSION",
@@ -99,6 +102,8 @@ __all__ = [
     "ModelRequest",
     "ModelResponder",
     "PendingRequest",
+    "RedisServer",
+    "RedisServerError",
     "Replay",
     "ReplayTransport",
     "Reply",
@@ -124,6 +129,7 @@ __all__ = [
     "is_subagent",
     "load_cassette",
     "open_model_double",
+    "open_redis_server",
     "prompt_stream",
     "prompt_too_long",
     "replay",

@@ -7,6 +7,7 @@ without the entry point, add ``pytest_plugins = ["claude_trio.testing.pytest_plu
 ``scripted_session(script, "prompt")`` opens a real session over a fresh fake CLI in one line.
 ``model_double`` serves a scripted Messages API on 127.0.0.1 in the test's nursery (pytest-trio),
 and ``hermetic`` is the env that points the real bundled CLI at it.
+``redis_server`` runs a real ``redis-server`` on a free loopback port for the test.
 ``replay_cassette(path, **kwargs)`` is :func:`~claude_trio.testing.replay` (a transport
 factory playing a cassette back) that fails the test at teardown when the test wrote what the
 cassette did not record, or did not write what it did.
@@ -36,6 +37,7 @@ from .contract import ContractRecorder
 from .fake_cli import FakeCLI
 from .hermetic import hermetic_env
 from .model_double import ModelDouble, Script
+from .redis_server import RedisServer, open_redis_server
 
 if TYPE_CHECKING:
     from claude_trio.actors.session import Session
@@ -123,6 +125,14 @@ async def model_double(nursery: Any) -> AsyncIterator[ModelDouble]:
     await nursery.start(double.serve)
     yield double
     double.check()
+
+
+@pytest.fixture
+async def redis_server(tmp_path: Any) -> AsyncIterator[RedisServer]:
+    """A real ``redis-server`` on a free 127.0.0.1 port with its files under ``tmp_path``,
+    keeping nothing on disk; stopped at teardown. ``redis_server.url`` is what to connect to."""
+    async with open_redis_server(tmp_path / "redis") as server:
+        yield server
 
 
 @pytest.fixture

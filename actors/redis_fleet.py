@@ -1,0 +1,472 @@
+"""``RedisFleet``: a cluster's sessions as a gateway sees them, so ``serve_gateway`` serves a
+Redis cluster with the very ops it serves a local :class:`~.fleet.Fleet` with.
+
+It holds no session state of its own: before each op the gateway calls ``refresh`` (the
+session record, or the listing, read from Redis) and every look after it is at what was just
+read. ``start`` and ``continue_`` append a job for the workers (``protocol/cluster.py`` rule 1);
+``subscribe`` follows the session's event stream from any seq (rule 2), so a client may
+reconnect to any gateway and get an exact replay; ``push``, ``answer`` and ``abort`` go to the
+worker running the session (rule 4) and wait for its outcome at most ``command_timeout``.
+
+Channels: each subscription is fed by a follower task in the fleet's nursery, which reads the
+stream only while the subscriber's queue is below half full (so a replay never overflows it)
+and stops when the subscription is closed, dropped or ends. Cancellation: leaving
+``open_redis_fleet`` cancels the followers. Error handling: Redis unavailable ->
+:class:`ClusterUnavailableError` out of ``refresh``/``start``/``continue_`` (the gateway answers
+the op with an error frame), a follower drops its subscription with the reason (the client
+reconnects and attaches again with its last seq).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid as uuid_module
+from collections.abc import AsyncIterator, Callable, Hashable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import coredis
+import coredis.exceptions
+import trio
+
+from claude_trio.protocol.cluster import (
+    Command,
+    Job,
+    Outcome,
+    SessionRecord,
+    SessionState,
+    decode_event,
+    event_id,
+    is_final,
+    seq_of_id,
+)
+from claude_trio.protocol.errors import (
+    ClusterUnavailableError,
+    InvalidParamsError,
+    LocalProtocolError,
+    RemoteProtocolError,
+)
+from claude_trio.protocol.lifecycle import Accepted, Rejected
+from claude_trio.protocol.params import ExecuteParams
+from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.protocol.replay import Entry, entry_size
+from claude_trio.protocol.usage import ZERO_USAGE, Usage
+from claude_trio.protocol.wire import params_to_json
+
+from .broker import AnswerAccepted, AnswerRejected
+from .fleet import (
+    DEFAULT_SUBSCRIBER_BYTES,
+    FleetStatistics,
+    OwnerStatistics,
+    ResyncRequired,
+    Subscription,
+    UnknownSessionError,
+)
+from .owners import GatewayOwner
+
+__all__ = ["ClusterUnavailableError", "RedisFleet", "RedisSession", "open_redis_fleet"]
+
+log = logging.getLogger("claude_trio.cluster")
+
+REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
+LISTING_MAX = 1000
+
+
+@attrs.define(eq=False)
+class RedisSession:
+    """One session of the cluster, as last read from its record."""
+
+    fleet: RedisFleet
+    record: SessionRecord
+    oldest_seq: int | None = None  # the first seq the stream still holds (None: empty)
+
+    @property
+    def id(self) -> str:
+        return self.record.session
+
+    @property
+    def owner(self) -> Hashable:
+        principal = self.record.principal
+        return GatewayOwner(principal, self.record.host) if principal is not None else None
+
+    @property
+    def label(self) -> str | None:
+        return self.record.label
+
+    @property
+    def state(self) -> SessionState:
+        return self.record.state
+
+    @property
+    def ended(self) -> bool:
+        return self.record.state == "ended"
+
+    @property
+    def executions(self) -> int:
+        return self.record.executions
+
+    @property
+    def first_seq(self) -> int:
+        return self.record.first_seq
+
+    @property
+    def last_seq(self) -> int:
+        return self.record.last_seq
+
+    @property
+    def usage(self) -> Usage:
+        return ZERO_USAGE
+
+    @property
+    def created_at(self) -> float:
+        return self.record.created_at
+
+    @property
+    def ended_at(self) -> float | None:
+        return self.record.ended_at
+
+    @property
+    def claude_session_id(self) -> str | None:
+        return self.record.claude_session_id
+
+    def _detach(self, subscription: Subscription) -> None:
+        pass  # its follower sees ``closed`` and stops
+
+    def subscribe(
+        self,
+        last_seq: int | None,
+        *,
+        max_queue: int,
+        max_bytes: int = DEFAULT_SUBSCRIBER_BYTES,
+        notify: Callable[[], None] | None = None,
+    ) -> Subscription | ResyncRequired:
+        """Follow the stream after ``last_seq`` (all it holds for ``None``) until the end of
+        the current execution; :class:`ResyncRequired` when events after ``last_seq`` were
+        trimmed."""
+        # No upper bound: the stream may be ahead of the record read before this op.
+        if last_seq is not None and last_seq < 0:
+            raise InvalidParamsError("last_seq", last_seq, "an int >= 0 or None")
+        oldest = self.oldest_seq
+        if last_seq is not None and oldest is not None and oldest > last_seq + 1:
+            return ResyncRequired(session_id=self.id, oldest_seq=oldest)
+        subscription = Subscription(
+            self, [], max_queue=max_queue, max_bytes=max_bytes, notify=notify
+        )
+        start = (oldest - 1 if oldest is not None else 0) if last_seq is None else last_seq
+        self.fleet._follow(subscription, self.id, start, max_queue, self.first_seq)
+        return subscription
+
+    async def push(self, text: str) -> Accepted | Rejected:
+        await self.fleet.refresh(self.id)
+        record = self.fleet._records.get(self.id, self.record)
+        if record.state == "waiting":
+            return Rejected(reason="the session has not started yet: it is waiting for a slot")
+        if record.state == "ended":
+            return Rejected(reason="the execution has ended")
+        outcome = await self.fleet._command(
+            record, Command(kind="push", session=self.id, reply="", text=text)
+        )
+        if outcome.ok:
+            return Accepted(uuid=outcome.uuid)
+        return Rejected(reason=outcome.reason)
+
+    def push_nowait(self, text: str) -> Accepted | Rejected:
+        raise LocalProtocolError("a cluster session is pushed to with await push()")
+
+    async def answer(self, request_id: str, answer: Any) -> AnswerAccepted | AnswerRejected:
+        record = self.record
+        if record.state != "live":
+            await trio.lowlevel.checkpoint()
+            return AnswerRejected(
+                request_id=request_id, reason=f"no user-input request {request_id!r} is pending"
+            )
+        outcome = await self.fleet._command(
+            record,
+            Command(kind="answer", session=self.id, reply="", request=request_id, answer=answer),
+        )
+        if outcome.ok:
+            return AnswerAccepted(request_id=request_id)
+        return AnswerRejected(request_id=request_id, reason=outcome.reason)
+
+    async def abort(self) -> None:
+        """Abort the current execution; returns once its final event is stored (or after
+        ``command_timeout`` with a ``ClusterUnavailableError``)."""
+        fleet = self.fleet
+        keys = fleet.keys
+        await fleet.refresh(self.id)
+        record = fleet._records.get(self.id, self.record)
+        if record.state == "ended":
+            return
+        await fleet._call(lambda: fleet.redis.hset(keys.session(self.id), {"abort_requested": "1"}))
+        await fleet.refresh(self.id)
+        record = fleet._records.get(self.id, self.record)
+        if record.state == "live":
+            await fleet._command(record, Command(kind="abort", session=self.id, reply=""))
+        with trio.move_on_after(fleet.command_timeout) as waited:
+            while True:
+                await fleet.refresh(self.id)
+                if fleet._records[self.id].state == "ended":
+                    return
+                await trio.sleep(0.05)
+        if waited.cancelled_caught:
+            raise ClusterUnavailableError(
+                f"session {self.id}: no final event within {fleet.command_timeout:g} s of the abort"
+            )
+
+
+class RedisFleet:
+    """The sessions of a Redis cluster, for ``serve_gateway`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        redis: coredis.Redis[str],
+        nursery: trio.Nursery,
+        *,
+        keys: RedisKeys,
+        command_timeout: float,
+        block: float,
+        replay_buffer: int,
+    ) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.command_timeout = command_timeout
+        self._nursery = nursery
+        self._block_ms = max(1, int(block * 1000))
+        self._replay_buffer = replay_buffer
+        self._records: dict[str, SessionRecord] = {}
+        self._oldest: dict[str, int | None] = {}
+        self._listed: tuple[str, ...] = ()
+
+    # -- what the gateway reads -----------------------------------------------------------------
+
+    max_live = 0
+    replay_bytes = 0
+    keep_finished = 0
+    accepting = True
+
+    @property
+    def replay_buffer(self) -> int:
+        return self._replay_buffer
+
+    async def _call(self, call: Callable[[], Any]) -> Any:
+        try:
+            return await call()
+        except REDIS_ERRORS as exc:
+            raise ClusterUnavailableError(f"Redis is unavailable: {exc}") from None
+
+    async def refresh(self, session_id: str | None) -> None:
+        """Read the session's record (or, for ``None``, the listing) from Redis."""
+        keys = self.keys
+        if session_id is None:
+            ids = await self._call(lambda: self.redis.zrange(keys.sessions_index, -LISTING_MAX, -1))
+            self._listed = tuple(ids)
+            self._records = {}
+            for sid in self._listed:
+                await self._read(sid)
+            return
+        self._records.pop(session_id, None)
+        await self._read(session_id)
+
+    async def refresh_active(self) -> None:
+        """Read again the records of the sessions this gateway saw not ended (what the
+        per-client limits count)."""
+        await trio.lowlevel.checkpoint()
+        for sid, record in list(self._records.items()):
+            if record.state != "ended":
+                await self._read(sid)
+
+    async def _read(self, sid: str) -> None:
+        keys = self.keys
+        fields = await self._call(lambda: self.redis.hgetall(keys.session(sid)))
+        if not fields:
+            return
+        try:
+            self._records[sid] = SessionRecord.from_fields(fields)
+        except RemoteProtocolError as exc:
+            log.error("cluster: session %s has a broken record: %s", sid, exc)
+            return
+        first = await self._call(lambda: self.redis.xrange(keys.events(sid), count=1))
+        self._oldest[sid] = seq_of_id(first[0].identifier) if first else None
+
+    def get(self, session_id: str) -> RedisSession:
+        try:
+            record = self._records[session_id]
+        except KeyError:
+            raise UnknownSessionError(session_id) from None
+        return RedisSession(self, record, self._oldest.get(session_id))
+
+    def sessions(self) -> tuple[RedisSession, ...]:
+        return tuple(self.get(sid) for sid in self._listed if sid in self._records)
+
+    def statistics(self) -> FleetStatistics:
+        records = self._records.values()
+        return FleetStatistics(
+            live=sum(r.state == "live" for r in records),
+            waiting=sum(r.state == "waiting" for r in records),
+            finished=sum(r.state == "ended" for r in records),
+        )
+
+    def owner_statistics(self, owner: Hashable) -> OwnerStatistics:
+        mine = [r for r in self._records.values() if self.get(r.session).owner == owner]
+        return OwnerStatistics(
+            live=sum(r.state == "live" for r in mine),
+            waiting=sum(r.state == "waiting" for r in mine),
+            active=sum(r.state != "ended" for r in mine),
+        )
+
+    # -- what the gateway does ------------------------------------------------------------------
+
+    async def start(
+        self, params: ExecuteParams, *, owner: Hashable = None, label: str | None = None
+    ) -> RedisSession:
+        """Record a new session and append its job; the first free worker runs it."""
+        if not isinstance(params, ExecuteParams):
+            raise InvalidParamsError("params", params, "an ExecuteParams")
+        principal = getattr(owner, "principal", None)
+        host = getattr(owner, "host", "")
+        sid = str(uuid_module.uuid4())
+        record = SessionRecord(
+            session=sid,
+            principal=principal,
+            host=host,
+            label=label,
+            state="waiting",
+            params=params_to_json(params),
+            created_at=time.time(),
+        )
+        job = Job(kind="open", session=sid, params=record.params)
+        await self._enqueue(record, job)
+        return RedisSession(self, record, None)
+
+    async def continue_(self, session_id: str, prompt: str) -> RedisSession:
+        """Append the next execution of an ended session; any worker resumes it (from the
+        transcript store the workers share)."""
+        await self.refresh(session_id)
+        session = self.get(session_id)
+        record = session.record
+        if record.state != "ended":
+            raise LocalProtocolError(
+                f"session {session_id!r} is still running ({record.state}): push to it, or "
+                "wait for its end before continuing it"
+            )
+        if record.claude_session_id is None:
+            raise LocalProtocolError(
+                f"session {session_id!r} has no conversation to continue: its CLI never "
+                "reported a session id; start a new session instead"
+            )
+        params = {**record.params, "prompt": prompt, "resume_session_id": record.claude_session_id}
+        record = attrs.evolve(
+            record,
+            state="waiting",
+            executions=record.executions + 1,
+            first_seq=record.last_seq + 1,
+            ended_at=None,
+            abort_requested=False,
+            worker="",
+        )
+        job = Job(
+            kind="continue",
+            session=session_id,
+            params=params,
+            after_seq=record.last_seq,
+            execution=record.executions,
+        )
+        await self._enqueue(record, job)
+        return RedisSession(self, record, self._oldest.get(session_id))
+
+    async def _enqueue(self, record: SessionRecord, job: Job) -> None:
+        keys = self.keys
+        sid = record.session
+
+        async def write() -> None:
+            await self.redis.hset(keys.session(sid), record.to_fields())
+            await self.redis.zadd(keys.sessions_index, {sid: record.created_at})
+            await self.redis.xadd(keys.jobs, job.to_fields())
+
+        await self._call(write)
+        self._records[sid] = record
+
+    async def _command(self, record: SessionRecord, command: Command) -> Outcome:
+        """Send ``command`` to the worker running the session; its outcome, or a rejection
+        naming the worker when it does not answer within ``command_timeout``."""
+        keys = self.keys
+        reply = keys.reply(record.session, uuid_module.uuid4().hex)
+        command = attrs.evolve(command, reply=reply)
+        await self._call(lambda: self.redis.xadd(keys.commands(record.worker), command.to_fields()))
+        got = await self._call(lambda: self.redis.blpop([reply], timeout=self.command_timeout))
+        if got is None:
+            return Outcome(
+                ok=False,
+                reason=f"worker {record.worker} did not answer within "
+                f"{self.command_timeout:g} s (it may be gone; its sessions move to another "
+                "worker)",
+            )
+        return Outcome.decode(got[1])
+
+    # -- followers --------------------------------------------------------------------------------
+
+    def _follow(
+        self, subscription: Subscription, sid: str, after: int, max_queue: int, first_seq: int
+    ) -> None:
+        self._nursery.start_soon(
+            self._follower, subscription, sid, after, max(1, max_queue // 2), first_seq
+        )
+
+    async def _follower(
+        self, subscription: Subscription, sid: str, after: int, batch: int, first_seq: int
+    ) -> None:
+        await trio.lowlevel.checkpoint()
+        stream = self.keys.events(sid)
+        last = after
+        while not subscription.closed:
+            if subscription.queued >= batch:
+                await trio.sleep(0.01)  # the subscriber is behind: read on when it catches up
+                continue
+            try:
+                got = await self.redis.xread(
+                    {stream: event_id(last)}, count=batch, block=self._block_ms
+                )
+            except REDIS_ERRORS as exc:
+                subscription._drop(f"the cluster is unavailable: {exc}")
+                return
+            for entry in (got or {}).get(stream, ()):
+                seq = seq_of_id(str(entry.identifier))
+                if seq != last + 1:
+                    subscription._drop(
+                        "slow consumer: the session moved on past the replay (attach again "
+                        "with your last seq)"
+                    )
+                    return
+                event = decode_event({str(k): str(v) for k, v in entry.field_values.items()})
+                last = seq
+                subscription._offer(Entry(event=event, size=entry_size(event)))
+                if seq >= first_seq and is_final(event):
+                    subscription._end()
+                    return
+
+
+@asynccontextmanager
+async def open_redis_fleet(
+    redis: coredis.Redis[str],
+    *,
+    keys: RedisKeys | None = None,
+    command_timeout: float = 10.0,
+    block: float = 1.0,
+    replay_buffer: int = 2000,
+) -> AsyncIterator[RedisFleet]:
+    """A :class:`RedisFleet` over an open coredis client (``decode_responses=True``)."""
+    async with trio.open_nursery() as nursery:
+        fleet = RedisFleet(
+            redis,
+            nursery,
+            keys=keys or RedisKeys(),
+            command_timeout=command_timeout,
+            block=block,
+            replay_buffer=replay_buffer,
+        )
+        try:
+            yield fleet
+        finally:
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,328 @@
+"""What workers and gateways write to Redis and read back (pure, no trio, no I/O).
+
+A cluster is one Redis, workers that run sessions (``claude-trio worker``) and stateless
+gateways (``claude-trio serve --redis``). Rules:
+
+1. **Jobs.** An execution to run (a new session, or the next execution of an ended one) is a
+   :class:`Job` appended to the jobs stream, read by the workers' consumer group: each entry
+   is delivered to exactly one worker, which acknowledges it only once the execution's final
+   event is in the session's event stream.
+2. **Events.** Every event of a session goes to the session's own stream with the entry id
+   ``<seq>-0``. Redis refuses an id not above the last one, so publishing an event again (after
+   a reconnect, or by a worker that took the session over) is a no-op, and a reader can start
+   exactly after any seq (``XRANGE key (<seq>-0 +``). The stream is trimmed like the replay
+   buffer (``MAXLEN ~``); a reader whose next seq was trimmed needs a resync.
+3. **The session record** (a hash) says who owns the session (principal, peer), its state
+   (``waiting`` -> ``live`` -> ``ended``), the worker running it, and its seqs; gateways read
+   it for every op, so they keep no session state of their own.
+4. **Commands.** push / answer / abort reach the worker named in the record through that
+   worker's command stream, in order; each carries a reply key, where the worker puts one
+   :class:`Outcome` (a list the gateway pops with a deadline). No outcome in time is an
+   explicit ``Rejected`` naming the worker, never a silent wait.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from .codec import dumps, event_from_json, event_to_json, to_json_safe
+from .errors import RemoteProtocolError
+from .events import Event, Result, is_terminal
+
+__all__ = [
+    "AcceptedPush",
+    "Command",
+    "Job",
+    "MovePlan",
+    "Outcome",
+    "SessionRecord",
+    "decode_event",
+    "encode_event",
+    "event_id",
+    "is_final",
+    "plan_move",
+    "seq_of_id",
+]
+
+SessionState = Literal["waiting", "live", "ended"]
+JobKind = Literal["open", "continue"]
+CommandKind = Literal["push", "answer", "abort"]
+
+
+def event_id(seq: int) -> str:
+    """The event stream entry id of the event with this seq (rule 2)."""
+    return f"{seq}-0"
+
+
+def seq_of_id(entry_id: str) -> int:
+    """The seq of an event stream entry id; ``RemoteProtocolError`` for anything else."""
+    ms, _, n = entry_id.partition("-")
+    if not ms.isdigit() or n != "0":
+        raise RemoteProtocolError(f"not an event entry id: {entry_id!r}")
+    return int(ms)
+
+
+def encode_event(event: Event) -> dict[str, str]:
+    """The fields of an event's stream entry."""
+    return {"e": dumps(to_json_safe(event_to_json(event)))}
+
+
+def decode_event(fields: Mapping[str, str]) -> Event:
+    try:
+        obj = json.loads(fields["e"])
+    except (KeyError, ValueError) as exc:
+        raise RemoteProtocolError(f"not an event entry: {exc}") from None
+    return event_from_json(obj)
+
+
+def is_final(event: Event) -> bool:
+    """True for the event that ends an execution (a final result, an abort, a fatal error)."""
+    return is_terminal(event) and bool(getattr(event, "final", True))
+
+
+def _field(fields: Mapping[str, str], name: str, where: str) -> str:
+    try:
+        return fields[name]
+    except KeyError:
+        raise RemoteProtocolError(f"{where}: missing field {name!r}") from None
+
+
+@attrs.frozen(kw_only=True)
+class Job:
+    """An execution to run: ``params`` as the wire encodes them; ``after_seq`` is the seq the
+    session's stream is at before it (its events are numbered from ``after_seq + 1``)."""
+
+    kind: JobKind
+    session: str
+    params: dict[str, Any]
+    after_seq: int = 0
+    execution: int = 1
+
+    def to_fields(self) -> dict[str, str]:
+        return {
+            "kind": self.kind,
+            "session": self.session,
+            "params": dumps(self.params),
+            "after_seq": str(self.after_seq),
+            "execution": str(self.execution),
+        }
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, str]) -> Job:
+        kind = _field(fields, "kind", "job")
+        if kind not in ("open", "continue"):
+            raise RemoteProtocolError(f"job: unknown kind {kind!r}")
+        try:
+            params = json.loads(_field(fields, "params", "job"))
+            after_seq = int(_field(fields, "after_seq", "job"))
+            execution = int(_field(fields, "execution", "job"))
+        except ValueError as exc:
+            raise RemoteProtocolError(f"job: {exc}") from None
+        if not isinstance(params, dict):
+            raise RemoteProtocolError("job: params must be a JSON object")
+        return cls(
+            kind=kind,  # type: ignore[arg-type]
+            session=_field(fields, "session", "job"),
+            params=params,
+            after_seq=after_seq,
+            execution=execution,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Command:
+    """An op for the worker that runs ``session``; its :class:`Outcome` goes to ``reply``."""
+
+    kind: CommandKind
+    session: str
+    reply: str
+    text: str = ""
+    request: str = ""
+    answer: Any = None
+
+    def to_fields(self) -> dict[str, str]:
+        return {
+            "kind": self.kind,
+            "session": self.session,
+            "reply": self.reply,
+            "text": self.text,
+            "request": self.request,
+            "answer": dumps(to_json_safe(self.answer)),
+        }
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, str]) -> Command:
+        kind = _field(fields, "kind", "command")
+        if kind not in ("push", "answer", "abort"):
+            raise RemoteProtocolError(f"command: unknown kind {kind!r}")
+        try:
+            answer = json.loads(fields.get("answer", "null"))
+        except ValueError as exc:
+            raise RemoteProtocolError(f"command: answer: {exc}") from None
+        return cls(
+            kind=kind,  # type: ignore[arg-type]
+            session=_field(fields, "session", "command"),
+            reply=_field(fields, "reply", "command"),
+            text=fields.get("text", ""),
+            request=fields.get("request", ""),
+            answer=answer,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Outcome:
+    """What a command came to: ``ok`` (with the push's ``uuid``) or not, and why."""
+
+    ok: bool
+    reason: str = ""
+    uuid: str = ""
+
+    def encode(self) -> str:
+        return dumps({"ok": self.ok, "reason": self.reason, "uuid": self.uuid})
+
+    @classmethod
+    def decode(cls, text: str) -> Outcome:
+        try:
+            obj = json.loads(text)
+            return cls(ok=bool(obj["ok"]), reason=str(obj["reason"]), uuid=str(obj["uuid"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RemoteProtocolError(f"not a command outcome: {exc!r}") from None
+
+
+def _opt_float(text: str | None) -> float | None:
+    return float(text) if text else None
+
+
+@attrs.frozen(kw_only=True)
+class SessionRecord:
+    """A session as the cluster knows it (rule 3)."""
+
+    session: str
+    principal: str | None
+    host: str
+    label: str | None
+    state: SessionState
+    worker: str = ""
+    executions: int = 1
+    first_seq: int = 1
+    last_seq: int = 0
+    claude_session_id: str | None = None
+    params: dict[str, Any] = attrs.field(factory=dict)
+    created_at: float = 0.0
+    ended_at: float | None = None
+    abort_requested: bool = False
+    moves: int = 0
+
+    def to_fields(self) -> dict[str, str]:
+        return {
+            "session": self.session,
+            "principal": "" if self.principal is None else self.principal,
+            "has_principal": "1" if self.principal is not None else "0",
+            "host": self.host,
+            "label": "" if self.label is None else self.label,
+            "has_label": "1" if self.label is not None else "0",
+            "state": self.state,
+            "worker": self.worker,
+            "executions": str(self.executions),
+            "first_seq": str(self.first_seq),
+            "last_seq": str(self.last_seq),
+            "claude_session_id": self.claude_session_id or "",
+            "params": dumps(self.params),
+            "created_at": repr(self.created_at),
+            "ended_at": "" if self.ended_at is None else repr(self.ended_at),
+            "abort_requested": "1" if self.abort_requested else "0",
+            "moves": str(self.moves),
+        }
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, str]) -> SessionRecord:
+        where = "session record"
+        state = _field(fields, "state", where)
+        if state not in ("waiting", "live", "ended"):
+            raise RemoteProtocolError(f"{where}: unknown state {state!r}")
+        try:
+            return cls(
+                session=_field(fields, "session", where),
+                principal=fields.get("principal") if fields.get("has_principal") == "1" else None,
+                host=fields.get("host", ""),
+                label=fields.get("label") if fields.get("has_label") == "1" else None,
+                state=state,  # type: ignore[arg-type]
+                worker=fields.get("worker", ""),
+                executions=int(fields.get("executions", "1")),
+                first_seq=int(fields.get("first_seq", "1")),
+                last_seq=int(fields.get("last_seq", "0")),
+                claude_session_id=fields.get("claude_session_id") or None,
+                params=json.loads(fields.get("params", "{}")),
+                created_at=float(fields.get("created_at", "0")),
+                ended_at=_opt_float(fields.get("ended_at")),
+                abort_requested=fields.get("abort_requested") == "1",
+                moves=int(fields.get("moves", "0")),
+            )
+        except ValueError as exc:
+            raise RemoteProtocolError(f"{where}: {exc}") from None
+
+
+# -- a worker that dies -------------------------------------------------------------------------
+#
+# 5. **Moving a session.** A worker heartbeats and, with each beat, re-claims the jobs it runs
+#    (their idle time in the group goes back to 0). A job idle for longer than ``dead_after``
+#    belongs to a dead worker: another worker claims it (``XAUTOCLAIM``) and moves the session.
+#    What it runs is decided by :func:`plan_move` from what the stream already holds:
+#    the execution's prompt runs again unless a result of this execution was stored (the
+#    turn in flight is restarted from its prompt: its partial events stay in the stream,
+#    before the move event); every accepted push whose uuid no stored result lists is
+#    delivered again; the others are never repeated. The new CLI resumes the conversation
+#    from the transcript store when it holds it (the execution continued an earlier one, or
+#    a turn of it ended); a first turn that never ended starts the conversation again.
+# 6. **The move event** is a ``warning`` with code ``session_moved``, stored right after the
+#    last event the dead worker stored; the moved execution's events follow it.
+
+
+@attrs.frozen(kw_only=True)
+class AcceptedPush:
+    """A push a worker accepted (kept until its execution ends, for a move)."""
+
+    uuid: str
+    text: str
+
+    def encode(self) -> str:
+        return dumps({"uuid": self.uuid, "text": self.text})
+
+    @classmethod
+    def decode(cls, text: str) -> AcceptedPush:
+        try:
+            obj = json.loads(text)
+            return cls(uuid=str(obj["uuid"]), text=str(obj["text"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RemoteProtocolError(f"not an accepted push: {exc!r}") from None
+
+
+@attrs.frozen(kw_only=True)
+class MovePlan:
+    """What a moved execution runs (rule 5): ``prompt`` first (None: nothing is left to run,
+    the execution ends with ``aborted``), then ``again`` pushed in order; ``finished`` when
+    its final event is already stored (acknowledge, run nothing)."""
+
+    prompt: str | None
+    again: tuple[str, ...]
+    finished: bool
+
+
+def plan_move(
+    prompt: str, pushes: Sequence[AcceptedPush], stored: Sequence[Event]
+) -> MovePlan:
+    """Rule 5: ``stored`` is what the stream holds of the execution (from its first seq)."""
+    if any(is_final(event) for event in stored):
+        return MovePlan(prompt=None, again=(), finished=True)
+    results = [event for event in stored if isinstance(event, Result)]
+    confirmed = {uuid for result in results for uuid in result.user_message_uuids}
+    pending = [push.text for push in pushes if push.uuid not in confirmed]
+    if not results:
+        return MovePlan(prompt=prompt, again=tuple(pending), finished=False)
+    if pending:
+        return MovePlan(prompt=pending[0], again=tuple(pending[1:]), finished=False)
+    return MovePlan(prompt=None, again=(), finished=False)

@@ -1,0 +1,364 @@
+"""Workers and gateways on a real Redis, in one process (fake CLIs): what reaches a client
+through a gateway is what the worker ran, exactly; commands reach the worker and come back."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import coredis
+import pytest
+import trio
+from cluster_kit import TOKEN, RunningWorker, open_gateway, open_worker
+
+from claude_trio import ExecuteParams
+from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
+from claude_trio.client import ClientConfig, RemoteOpError, SessionLostError, connect_gateway
+from claude_trio.protocol.cluster import Job, SessionRecord, decode_event
+from claude_trio.protocol.events import (
+    Aborted,
+    Error,
+    Event,
+    Result,
+    TextDelta,
+    UserInputRequest,
+)
+from claude_trio.protocol.lifecycle import Accepted, Rejected
+from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.protocol.remote import Principal
+from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
+
+CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
+
+
+async def read_all(session: object) -> list[Event]:
+    events = []
+    async for event in session.events:  # type: ignore[attr-defined]
+        events.append(event)
+    return events
+
+
+async def test_sessions_spread_over_workers_and_stream_exactly(
+    redis_server: RedisServer,
+) -> None:
+    async def answer(turn: FakeTurn) -> None:
+        await turn.sleep(0.05)
+        await turn.text("hello from the cluster")
+
+    fake = FakeCLI(answer)
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, fake, max_live=2) as one,
+            open_worker(url, fake, max_live=2) as two,
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            sessions = [await client.open(ExecuteParams(prompt=f"p{i}")) for i in range(6)]
+            streams = [await read_all(s) for s in sessions]
+
+    for events in streams:
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        final = events[-1]
+        assert isinstance(final, Result)
+        assert final.text == "hello from the cluster"
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) in (
+            "",
+            "hello from the cluster",
+        )
+    ran = Counter({one.worker.id: one.worker.acknowledged, two.worker.id: two.worker.acknowledged})
+    assert sum(ran.values()) == 6
+    assert all(count >= 1 for count in ran.values())
+
+
+async def slow_answer(turn: FakeTurn) -> None:
+    await turn.sleep(0.4)
+    await turn.text(f"answered {turn.messages[-1].text}")
+
+
+async def test_push_abort_and_continue_reach_the_worker_in_order(
+    redis_server: RedisServer,
+) -> None:
+    fake = FakeCLI(slow_answer)
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, fake, max_live=2),
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            pushed = await client.open(ExecuteParams(prompt="first"))
+            events: list[Event] = []
+            outcome = None
+            async for event in pushed.events:
+                events.append(event)
+                if outcome is None and event.kind == "turn_started":
+                    outcome = await pushed.push("second")
+            assert isinstance(outcome, Accepted), outcome
+            results = [e for e in events if isinstance(e, Result)]
+            # The push became the next turn of the same execution, on the worker's CLI.
+            assert [r.text for r in results] == ["answered first", "answered second"]
+            assert results[-1].final
+            late = await pushed.push("too late")
+            assert isinstance(late, Rejected)
+            assert "ended" in late.reason
+
+            await pushed.continue_("third")
+            continued = [e async for e in pushed.events]
+            assert continued[0].seq == events[-1].seq + 1
+            assert [e.seq for e in continued] == list(
+                range(continued[0].seq, continued[0].seq + len(continued))
+            )
+            assert isinstance(continued[-1], Result)
+            assert continued[-1].text == "answered third"
+
+            aborted = await client.open(ExecuteParams(prompt="stop me"))
+            async for event in aborted.events:
+                if event.kind == "turn_started":
+                    await aborted.abort()
+                final = event
+            assert isinstance(final, Aborted)
+
+
+async def test_a_client_reconnects_to_another_gateway_and_gets_an_exact_replay(
+    redis_server: RedisServer,
+) -> None:
+    async def chatty(turn: FakeTurn) -> None:
+        for i in range(20):
+            await turn.text(f"part {i} ")
+
+    fake = FakeCLI(chatty)
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, fake),
+            open_gateway(url) as (_one, port_one),
+            open_gateway(url) as (_two, port_two),
+        ):
+            async with connect_gateway(
+                f"ws://127.0.0.1:{port_one}/", token=TOKEN, config=CLIENT
+            ) as client:
+                session = await client.open(ExecuteParams(prompt="talk"))
+                first_part = []
+                async for event in session.events:
+                    first_part.append(event)
+                    if len(first_part) == 5:
+                        break
+                sid = session.id
+            async with connect_gateway(
+                f"ws://127.0.0.1:{port_two}/", token=TOKEN, config=CLIENT
+            ) as client:
+                again = await client.attach(sid, last_seq=5)
+                rest = [e async for e in again.events]
+                again.close()
+                whole = [e async for e in (await client.attach(sid, last_seq=0)).events]
+    assert [e.seq for e in first_part + rest] == list(range(1, len(whole) + 1))
+    assert first_part + rest == whole
+    assert isinstance(whole[-1], Result)
+
+
+async def test_principals_see_only_their_sessions(redis_server: RedisServer) -> None:
+    alice, bob = "alice-cluster-token-0123456", "bob-cluster-token-0123456789"
+    tokens = {alice: Principal(name="alice"), bob: Principal(name="bob")}
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, FakeCLI()),
+            open_gateway(url, tokens=tokens) as (_fleet, port),
+        ):
+            async with connect_gateway(
+                f"ws://127.0.0.1:{port}/", token=alice, config=CLIENT
+            ) as client:
+                mine = await client.open(ExecuteParams(prompt="mine"))
+                [e async for e in mine.events]
+                assert [s.session for s in await client.list()] == [mine.id]
+            async with connect_gateway(
+                f"ws://127.0.0.1:{port}/", token=bob, config=CLIENT
+            ) as client:
+                assert await client.list() == ()
+                # Exactly what an id that never existed gets: no existence leak.
+                with pytest.raises(SessionLostError, match="no longer knows it"):
+                    await client.attach(mine.id, last_seq=0)
+
+
+async def test_live_controls_are_refused_for_a_session_on_a_worker(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, FakeCLI(slow_answer)),
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            session = await client.open(ExecuteParams(prompt="x"))
+            async for event in session.events:
+                if event.kind == "turn_started":
+                    break
+            with pytest.raises(RemoteOpError) as model:
+                await session.set_model("opus")
+            with pytest.raises(RemoteOpError) as mode:
+                await session.set_permission_mode("plan")
+            await session.abort()
+    assert (model.value.code, mode.value.code) == ("control_refused", "control_refused")
+    assert "set_model is not available for a session that runs on a cluster's worker" in str(
+        model.value
+    )
+
+
+async def test_a_push_to_a_worker_that_does_not_answer_is_rejected_in_time(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, FakeCLI(slow_answer)) as worker,
+            open_gateway(url, command_timeout=1.0) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            session = await client.open(ExecuteParams(prompt="x"))
+            async for event in session.events:
+                if event.kind == "turn_started":
+                    break
+            # The worker stops reading its commands (a stalled node).
+            worker.scope.cancel()
+            started = trio.current_time()
+            outcome = await session.push("anyone?")
+            waited = trio.current_time() - started
+    assert isinstance(outcome, Rejected)
+    assert f"worker {worker.worker.id} did not answer within 1 s" in outcome.reason
+    assert waited < 5
+
+
+async def test_a_dead_workers_session_moves_and_finishes_elsewhere(
+    redis_server: RedisServer,
+) -> None:
+    """The worker running a session dies mid-turn (its tasks and CLIs gone at once): after
+    ``dead_after`` another worker claims the job, stores the move event, runs the turn again
+    with the push that was accepted and not confirmed; the client sees the first part, the
+    move event, then the moved execution to its end; the job is acknowledged once."""
+
+    async def turn(turn: FakeTurn) -> None:
+        await turn.sleep(0.6)
+        await turn.text(f"answered {turn.messages[-1].text}")
+
+    url = redis_server.url
+    with trio.fail_after(40):
+        async with (
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+            trio.open_nursery() as nursery,
+        ):
+            doomed_scope = trio.CancelScope()
+            doomed: list[RunningWorker] = []
+            up = trio.Event()
+
+            async def run_doomed() -> None:
+                with doomed_scope:
+                    async with open_worker(url, FakeCLI(turn)) as w:
+                        doomed.append(w)
+                        up.set()
+                        await trio.sleep_forever()
+
+            nursery.start_soon(run_doomed)
+            await up.wait()
+            session = await client.open(ExecuteParams(prompt="first"))
+            events: list[Event] = []
+            async for event in session.events:
+                events.append(event)
+                if event.kind == "turn_started":
+                    pushed = await session.push("second")
+                    assert isinstance(pushed, Accepted)
+                    doomed_scope.cancel()  # the worker dies mid-turn
+                    break
+            async with open_worker(url, FakeCLI(turn)) as heir:
+                async for event in session.events:
+                    events.append(event)
+                # The job is acknowledged after its final event is stored.
+                await heir.worker.wait_idle(trio.current_time() + 5)
+            nursery.cancel_scope.cancel()
+
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    moved = [e for e in events if e.kind == "warning" and e.code == "session_moved"]
+    assert len(moved) == 1
+    assert f"from worker {doomed[0].worker.id} to worker {heir.worker.id}" in moved[0].message
+    after = events[events.index(moved[0]) + 1 :]
+    results = [e for e in after if isinstance(e, Result)]
+    # The turn in flight ran again from its prompt, and the accepted push was delivered again.
+    assert [r.text for r in results][-1] == "answered second"
+    assert "answered first" in [r.text for r in results]
+    assert results[-1].final
+    assert not any(isinstance(e, Result) for e in events[: events.index(moved[0])])
+    assert heir.worker.moved_in == 1
+    assert heir.worker.acknowledged == 1
+    assert heir.worker.acknowledged_twice == 0
+    assert doomed[0].worker.acknowledged == 0
+
+
+async def test_an_answer_reaches_the_worker_and_a_wrong_one_is_rejected(
+    redis_server: RedisServer,
+) -> None:
+    question = {
+        "question": "Which color?",
+        "header": "Color",
+        "options": [{"label": "red", "description": ""}, {"label": "blue", "description": ""}],
+        "multiSelect": False,
+    }
+    replies: list[dict[str, object]] = []
+
+    async def ask(turn: FakeTurn) -> None:
+        replies.append(await turn.ask_permission("AskUserQuestion", {"questions": [question]}))
+        await turn.text("thanks")
+
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, FakeCLI(ask)),
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            session = await client.open(ExecuteParams(prompt="ask me"))
+            async for event in session.events:
+                if isinstance(event, UserInputRequest):
+                    wrong = await session.answer("no-such-request", "red")
+                    assert isinstance(wrong, AnswerRejected)
+                    right = await session.answer(event.request_id, {"Which color?": "blue"})
+                    assert right == AnswerAccepted(request_id=event.request_id)
+                final = event
+    assert isinstance(final, Result)
+    assert final.text == "thanks"
+    (reply,) = replies
+    assert reply["updatedInput"]["answers"] == {"Which color?": "blue"}  # type: ignore[index]
+
+
+async def test_a_job_that_cannot_run_ends_its_session_with_an_error(
+    redis_server: RedisServer,
+) -> None:
+    """Parameters that do not decode (a job written by something else than a gateway) end
+    the session with a fatal error event, and its job is acknowledged: nobody waits."""
+    keys = RedisKeys()
+    url = redis_server.url
+    record = SessionRecord(session="s-bad", principal=None, host="", label=None, state="waiting")
+    with trio.fail_after(20):
+        async with (
+            coredis.Redis.from_url(url, decode_responses=True) as redis,
+            open_worker(url, FakeCLI()) as worker,
+        ):
+            await redis.hset(keys.session("s-bad"), record.to_fields())
+            job = Job(kind="open", session="s-bad", params={"prompt": "x", "max_turns": "many"})
+            await redis.xadd(keys.jobs, job.to_fields())
+            got = await redis.xread({keys.events("s-bad"): "0-0"}, block=5000)
+            for _ in range(250):  # the job is acknowledged right after the event is stored
+                pending = await redis.xpending(keys.jobs, keys.workers_group)
+                if not pending.pending:
+                    break
+                await trio.sleep(0.02)
+            assert worker.worker.acknowledged == 1
+            state = await redis.hget(keys.session("s-bad"), "state")
+    assert got is not None
+    (entry,) = got[keys.events("s-bad")]
+    event = decode_event(entry.field_values)
+    assert isinstance(event, Error)
+    assert event.fatal
+    assert "max_turns" in event.message
+    assert pending.pending == 0
+    assert state == "ended"

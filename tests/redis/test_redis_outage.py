@@ -1,0 +1,112 @@
+"""Redis goes away during a run and comes back: the session goes on on its worker, which
+reports degraded meanwhile and stores what it held once Redis is back; the stream is exact;
+a gateway answers ops with a clear ``unavailable`` error meanwhile; nothing hangs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import coredis
+import trio
+from cluster_kit import FAST, TOKEN, open_gateway, open_worker
+
+from claude_trio import ExecuteParams
+from claude_trio.client import ClientConfig, RemoteOpError, connect_gateway
+from claude_trio.protocol.cluster import decode_event
+from claude_trio.protocol.events import Result
+from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
+
+CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0, connect_attempts=3)
+
+
+async def test_redis_restarted_mid_run_loses_no_event(tmp_path: Path) -> None:
+    async def chatty(turn: FakeTurn) -> None:
+        for i in range(40):
+            await turn.text(f"part {i} ")
+            await turn.sleep(0.05)
+
+    async with open_redis_server(tmp_path / "redis", persist=True) as server:
+        url = server.url
+        with trio.fail_after(60):
+            async with (
+                open_worker(url, FakeCLI(chatty)) as worker,
+                open_gateway(url) as (_fleet, port),
+                connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+            ):
+                session = await client.open(ExecuteParams(prompt="talk"))
+                async for event in session.events:
+                    if event.kind == "text_delta":
+                        break
+                sid = session.id
+                session.close()
+                await server.stop()
+                # The session goes on; its worker holds the events and says it is degraded.
+                while not worker.worker.degraded:  # noqa: ASYNC110 (a flag of another task)
+                    await trio.sleep(0.02)
+                try:
+                    await client.list()
+                except RemoteOpError as exc:
+                    refused = str(exc)
+                else:
+                    refused = ""
+                await trio.sleep(1.0)
+                await server.start()
+                await worker.worker.wait_idle(trio.current_time() + 20)
+                assert not worker.worker.degraded
+        async with coredis.Redis.from_url(url, decode_responses=True) as redis:
+            entries = await redis.xrange(RedisKeys().events(sid))
+            stored = [decode_event(e.field_values) for e in entries]
+
+    assert "unavailable" in refused
+    assert "Redis is unavailable" in refused
+    assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
+    assert isinstance(stored[-1], Result)
+    assert stored[-1].final
+    text = "".join(e.text for e in stored if e.kind == "text_delta")
+    assert text == "".join(f"part {i} " for i in range(40))
+
+
+async def test_an_outage_longer_than_the_buffer_is_said_in_the_stream(tmp_path: Path) -> None:
+    """The worker holds at most its replay buffer (20 events here): what was evicted while
+    Redis was away is named by an ``events_lost`` warning where it was, never skipped
+    silently; the rest, the final event included, is stored in order."""
+
+    async def chatty(turn: FakeTurn) -> None:
+        for i in range(40):
+            await turn.text(f"part {i} ")
+            await turn.sleep(0.02)
+
+    small = attrs.evolve(FAST, stream_max=20)
+    async with open_redis_server(tmp_path / "redis", persist=True) as server:
+        url = server.url
+        with trio.fail_after(60):
+            async with (
+                open_worker(url, FakeCLI(chatty), config=small, replay_buffer=20) as worker,
+                open_gateway(url) as (_fleet, port),
+                connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+            ):
+                session = await client.open(ExecuteParams(prompt="talk"))
+                async for event in session.events:
+                    if event.kind == "text_delta":
+                        break
+                sid = session.id
+                session.close()
+                await server.stop()
+                await trio.sleep(2.0)  # the CLI says everything meanwhile
+                await server.start()
+                await worker.worker.wait_idle(trio.current_time() + 20)
+        async with coredis.Redis.from_url(url, decode_responses=True) as redis:
+            entries = await redis.xrange(RedisKeys().events(sid))
+            stored = [decode_event(e.field_values) for e in entries]
+
+    seqs = [e.seq for e in stored]
+    assert seqs == sorted(set(seqs))
+    (lost,) = [e for e in stored if e.kind == "warning" and e.code == "events_lost"]
+    assert "were lost while Redis was unavailable" in lost.message
+    after = stored[stored.index(lost) + 1 :]
+    assert after[0].seq == lost.seq + 1  # exact from there on
+    assert [e.seq for e in after] == list(range(after[0].seq, after[0].seq + len(after)))
+    assert isinstance(stored[-1], Result)
+    assert stored[-1].final
