@@ -29,7 +29,11 @@ import attrs
 import trio
 from claude_agent_sdk import PermissionResult, ToolPermissionContext
 
-from claude_trio.protocol.approvals import approval_reply, approval_request
+from claude_trio.protocol.approvals import (
+    NO_ANSWER_FROM_HANDLER,
+    approval_reply,
+    approval_request,
+)
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import Error, Event, UserInputRequest, UserInputResolved
 from claude_trio.protocol.user_input import (
@@ -76,6 +80,8 @@ class _Pending:
     scope: trio.CancelScope | None = None
     answer: Any = None
     answered: trio.Event = attrs.field(factory=trio.Event)
+    #: The handler has returned or raised: the request is decided, ``answer()`` comes late.
+    decided: bool = False
     done: bool = False
 
 
@@ -188,9 +194,9 @@ class UserInputBroker:
                 else f"no user-input request {request_id!r} is pending"
             )
             return AnswerRejected(request_id=request_id, reason=reason)
-        if pending.answered.is_set():
-            # Accepted once already, not yet delivered: a second answer must not replace the
-            # first one silently (both callers were told "accepted").
+        if pending.answered.is_set() or pending.decided:
+            # Accepted once already (or the handler answered), not yet delivered: a second
+            # answer must not replace the first one silently.
             return AnswerRejected(
                 request_id=request_id, reason=f"request {request_id!r} is already answered"
             )
@@ -302,6 +308,8 @@ class UserInputBroker:
                     answers.append(await handler(event))
                 except Exception as exc:
                     failures.append(exc)
+                if not pending.answered.is_set():
+                    pending.decided = True  # first: a later answer() is refused
                 nursery.cancel_scope.cancel()
 
             async def from_answer() -> None:
@@ -316,7 +324,13 @@ class UserInputBroker:
         return answers[0]
 
     async def _serve(self, pending: _Pending) -> None:
-        """Wait for one answer (handler or ``answer()``) until the deadline; resolve it."""
+        """Wait for one answer (handler or ``answer()``) until the deadline; resolve it.
+
+        A request resolved between being taken from the inbox and this task starting (an
+        abort, the end of the session) is done: nothing is emitted, no handler runs.
+        """
+        if pending.done:
+            return
         request_id = pending.event.request_id
         deadline = trio.current_time() + self._timeout
         event = attrs.evolve(pending.event, deadline=deadline)
@@ -333,6 +347,8 @@ class UserInputBroker:
                 if raw_answer is not None:
                     value = normalize_answer(event, raw_answer)
                     outcome = "answered"
+                else:
+                    value = NO_ANSWER_FROM_HANDLER  # expired now, not at the deadline
             except Exception as exc:
                 outcome, value = "failed", f"{type(exc).__name__}: {exc}"
                 self._emit(

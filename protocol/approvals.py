@@ -12,7 +12,8 @@ outcome         reply to the CLI (what the model then sees as the tool's result)
 answered        :class:`ApprovalAnswer`: ``allow`` (the input, or the edited one), ``always``
                 (allow + the permission update), ``deny`` (the message; ``interrupt`` stops
                 the turn)
-expired         deny: :func:`no_answer_message` ("no one answered ... within N s")
+expired         deny: :func:`no_answer_message` ("no one answered ... within N s"; at once,
+                without the time, when the ``on_user_input`` handler returned ``None``)
 cancelled       deny with ``interrupt``: the session was aborted or ended
 failed          error reply (the ``on_user_input`` handler raised)
 withdrawn       none: the CLI cancelled the request
@@ -25,7 +26,8 @@ bool, "rules": ["Bash(npm test:*)"]}``, or the bare strings ``"allow"``, ``"deny
 ``"always"``. A malformed answer is refused with the reason and never reaches the CLI.
 
 ``always`` allows this call and adds permission rules for the rest of the session: the
-``rules`` of the answer, or else the CLI's own suggestions. Every update is kept for the
+``rules`` of the answer, or else the allow rules among the CLI's own suggestions (never a
+change of mode or an added directory). Every update is kept for the
 session only (``destination="session"``): an answer never writes the user's or the project's
 settings files, whatever the CLI suggested.
 """
@@ -47,6 +49,7 @@ from .tools import check_tool_name
 __all__ = [
     "ASKING_MODES",
     "DEFAULT_DENY_MESSAGE",
+    "NO_ANSWER_FROM_HANDLER",
     "TOOL_PERMISSION",
     "ApprovalAnswer",
     "Decision",
@@ -80,10 +83,17 @@ CANCELLED_MESSAGE = "No one answered the permission request: the session was abo
 _KEYS = ("decision", "input", "message", "interrupt", "rules")
 
 
-def no_answer_message(tool_name: str, timeout: float) -> str:
-    """What the model is told when nobody answered an approval by its deadline."""
+NO_ANSWER_FROM_HANDLER = "no answer from the handler"
+"""The value of an ``expired`` outcome that came before the deadline: the user-input handler
+returned ``None`` (it gave no answer)."""
+
+
+def no_answer_message(tool_name: str, timeout: float | None) -> str:
+    """What the model is told when nobody answered an approval: by its deadline (``timeout``
+    seconds), or at all (``None``: the handler gave no answer)."""
+    within = "" if timeout is None else f" within {timeout:g} s"
     return (
-        f"No one answered the permission request for {tool_name} within {timeout:g} s, "
+        f"No one answered the permission request for {tool_name}{within}, "
         "so the tool call was denied."
     )
 
@@ -292,7 +302,10 @@ def _rule_value(rule: str) -> PermissionRuleValue:
 def permission_updates(
     answer: ApprovalAnswer, suggestions: Sequence[Mapping[str, Any]]
 ) -> list[PermissionUpdate]:
-    """The updates an ``always`` adds: its rules, else the suggestions; all for the session."""
+    """The updates an ``always`` adds: its rules, else the suggestions' allow rules; all for
+    the session. A suggestion to change the permission mode or to add a directory is left
+    out: it would widen what runs without asking, or the path scope, behind the caller's back
+    (``Session.set_permission_mode`` and the path scope say those things explicitly)."""
     if answer.rules:
         return [
             PermissionUpdate(
@@ -305,6 +318,8 @@ def permission_updates(
     updates = []
     for suggestion in suggestions:
         update = PermissionUpdate.from_dict(dict(suggestion))
+        if update.type != "addRules" or update.behavior != "allow":
+            continue
         update.destination = "session"
         updates.append(update)
     return updates
@@ -346,7 +361,8 @@ def approval_reply(
                         updated_permissions=permission_updates(answer, request.suggestions),
                     )
         case "expired":
-            return PermissionResultDeny(message=no_answer_message(tool_name, timeout))
+            waited = None if value == NO_ANSWER_FROM_HANDLER else timeout
+            return PermissionResultDeny(message=no_answer_message(tool_name, waited))
         case "cancelled" | "withdrawn":
             return PermissionResultDeny(message=CANCELLED_MESSAGE, interrupt=True)
     raise InvalidParamsError("outcome", outcome, "a failed request is answered with an error reply")

@@ -140,6 +140,27 @@ def test_always_keeps_the_suggestions_for_the_session_only() -> None:
     }
 
 
+def test_always_applies_only_the_allow_rules_the_cli_suggests() -> None:
+    widening = [
+        PermissionUpdate(type="setMode", mode="acceptEdits", destination="session"),
+        PermissionUpdate(type="addDirectories", directories=["/etc"], destination="session"),
+        PermissionUpdate(
+            type="addRules",
+            rules=[PermissionRuleValue(tool_name="Bash", rule_content="curl *")],
+            behavior="ask",
+            destination="session",
+        ),
+    ]
+    event = approval_request("approve-2", "Bash", BASH_INPUT, suggestions=[*widening, SUGGESTION])
+    reply = approval_reply("answered", "always", event, timeout=5)
+    assert isinstance(reply, PermissionResultAllow)
+    assert [u.to_dict()["type"] for u in reply.updated_permissions or []] == ["addRules"]
+    assert (reply.updated_permissions or [])[0].behavior == "allow"
+    only_widening = approval_request("approve-3", "Bash", BASH_INPUT, suggestions=widening)
+    reply = approval_reply("answered", "always", only_widening, timeout=5)
+    assert reply == PermissionResultAllow(updated_input=BASH_INPUT, updated_permissions=[])
+
+
 def test_always_with_rules_adds_those_rules() -> None:
     answer = always(rules=["Bash(npm test:*)", "Read"]).to_json()
     reply = approval_reply("answered", answer, request(), timeout=5)
