@@ -330,6 +330,7 @@ class UserInputBroker:
         abort, the end of the session) is done: nothing is emitted, no handler runs.
         """
         if pending.done:
+            await trio.lowlevel.checkpoint()
             return
         request_id = pending.event.request_id
         deadline = trio.current_time() + self._timeout

@@ -922,6 +922,7 @@ class Fleet:
             prompt=prompt,
             resume_session_id=session.claude_session_id,
             fork_session=False,  # a fork happens once, at the start; then it is its own
+            images=(),  # the first prompt's images are in the conversation already
         )  # validates the prompt (InvalidParamsError)
         previous = session._next_execution(params)
         x = session._x

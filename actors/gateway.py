@@ -121,6 +121,7 @@ from claude_trio.protocol.remote import (
     connection_cap,
     cwd_candidate,
     is_inside,
+    open_refusal,
     permission_mode_refusal,
     remote_event,
     remote_params,
@@ -919,6 +920,13 @@ class _Client:
         except WireError as exc:
             self._reply(exc.to_frame())
             return
+        except Exception as exc:
+            # A value decode_op should have refused by name: our bug, not the client's. The
+            # log gets the traceback; the client an error frame, and its connection lives on.
+            log.error("an op could not be decoded: %s", type(exc).__name__, exc_info=True)
+            message = "the op holds a value this server cannot read; check its fields' types"
+            self._reply(WireError("invalid_params", message, None).to_frame())
+            return
         try:
             await self._dispatch(op)
         except ClusterUnavailableError as exc:
@@ -1109,6 +1117,10 @@ class _Client:
                 )
                 return
         requested = op.params
+        refusal = open_refusal(requested, policy)
+        if refusal is not None:
+            self._reply(ErrorFrame(id=op.id, code="forbidden_field", message=refusal))
+            return
         if policy.cwd_root is not None:
             scoped = await _resolve_scope(policy.cwd_root, requested)
             if isinstance(scoped, str):
@@ -1263,7 +1275,10 @@ async def _resolve_scope(root: str, params: ExecuteParams) -> ExecuteParams | st
     for field in ("allowed_paths", "read_only_paths"):
         resolved = []
         for i, path in enumerate(getattr(params, field)):
-            real = str(await trio.Path(path).resolve())
+            try:
+                real = str(await trio.Path(path).resolve())
+            except (OSError, RuntimeError, ValueError):  # RuntimeError: a symlink loop
+                return f"params.{field}[{i}]={quote(path)}: cannot be resolved (a symlink loop?)"
             if not is_inside(real, real_root):
                 return (
                     f"params.{field}[{i}]={quote(path)}: not inside the folder this server "
@@ -1281,7 +1296,7 @@ async def _resolve_cwd(root: str, requested: str | None) -> str | None:
         real = str(await trio.Path(cwd_candidate(real_root, requested)).resolve())
         if not is_inside(real, real_root) or not await trio.Path(real).is_dir():
             return None
-    except (OSError, ValueError):
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a symlink loop
         await trio.lowlevel.checkpoint()
         return None
     return real

@@ -254,7 +254,11 @@ class RedisFleet:
         try:
             return await call()
         except REDIS_ERRORS as exc:
-            raise ClusterUnavailableError(f"Redis is unavailable: {exc}") from None
+            # The cause names hosts and ports: the log gets it, a remote client does not.
+            log.warning("Redis is unavailable: %s", type(exc).__name__)
+            raise ClusterUnavailableError(
+                "the cluster's Redis is unavailable: try again later"
+            ) from exc
 
     async def refresh(self, session_id: str | None) -> None:
         """Read the session's record (or, for ``None``, the listing) from Redis."""
@@ -356,7 +360,15 @@ class RedisFleet:
                 f"session {session_id!r} has no conversation to continue: its CLI never "
                 "reported a session id; start a new session instead"
             )
-        params = {**record.params, "prompt": prompt, "resume_session_id": record.claude_session_id}
+        params = {
+            **record.params,
+            "prompt": prompt,
+            "resume_session_id": record.claude_session_id,
+            # As a local fleet's continue: a fork happens once, and the first prompt's images
+            # are in the conversation already.
+            "fork_session": False,
+            "images": [],
+        }
         record = attrs.evolve(
             record,
             state="waiting",

@@ -11,9 +11,13 @@ Rules:
    Write, NotebookEdit and Task; skills' shell execution is turned off too. MCP servers never
    come from a client. ``tools="all"`` is the operator's explicit opt-in to everything the CLI
    does under ``bypassPermissions`` (run commands, write files) as the server's user.
-   A client may choose the ``permission_mode``: it decides which of the offered tools ask
-   first (the client answers with the ``answer`` op), never which tools are offered, so no
-   mode widens the read-only set (``plan_mode`` is forced whatever the mode).
+   A client may choose a ``permission_mode`` that asks or denies (``default``, ``plan``,
+   ``dontAsk``): it decides which of the offered tools ask first (the client answers with the
+   ``answer`` op), never which tools are offered (``plan_mode`` is forced whatever the mode).
+   A mode that runs tools without asking (:data:`WRITING_MODES`) is refused at ``open`` as it
+   is for a switch (rule 8); unset, the session runs as every local one does. Settings files
+   are not loaded (``setting_sources=()``, and a client may not name any): their hooks,
+   ``statusLine`` and ``apiKeyHelper`` run commands whatever the tool list says.
 3. **Working directory.** With ``cwd_root`` set, every remote session runs in that folder or,
    when ``allow_cwd`` is on, in a folder below it that the client names relative to it (an
    absolute path must lie inside it too). The client's path is resolved by the gateway
@@ -42,9 +46,10 @@ Rules:
    (ops ``set_model``, ``set_permission_mode``), which change no code or file on the server.
    Under ``tools="read-only"`` a session can never be switched to a mode that runs tools
    without asking (:data:`WRITING_MODES`: ``acceptEdits``, ``bypassPermissions``, ``auto``):
-   :func:`permission_mode_refusal` says why. Plan mode's tool list (rule 2) already keeps the
-   writing tools away whatever the mode; the refusal is a second wall, so that a switch never
-   depends on the first one alone.
+   :func:`permission_mode_refusal` says why, for ``open`` (:func:`open_refusal`) as for a
+   switch. Plan mode's tool list (rule 2) already keeps the writing tools away whatever the
+   mode; the refusal is a second wall, so that no client choice depends on the first one
+   alone.
 """
 
 from __future__ import annotations
@@ -119,6 +124,23 @@ def is_inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def open_refusal(params: ExecuteParams, policy: RemotePolicy) -> str | None:
+    """Why the policy refuses what a client asked for in ``open`` (rules 2 and 8), or
+    ``None``. What the policy merely rewrites is :func:`remote_params`' job."""
+    if policy.tools != "read-only":
+        return None
+    if params.permission_mode is not None:
+        refusal = permission_mode_refusal(policy, params.permission_mode)
+        if refusal is not None:
+            return "params.permission_mode" + refusal.removeprefix("set_permission_mode")
+    if params.setting_sources:
+        return (
+            "params.setting_sources: this server's remote sessions are read-only and load no "
+            "settings files (their hooks and helpers run commands); leave it unset"
+        )
+    return None
+
+
 def remote_params(params: ExecuteParams, policy: RemotePolicy, cwd: str | None) -> ExecuteParams:
     """``params`` as the policy lets them run (rules 1-3); ``cwd`` is the resolved folder."""
     if policy.tools == "read-only":
@@ -137,7 +159,11 @@ def remote_params(params: ExecuteParams, policy: RemotePolicy, cwd: str | None) 
             for name, definition in params.subagents.items()
         }
         params = attrs.evolve(
-            params, plan_mode=True, architecture_config=config, subagents=subagents
+            params,
+            plan_mode=True,
+            architecture_config=config,
+            subagents=subagents,
+            setting_sources=(),
         )
     if cwd is not None or params.cwd is not None:
         params = attrs.evolve(params, cwd=cwd)

@@ -58,10 +58,13 @@ class SubagentDefinition:
                 check_tool_names(f"{field}.{key}", value)
         model = self.model
         if model is not None and not (
-            model == "inherit"
-            or model in CLI_FAMILY_ALIASES
-            or model in MODEL_ALIASES
-            or (isinstance(model, str) and model.startswith(FULL_ID_PREFIX))
+            isinstance(model, str)
+            and (
+                model == "inherit"
+                or model in CLI_FAMILY_ALIASES
+                or model in MODEL_ALIASES
+                or model.startswith(FULL_ID_PREFIX)
+            )
         ):
             raise InvalidParamsError(
                 f"{field}.model",

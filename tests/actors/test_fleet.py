@@ -39,6 +39,7 @@ from claude_trio.actors.fleet import (
     open_fleet,
 )
 from claude_trio.protocol import replay as replay_module
+from claude_trio.protocol.images import ImageInput
 from claude_trio.testing import FakeCLI, FakeTurn
 
 PARAMS = ExecuteParams(prompt="hello")
@@ -696,6 +697,26 @@ async def test_continue_resumes_the_conversation_with_the_same_options_and_seq_g
     # Usage sums every turn of both executions.
     results = [e for e in first + second if isinstance(e, Result)]
     assert fs.usage.output_tokens == sum(r.usage.output_tokens for r in results) > 0
+    assert_no_leak(fake)
+
+
+async def test_continue_sends_its_own_prompt_without_the_first_ones_images_or_fork(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(echo)
+    image = ImageInput.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    params = ExecuteParams(
+        prompt="look", images=[image], resume_session_id="s-0", fork_session=True
+    )
+    async with open_fleet(max_live=1, transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(params)
+        await drain(subscribe(fs))
+        await fs.wait_closed()
+        await fleet.continue_(fs.id, "and now?")
+        await fs.wait_closed()
+    assert (fs.params.prompt, fs.params.images, fs.params.fork_session) == ("and now?", (), False)
+    first, second = (t.options for t in fake.transports)
+    assert (first.fork_session, second.fork_session) == (True, False)
     assert_no_leak(fake)
 
 

@@ -58,18 +58,47 @@ async def test_remote_sessions_get_read_only_tools_by_default_whatever_the_clien
     assert json.loads(options.settings or "{}")["disableSkillShellExecution"] is True
 
 
-@pytest.mark.parametrize("mode", ["bypassPermissions", "default", "acceptEdits", "auto"])
-async def test_a_clients_permission_mode_never_widens_the_read_only_policy(mode: str) -> None:
+@pytest.mark.parametrize("mode", ["default", "plan", "dontAsk"])
+async def test_a_clients_asking_mode_never_widens_the_read_only_policy(mode: str) -> None:
     fake = FakeCLI(partial(say, "ok"))
     with trio.fail_after(10):
         async with gateway(fake) as (_, port):
-            await open_and_finish(port, {"prompt": "hi", "permission_mode": mode})
+            await open_and_finish(
+                port, {"prompt": "hi", "permission_mode": mode, "plan_mode": False}
+            )
     options = fake.transport.options
     # The mode is the client's (it only decides what asks) ...
     assert options.permission_mode == mode
-    # ... the tools offered stay the policy's.
+    # ... the tools offered stay the policy's, and no settings file is read.
     assert options.tools == list(READONLY_BUILTINS)
     assert set(MUTATING_BUILTINS) <= set(options.disallowed_tools)
+    assert options.setting_sources == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "names"),
+    [
+        ("permission_mode", "bypassPermissions", "'bypassPermissions' lets the CLI run tools"),
+        ("permission_mode", "acceptEdits", "'acceptEdits' lets the CLI run tools"),
+        ("permission_mode", "auto", "'auto' lets the CLI run tools"),
+        ("setting_sources", ["project"], "load no settings files"),
+    ],
+)
+async def test_a_read_only_server_refuses_what_would_run_commands_at_open(
+    field: str, value: Any, names: str
+) -> None:
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with gateway(fake) as (_, port):
+            (frame,) = await open_and_finish(port, {"prompt": "hi", field: value})
+            await open_and_finish(port, {"prompt": "hi"})  # unset: runs as a local one does
+    assert isinstance(frame, ErrorFrame)
+    assert frame.code == "forbidden_field"
+    assert frame.message.startswith(f"params.{field}")
+    assert names in frame.message
+    [transport] = fake.transports
+    assert transport.options.permission_mode == "bypassPermissions"
+    assert transport.options.setting_sources == []
 
 
 async def test_an_unknown_permission_mode_is_refused_naming_the_field() -> None:
@@ -169,6 +198,33 @@ async def test_a_remote_scope_must_lie_inside_the_root_and_is_resolved_there(
         assert error.code == "invalid_params"
         assert error.message.startswith(f"params.{field}[0]=")
         assert "not inside the folder this server runs sessions in" in error.message
+
+
+async def test_a_symlink_loop_is_refused_by_name_and_the_connection_lives_on(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a").symlink_to(root / "b")
+    (root / "b").symlink_to(root / "a")
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with rooted(fake, root, allow_cwd=True) as port, client(port) as c:
+            await c.send(
+                "open", id="scope", params={"prompt": "hi", "allowed_paths": [str(root / "a")]}
+            )
+            scope_error = await c.receive()
+            await c.send("open", id="cwd", params={"prompt": "hi", "cwd": "a"})
+            cwd_error = await c.receive()
+            await c.send("list", id="still-there")
+            listing = await c.receive()
+    assert isinstance(scope_error, ErrorFrame)
+    assert (scope_error.id, scope_error.code) == ("scope", "invalid_params")
+    assert "cannot be resolved (a symlink loop?)" in scope_error.message
+    assert isinstance(cwd_error, ErrorFrame)
+    assert (cwd_error.id, cwd_error.code) == ("cwd", "invalid_params")
+    assert listing.id == "still-there"
+    assert fake.transports == []
 
 
 async def test_without_allow_cwd_a_client_cannot_choose_the_folder(tmp_path: Path) -> None:
@@ -347,3 +403,30 @@ def test_the_descriptor_limit_lowers_the_connection_cap() -> None:
     assert connection_cap(limits, None) == 512
     assert connection_cap(limits, 10) == 1
     assert os.sysconf("SC_OPEN_MAX") > 0
+
+
+async def test_an_op_the_decoder_fails_on_is_an_error_frame_not_a_dead_connection(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import claude_trio.actors.gateway as gateway_module
+
+    real_decode = gateway_module.decode_op
+
+    def decode(text: str, **kwargs: Any) -> Any:
+        if "poison" in text:
+            raise TypeError("unhashable type: 'list'")  # a value a validator forgot to refuse
+        return real_decode(text, **kwargs)
+
+    monkeypatch.setattr(gateway_module, "decode_op", decode)
+    with trio.fail_after(10):
+        async with gateway(FakeCLI(partial(say, "ok"))) as (_, port), client(port) as c:
+            await c.send("list", id="poison")
+            error = await c.receive()
+            await c.send("list", id="after")
+            listing = await c.receive()
+    assert isinstance(error, ErrorFrame)
+    assert error.code == "invalid_params"
+    assert "cannot read" in error.message
+    assert "unhashable" not in error.message
+    assert listing.id == "after"
+    assert "an op could not be decoded: TypeError" in caplog.text

@@ -378,3 +378,12 @@ def test_a_provider_is_environment_for_a_remote_client() -> None:
 def test_bad_images_over_the_wire_name_the_field(images: str, match: str) -> None:
     with pytest.raises(WireError, match=match):
         decode_op(f'{{"op": "open", "id": "1", "params": {{"prompt": "hi", "images": {images}}}}}')
+
+
+@pytest.mark.parametrize("model", [[], {}, 7, ["sonnet"]])
+def test_a_subagent_model_of_the_wrong_type_is_refused_by_name(model: Any) -> None:
+    subagents = {"a": {"description": "d", "prompt": "p", "model": model}}
+    text = json.dumps({"op": "open", "id": "o", "params": {"prompt": "x", "subagents": subagents}})
+    error = decode_error(text)
+    assert (error.code, error.id) == ("invalid_params", "o")
+    assert "params.subagents['a'].model" in error.message

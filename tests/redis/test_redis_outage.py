@@ -60,7 +60,9 @@ async def test_redis_restarted_mid_run_loses_no_event(tmp_path: Path) -> None:
             stored = [decode_event(e.field_values) for e in entries]
 
     assert "unavailable" in refused
-    assert "Redis is unavailable" in refused
+    assert "the cluster's Redis is unavailable: try again later" in refused
+    assert "127.0.0.1" not in refused  # no address leaks
+    assert f":{server.port}" not in refused
     assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
     assert isinstance(stored[-1], Result)
     assert stored[-1].final
