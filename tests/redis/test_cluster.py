@@ -22,6 +22,7 @@ from claude_trio.protocol.events import (
     TextDelta,
     UserInputRequest,
 )
+from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.redis_keys import RedisKeys
 from claude_trio.protocol.remote import Principal
@@ -117,6 +118,35 @@ async def test_push_abort_and_continue_reach_the_worker_in_order(
                     await aborted.abort()
                 final = event
             assert isinstance(final, Aborted)
+
+
+async def test_a_continue_carries_its_own_prompt_without_the_first_ones_images(
+    redis_server: RedisServer,
+) -> None:
+    fake = FakeCLI(slow_answer)
+    image = ImageInput.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, fake),
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            session = await client.open(ExecuteParams(prompt="look", images=[image]))
+            [e async for e in session.events]
+            await session.continue_("and now?")
+            continued = [e async for e in session.events]
+        async with coredis.Redis.from_url(url, decode_responses=True) as redis:
+            entries = await redis.xrange(RedisKeys().jobs)
+    assert isinstance(continued[-1], Result)
+    assert continued[-1].text == "answered and now?"
+    jobs = [Job.from_fields(entry.field_values) for entry in entries]
+    assert [(job.kind, job.params["prompt"]) for job in jobs] == [
+        ("open", "look"),
+        ("continue", "and now?"),
+    ]
+    assert len(jobs[0].params["images"]) == 1
+    assert (jobs[1].params["images"], jobs[1].params["fork_session"]) == ([], False)
 
 
 async def test_a_client_reconnects_to_another_gateway_and_gets_an_exact_replay(
