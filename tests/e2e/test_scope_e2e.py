@@ -10,7 +10,6 @@ the CLI's ``PATH`` to check the refusal and the warning on any machine.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -268,12 +267,8 @@ async def test_a_soft_scope_without_the_sandbox_warns_before_adapter_ready_and_r
     assert events[-1].kind == "result"
 
 
-@pytest.mark.skipif(
-    not (shutil.which("bwrap") and shutil.which("socat")),
-    reason="the CLI's Bash sandbox needs bubblewrap and socat (scripts/bootstrap installs them)",
-)
 async def test_a_hard_scope_confines_bash_writes_denied_reads_and_network_in_the_sandbox(
-    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path, bash_sandbox: None
 ) -> None:
     dirs = _tree(tmp_path)
     work, outside = dirs["work"], dirs["out"]

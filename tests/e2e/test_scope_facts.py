@@ -10,7 +10,6 @@ that a deny beats an allow, that the working-directory blocks hold without askin
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,6 @@ pytestmark = pytest.mark.e2e
 
 MODEL = "claude-sonnet-4-5"
 DENIED = "<tool_use_error>File is in a directory that is denied by your permission settings."
-
-needs_sandbox = pytest.mark.skipif(
-    not (shutil.which("bwrap") and shutil.which("socat")),
-    reason="the CLI's Bash sandbox needs bubblewrap and socat (scripts/bootstrap installs them)",
-)
-
 
 def _folders(tmp_path: Path) -> tuple[Path, Path]:
     work, out = tmp_path / "work", tmp_path / "out"
@@ -147,9 +140,8 @@ async def test_the_working_directory_blocks_hold_in_default_mode_without_asking(
     assert asked == []
 
 
-@needs_sandbox
 async def test_only_deny_rules_from_settings_reach_the_bash_sandbox(
-    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path, bash_sandbox: None
 ) -> None:
     work, out = _folders(tmp_path)
     sandbox = {"enabled": True, "autoAllowBashIfSandboxed": True, "allowUnsandboxedCommands": False}
