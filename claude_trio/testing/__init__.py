@@ -79,7 +79,7 @@ from .model_double import (
     turns,
 )
 from .model_double import Responder as ModelResponder
-from .redis_server import RedisServer, RedisServerError, open_redis_server
+from .redis_server import RedisServer, RedisServerError, RedisTLS, open_redis_server
 
 __all__ = [
     "CLAUDE_CODE_VERSION",
@@ -104,6 +104,7 @@ __all__ = [
     "PendingRequest",
     "RedisServer",
     "RedisServerError",
+    "RedisTLS",
     "Replay",
     "ReplayTransport",
     "Reply",
