@@ -62,9 +62,11 @@ PARAMS = ExecuteParams(prompt="go")
 CONFIG = WorkerConfig(heartbeat=0.5, dead_after=5.0, block=0.5, stream_max=100_000)
 MAX_LIVE = 2
 FLAT_OUT = 1e9  # a "rate" that never waits
+TIMEOUT = 120.0  # a run that takes longer has lost events: a wrong behaviour, not a figure
 _HERE = os.path.abspath(__file__)
 # A delta's timestamp, preceded by the JSON string's quote or by the previous delta's "|" (when
 # deltas were merged), so a number cut at a read's boundary is never taken for one.
+heads: dict[Any, bytes] = {}
 _STAMP = re.compile(rb'["|](\d+\.\d{7})\|')
 
 
@@ -146,6 +148,7 @@ async def _reader(
 ) -> None:
     """One websocket client: attach, then note when each delta's timestamp first arrives."""
     stream = await trio.open_tcp_stream("127.0.0.1", port)
+    heads[stream] = b""
     async with stream:
         ws = await handshake(stream, TOKEN)
         await attach(stream, ws, session_id)
@@ -153,17 +156,19 @@ async def _reader(
         if remaining[0] == 0:
             all_attached.set()
         seen: dict[float, float] = {}
+        received.append(seen)
         tail = b""
         while len(seen) < count:
             data = await stream.receive_some(1 << 18)
             if not data:
                 raise RuntimeError(f"the gateway closed the connection after {len(seen)} deltas")
             now = time.perf_counter()
+            if len(heads[stream]) < 600:
+                heads[stream] += data[:600]
             chunk = tail + data
             for match in _STAMP.finditer(chunk):
                 seen.setdefault(float(match[1]), now)
             tail = chunk[-32:]
-        received.append(seen)
 
 
 async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: str) -> list[float]:
@@ -191,7 +196,7 @@ async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: st
             port_text, session_id = line.decode().split()
             all_attached = trio.Event()
             remaining = [clients]
-            with trio.fail_after(120):
+            with trio.move_on_after(TIMEOUT) as deadline:
                 async with trio.open_nursery() as readers:
                     for _ in range(clients):
                         readers.start_soon(
@@ -206,6 +211,12 @@ async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: st
                     await all_attached.wait()
                     await trio.sleep(0.3)  # let the attach replies land (not measured)
                     await process.stdin.send_all(b"go\n")
+            if deadline.cancelled_caught:
+                got = sorted(len(seen) for seen in received)
+                print([h[:400] for h in heads.values()])
+                raise RuntimeError(
+                    f"{mode}: after {TIMEOUT:g} s the clients had {got} of {count} deltas (wanted all)"
+                )
         finally:
             process.kill()
     latencies = [(at - sent) * 1000 for seen in received for sent, at in seen.items()]

@@ -1,17 +1,11 @@
 """An in-process cluster for the Redis mode's tests: a real redis-server, workers (each with
-its own fleet of fake CLIs), and gateways over ``RedisFleet``, all in the test's nursery; and
-``node``, one ``claude-trio worker``/``serve`` process as a user runs it."""
+its own fleet of fake CLIs), and gateways over ``RedisFleet``, all in the test's nursery."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -80,54 +74,3 @@ async def open_gateway(
         port = await nursery.start(partial(serve_gateway, fleet, **options))
         yield fleet, port
         nursery.cancel_scope.cancel()
-
-
-COMMAND = (sys.executable, "-m", "claude_trio.cli")
-
-
-def command_env() -> dict[str, str]:
-    """The environment of a cluster process: no API key, the gateway token set."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    env["CLAUDE_TRIO_TOKEN"] = TOKEN
-    return env
-
-
-@attrs.define
-class Node:
-    process: trio.Process
-    stdout: str
-    stderr_path: Path
-
-
-@asynccontextmanager
-async def node(tmp_path: Path, name: str, *argv: str, ready: bytes) -> AsyncIterator[Node]:
-    """A ``claude-trio`` process (``--log-json``, stderr to ``tmp_path/name.stderr``), yielded
-    once its stdout shows ``ready``; stopped with SIGINT after the block (it must exit 0)."""
-    stderr_path = tmp_path / f"{name}.stderr"
-    with stderr_path.open("wb") as stderr:
-        process = await trio.lowlevel.open_process(
-            [*COMMAND, *argv, "--log-json"],
-            env=command_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-        )
-    try:
-        assert process.stdout is not None
-        seen = b""
-        with trio.fail_after(60):
-            while ready not in seen:
-                chunk = await process.stdout.receive_some()
-                assert chunk, f"{name} exited early: {stderr_path.read_text()}"
-                seen += chunk
-        yield Node(process=process, stdout=seen.decode(), stderr_path=stderr_path)
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-            with trio.fail_after(60):
-                code = await process.wait()
-            assert code == 0, stderr_path.read_text()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.move_on_after(10, shield=True):
-                await process.wait()

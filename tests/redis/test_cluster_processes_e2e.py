@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
-from contextlib import AsyncExitStack
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
+import attrs
 import coredis
 import psutil
 import pytest
 import trio
-from cluster_kit import TOKEN, node
 
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, RemoteOpError, RemoteSession, connect_gateway
@@ -32,8 +36,55 @@ from claude_trio.testing import RedisServer
 
 pytestmark = pytest.mark.e2e
 
+COMMAND = (sys.executable, "-m", "claude_trio.cli")
+TOKEN = "cluster-e2e-token-0123456789"
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
 KEYS = RedisKeys()
+
+
+def command_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["CLAUDE_TRIO_TOKEN"] = TOKEN
+    return env
+
+
+@attrs.define
+class Node:
+    process: trio.Process
+    stdout: str
+    stderr_path: Path
+
+
+@asynccontextmanager
+async def node(tmp_path: Path, name: str, *argv: str, ready: bytes) -> AsyncIterator[Node]:
+    stderr_path = tmp_path / f"{name}.stderr"
+    with stderr_path.open("wb") as stderr:
+        process = await trio.lowlevel.open_process(
+            [*COMMAND, *argv, "--log-json"],
+            env=command_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+        )
+    try:
+        assert process.stdout is not None
+        seen = b""
+        with trio.fail_after(60):
+            while ready not in seen:
+                chunk = await process.stdout.receive_some()
+                assert chunk, f"{name} exited early: {stderr_path.read_text()}"
+                seen += chunk
+        yield Node(process=process, stdout=seen.decode(), stderr_path=stderr_path)
+        if process.returncode is None:
+            process.send_signal(signal.SIGINT)
+            with trio.fail_after(60):
+                code = await process.wait()
+            assert code == 0, stderr_path.read_text()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with trio.move_on_after(10, shield=True):
+                await process.wait()
 
 
 async def records(redis: coredis.Redis[str], ids: list[str]) -> dict[str, SessionRecord]:
@@ -62,16 +113,8 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
                 node(
                     tmp_path,
                     f"w{i}",
-                    "worker",
-                    "--redis",
-                    url,
-                    "--offline",
-                    "--max-live",
-                    "2",
-                    "--worker-id",
-                    f"w{i}",
-                    "--drain-grace",
-                    "30",
+                    "worker", "--redis", url, "--offline", "--max-live", "2",
+                    "--worker-id", f"w{i}", "--drain-grace", "30",
                     ready=b"running up to",
                 )
             )
@@ -82,13 +125,7 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
                 node(
                     tmp_path,
                     f"g{i}",
-                    "serve",
-                    "--redis",
-                    url,
-                    "--port",
-                    "0",
-                    "--cwd-root",
-                    str(work),
+                    "serve", "--redis", url, "--port", "0", "--cwd-root", str(work),
                     ready=b"listening on ws://",
                 )
             )
@@ -98,7 +135,9 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
             next(li for li in g.stdout.splitlines() if "listening on" in li).split("on ", 1)[1]
             for g in gateways
         ]
-        redis = await stack.enter_async_context(coredis.Redis.from_url(url, decode_responses=True))
+        redis = await stack.enter_async_context(
+            coredis.Redis.from_url(url, decode_responses=True)
+        )
         one = await stack.enter_async_context(connect_gateway(urls[0], token=TOKEN, config=CLIENT))
         two = await stack.enter_async_context(connect_gateway(urls[1], token=TOKEN, config=CLIENT))
 

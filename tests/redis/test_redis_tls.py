@@ -16,7 +16,7 @@ import pytest
 import trio
 import trustme
 from claude_agent_sdk.testing.session_store_conformance import run_session_store_conformance
-from cluster_kit import TOKEN, command_env, node
+from test_cluster_processes_e2e import TOKEN, command_env, node
 
 from claude_trio import ExecuteParams
 from claude_trio.actors.redis_store import RedisSessionStore
