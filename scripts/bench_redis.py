@@ -66,6 +66,7 @@ TIMEOUT = 120.0  # a run that takes longer has lost events: a wrong behaviour, n
 _HERE = os.path.abspath(__file__)
 # A delta's timestamp, preceded by the JSON string's quote or by the previous delta's "|" (when
 # deltas were merged), so a number cut at a read's boundary is never taken for one.
+# The first bytes each client received, to say what a client that got nothing got instead.
 heads: dict[Any, bytes] = {}
 _STAMP = re.compile(rb'["|](\d+\.\d{7})\|')
 
@@ -175,6 +176,7 @@ async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: st
     """One run of one side: ``[events/s delivered, p50 ms, p99 ms]``."""
     command = [sys.executable, _HERE, "gateway-server", mode, str(count), str(rate), url]
     received: list[dict[float, float]] = []
+    heads.clear()
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
             partial(
@@ -213,9 +215,10 @@ async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: st
                     await process.stdin.send_all(b"go\n")
             if deadline.cancelled_caught:
                 got = sorted(len(seen) for seen in received)
-                print([h[:400] for h in heads.values()])
+                starved = [head[:200] for head in heads.values() if _STAMP.search(head) is None]
                 raise RuntimeError(
-                    f"{mode}: after {TIMEOUT:g} s the clients had {got} of {count} deltas (wanted all)"
+                    f"{mode}: after {TIMEOUT:g} s the clients had {got} of {count} deltas; "
+                    f"what the clients without any got first: {starved}"
                 )
         finally:
             process.kill()
