@@ -265,12 +265,18 @@ class RedisFleet:
         keys = self.keys
         if session_id is None:
             ids = await self._call(lambda: self.redis.zrange(keys.sessions_index, -LISTING_MAX, -1))
-            self._listed = tuple(ids)
-            self._records = {}
-            for sid in self._listed:
+            listed = tuple(ids)
+            # Each record is replaced in place, never dropped first: an attach whose own refresh
+            # ended while this one waits on Redis must still find its session (test:
+            # test_concurrent_refreshes_never_hide_a_session). At the end, the records known
+            # before that are not listed go; one added meanwhile (a start) stays.
+            before = set(self._records)
+            for sid in listed:
                 await self._read(sid)
+            self._listed = listed
+            unlisted = before - set(listed)
+            self._records = {s: r for s, r in self._records.items() if s not in unlisted}
             return
-        self._records.pop(session_id, None)
         await self._read(session_id)
 
     async def refresh_active(self) -> None:
@@ -285,11 +291,13 @@ class RedisFleet:
         keys = self.keys
         fields = await self._call(lambda: self.redis.hgetall(keys.session(sid)))
         if not fields:
+            self._records.pop(sid, None)  # gone from Redis: forgotten here too
             return
         try:
             self._records[sid] = SessionRecord.from_fields(fields)
         except RemoteProtocolError as exc:
             log.error("cluster: session %s has a broken record: %s", sid, exc)
+            self._records.pop(sid, None)
             return
         first = await self._call(lambda: self.redis.xrange(keys.events(sid), count=1))
         self._oldest[sid] = seq_of_id(first[0].identifier) if first else None

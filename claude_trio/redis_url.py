@@ -1,26 +1,44 @@
 """Connecting to the Redis of a cluster from a ``redis://`` URL (``serve --redis``, ``worker``).
 
 The URL carries everything coredis takes: ``redis://[user:password@]host:port/db``, and
-``rediss://`` for TLS (``?ssl_cert_reqs=...&ssl_ca_certs=...`` pass through). A URL without a
-password uses ``REDISCLI_AUTH`` from the environment when set (the variable ``redis-cli``
-reads), so the password need not appear on a command line.
+``rediss://`` for TLS (``?ssl_ca_certs=/path/ca.pem`` names the CA that signed the server's
+certificate; ``ssl_certfile``/``ssl_keyfile`` a client certificate). Over TLS the server's
+certificate must verify and name the URL's host (``ssl_check_hostname=false`` turns the name
+check off; coredis alone would skip it). A URL without a password uses ``REDISCLI_AUTH`` from
+the environment when set (the variable ``redis-cli`` reads), so the password need not appear on
+a command line.
+
+:func:`open_redis` asks the server for a PING before handing the client out, so a wrong CA, a
+refused password or a closed port stops a command at once with :class:`RedisUnavailableError`
+saying which, rather than a traceback or a gateway that waits for a Redis it cannot use.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
-__all__ = ["RedisUsageError", "check_redis_url", "open_redis"]
+import trio
+
+__all__ = ["RedisUnavailableError", "RedisUsageError", "check_redis_url", "open_redis"]
 
 PASSWORD_ENV = "REDISCLI_AUTH"
+# How long the first PING may take: a server that accepts the connection and never answers
+# (a wrong port, a proxy) fails the command instead of hanging it.
+FIRST_PING_TIMEOUT = 10.0
 
 
 class RedisUsageError(Exception):
     """A Redis URL that cannot be used; the message says what to do."""
+
+
+class RedisUnavailableError(Exception):
+    """The Redis of a URL could not be used at start (unreachable, TLS not verified, password
+    refused); the message says which, and never holds the password."""
 
 
 def check_redis_url(url: str) -> None:
@@ -58,5 +76,53 @@ async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> Asyn
     kwargs: dict[str, Any] = {"decode_responses": True}
     if urlsplit(url).password is None and environ.get(PASSWORD_ENV):
         kwargs["password"] = environ[PASSWORD_ENV]
-    async with coredis.Redis.from_url(url, **kwargs) as client:
-        yield client
+    problem: str | None = None
+    async with coredis.Redis.from_url(_with_hostname_check(url), **kwargs) as client:
+        try:
+            with trio.fail_after(FIRST_PING_TIMEOUT):
+                await client.ping()
+        except (coredis.exceptions.RedisError, trio.TooSlowError) as exc:
+            # Raised after the client's block: inside it, coredis' task group would wrap it.
+            problem = _explain(exc)
+        else:
+            yield client
+    if problem is not None:
+        raise RedisUnavailableError(f"cannot use Redis at {_shown(url)}: {problem}")
+
+
+def _with_hostname_check(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme != "rediss" or "ssl_check_hostname" in parse_qs(parts.query):
+        return url
+    query = f"{parts.query}&ssl_check_hostname=true" if parts.query else "ssl_check_hostname=true"
+    return parts._replace(query=query).geturl()
+
+
+def _explain(exc: BaseException) -> str:
+    """What went wrong, in words, from coredis' exception and its causes."""
+    import coredis
+
+    if isinstance(exc, trio.TooSlowError):
+        return f"no answer to PING within {FIRST_PING_TIMEOUT:g} s"
+    if isinstance(exc, coredis.exceptions.AuthenticationFailureError):
+        return "the server refused the password (wrong password, or wrong user)"
+    if isinstance(exc, coredis.exceptions.AuthenticationRequiredError):
+        return (
+            "the server requires a password: give it in the URL (redis://:PASSWORD@host...) "
+            f"or in {PASSWORD_ENV}"
+        )
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return (
+                f"the server's TLS certificate did not verify ({cause.verify_message}); name "
+                "the CA that signed it: rediss://host:port/0?ssl_ca_certs=/path/to/ca.pem"
+            )
+        if isinstance(cause, ssl.SSLError):
+            return f"the TLS handshake failed ({cause.reason or cause}); is the port a TLS port?"
+        if isinstance(cause, OSError) and cause.strerror:
+            return f"cannot connect ({cause.strerror})"
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(exc, coredis.exceptions.ConnectionError):
+        return f"{exc} (a TLS-only port? then use rediss://)"
+    return f"{type(exc).__name__}: {exc}"

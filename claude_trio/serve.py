@@ -49,7 +49,13 @@ import trio
 
 from claude_trio.actors.fleet import open_fleet
 from claude_trio.actors.gateway import serve_gateway
-from claude_trio.args import EXIT_OK, EXIT_USAGE, NO_CREDENTIALS_MESSAGE, has_credentials
+from claude_trio.args import (
+    EXIT_OK,
+    EXIT_SESSION_ERROR,
+    EXIT_USAGE,
+    NO_CREDENTIALS_MESSAGE,
+    has_credentials,
+)
 from claude_trio.logs import configure_logging
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.remote import Principal, check_token
@@ -326,7 +332,8 @@ async def serve_cluster(config: ServeConfig, out: TextIO) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    """``claude-trio serve``: the exit code (0, or 2 for a usage error)."""
+    """``claude-trio serve``: the exit code (0; 1 when ``--redis`` names a Redis that cannot be
+    used at start; 2 for a usage error)."""
     errors = sys.stderr
     try:
         config = serve_config(args, os.environ)
@@ -356,7 +363,13 @@ def serve_command(args: argparse.Namespace) -> int:
     configure_logging(errors, json_lines=args.log_json)
     if args.tokens is not None and _tokens_file_readable_by_others(args.tokens):
         log.warning("serve: the tokens file can be read by other users of this machine (chmod 600)")
+    from claude_trio.redis_url import RedisUnavailableError
+
     with contextlib.suppress(KeyboardInterrupt):
-        return trio.run(serve, config, sys.stdout)
+        try:
+            return trio.run(serve, config, sys.stdout)
+        except RedisUnavailableError as exc:
+            print(f"claude-trio serve: {exc}", file=errors)
+            return EXIT_SESSION_ERROR
     return EXIT_OK
 

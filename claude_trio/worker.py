@@ -24,9 +24,20 @@ from typing import TextIO
 import trio
 
 from claude_trio.actors.fleet import open_fleet
-from claude_trio.args import EXIT_OK, EXIT_USAGE, NO_CREDENTIALS_MESSAGE, has_credentials
+from claude_trio.args import (
+    EXIT_OK,
+    EXIT_SESSION_ERROR,
+    EXIT_USAGE,
+    NO_CREDENTIALS_MESSAGE,
+    has_credentials,
+)
 from claude_trio.logs import configure_logging
-from claude_trio.redis_url import RedisUsageError, check_redis_url, open_redis
+from claude_trio.redis_url import (
+    RedisUnavailableError,
+    RedisUsageError,
+    check_redis_url,
+    open_redis,
+)
 from claude_trio.serve import _sessions_env
 
 log = logging.getLogger(__name__)
@@ -83,7 +94,8 @@ async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def worker_command(args: argparse.Namespace) -> int:
-    """``claude-trio worker``: the exit code (0, or 2 for a usage error)."""
+    """``claude-trio worker``: the exit code (0; 1 when the Redis cannot be used at start, e.g.
+    a TLS certificate that does not verify or a refused password; 2 for a usage error)."""
     errors = sys.stderr
     try:
         check_redis_url(args.redis)
@@ -97,5 +109,9 @@ def worker_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     configure_logging(errors, json_lines=args.log_json)
     with contextlib.suppress(KeyboardInterrupt):
-        return trio.run(run_worker, args, sys.stdout)
+        try:
+            return trio.run(run_worker, args, sys.stdout)
+        except RedisUnavailableError as exc:
+            print(f"claude-trio worker: {exc}", file=errors)
+            return EXIT_SESSION_ERROR
     return EXIT_OK

@@ -207,6 +207,27 @@ class FrameCounter:
         del buf[:pos]
 
 
+async def handshake(stream: trio.SocketStream, token: str) -> WSConnection:
+    """A raw wsproto client's opening handshake on ``stream`` (bearer ``token``); after it,
+    frames are read straight off the socket (see ``FrameCounter``)."""
+    ws = WSConnection(ConnectionType.CLIENT)
+    headers = [(b"authorization", f"Bearer {token}".encode())]
+    await stream.send_all(ws.send(Request(host="127.0.0.1", target="/", extra_headers=headers)))
+    while True:
+        data = await stream.receive_some(65536)
+        if not data:
+            raise RuntimeError("the server closed the connection during the handshake")
+        ws.receive_data(data)
+        if any(isinstance(event, AcceptConnection) for event in ws.events()):
+            return ws
+
+
+async def attach(stream: trio.SocketStream, ws: WSConnection, session_id: str) -> None:
+    """Send the ``attach`` op for ``session_id`` from its first event (one reply frame comes)."""
+    op = {"op": "attach", "id": "a", "session": session_id, "last_seq": None}
+    await stream.send_all(ws.send(TextMessage(data=json.dumps(op))))
+
+
 async def _client(
     port: int,
     session_id: str | None,
@@ -219,21 +240,11 @@ async def _client(
 ) -> None:
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:
-        ws = WSConnection(ConnectionType.CLIENT)
-        headers = [(b"authorization", f"Bearer {TOKEN}".encode())]
-        await stream.send_all(ws.send(Request(host="127.0.0.1", target="/", extra_headers=headers)))
+        ws = await handshake(stream, TOKEN)
         leftover = b""
-        accepted = False
-        while not accepted:
-            data = await stream.receive_some(65536)
-            ws.receive_data(data)
-            for event in ws.events():
-                if isinstance(event, AcceptConnection):
-                    accepted = True
         counter = FrameCounter()
         if session_id is not None:
-            op = {"op": "attach", "id": "a", "session": session_id, "last_seq": None}
-            await stream.send_all(ws.send(TextMessage(data=json.dumps(op))))
+            await attach(stream, ws, session_id)
             expected += 1  # the reply
         remaining[0] -= 1
         if remaining[0] == 0:

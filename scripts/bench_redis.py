@@ -1,41 +1,74 @@
-"""Benchmarks of the Redis mode (``claude-trio worker`` / ``serve --redis``), on a real
-``redis-server`` started here, with fake CLIs (so what is measured is the coordination).
+"""Benchmarks of the Redis mode (``claude-trio worker`` / ``serve --redis``) on a real
+``redis-server`` started here, with stand-in CLIs (so what is measured is the coordination).
 
-* **latency**: one session whose fake CLI emits ``--events`` text deltas back to back, followed
-  by ``--clients`` (50) subscribers: in-process (``Fleet`` subscriptions) and through Redis (a
-  worker stores each event, ``RedisFleet`` subscriptions read the stream, as a gateway does).
-  Measured: events/s delivered over all subscribers, and p50/p99 latency from the CLI's frame to
-  the subscriber (what Redis adds is the difference).
-* **workers**: ``--executions`` (60) short executions (a 50 ms turn) with 1, 2 and 3 workers of
-  ``max_live=4`` each: executions per minute.
-* **memory**: Redis ``used_memory`` per finished session (record, events, job), after the runs.
+* **gateway**: one session fanned out by one gateway to ``--clients`` (50) real websocket
+  clients (raw wsproto clients, ``bench_gateway.handshake``/``attach``, that read frames off the
+  socket and find each delta's timestamp in the bytes without decoding the JSON). The session's
+  CLI is ``bench_fanout.PacedTransport``: each text delta carries ``time.perf_counter()`` at the
+  moment it was handed to the SDK, held until every client is attached. Two sides, each a
+  server process of its own, interleaved over ``--rounds``:
+  **in-process** (``open_fleet`` + ``serve_gateway``) and **via Redis** (a worker, ``serve_worker``
+  over its own fleet, and a gateway over ``RedisFleet``, in one process as the in-process side
+  is, so they have the same CPU; every event goes worker -> ``XADD`` -> the gateway's
+  ``XREAD`` -> 50 websockets). Two loads: a burst (``--deltas`` back to back: events/s
+  delivered over all clients, the throughput) and a paced run (``--rate`` per second for
+  ``--seconds``: latency under a moderate load). Printed: medians per side, the ratio of
+  events/s (Redis / in-process) and what Redis adds to p50/p99 (from the CLI's frame to the
+  client's socket).
+* **workers**: ``--executions`` (60) executions of a ``--turn-ms`` (100 ms) turn on 1, 2 and 3
+  worker *processes* (``serve_worker`` with ``max_live=2`` fake CLIs each, started from this
+  script as children), submitted through a ``RedisFleet`` here: executions per minute, against
+  the ideal (slots / turn) and against 1 worker.
+* **memory**: Redis ``used_memory`` per finished execution after the 1-worker run, and the
+  ``MEMORY USAGE`` of one session's keys (record, event stream).
 
-    .venv/bin/python scripts/bench_redis.py [--events 2000] [--clients 50] [--executions 60]
+    .venv/bin/python scripts/bench_redis.py [--clients 50] [--deltas 1000] [--rate 200]
+        [--seconds 2] [--rounds 2] [--executions 60] [--turn-ms 100]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import coredis
 import trio
+from bench_fanout import PacedTransport
+from bench_gateway import attach, fake_recording, handshake
+from claude_agent_sdk import ClaudeAgentOptions, Transport
 
-from claude_trio import ExecuteParams
-from claude_trio.actors.fleet import Fleet, Subscription, open_fleet
-from claude_trio.actors.redis_fleet import RedisFleet, open_redis_fleet
+from claude_trio import ExecuteParams, serve_gateway
+from claude_trio.actors.fleet import Subscription, open_fleet
+from claude_trio.actors.redis_fleet import open_redis_fleet
 from claude_trio.actors.redis_worker import WorkerConfig, serve_worker
-from claude_trio.protocol.events import TextDelta
+from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.protocol.remote import GatewayLimits
+from claude_trio.redis_url import open_redis
 from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
 
+TOKEN = "bench-redis-token-0123456789"
+PARAMS = ExecuteParams(prompt="go")
 CONFIG = WorkerConfig(heartbeat=0.5, dead_after=5.0, block=0.5, stream_max=100_000)
+MAX_LIVE = 2
+FLAT_OUT = 1e9  # a "rate" that never waits
+TIMEOUT = 120.0  # a run that takes longer has lost events: a wrong behaviour, not a figure
+_HERE = os.path.abspath(__file__)
+# A delta's timestamp, preceded by the JSON string's quote or by the previous delta's "|" (when
+# deltas were merged), so a number cut at a read's boundary is never taken for one.
+# The first bytes each client received, to say what a client that got nothing got instead.
+heads: dict[Any, bytes] = {}
+_STAMP = re.compile(rb'["|](\d+\.\d{7})\|')
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -43,128 +76,403 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def emitter(count: int, emitted: dict[str, float]) -> Any:
+# -- the gateway's servers (children) ---------------------------------------------------------
+
+
+class HeldTransport(PacedTransport):
+    """``PacedTransport`` whose turn waits for ``release`` (every client attached first)."""
+
+    def __init__(self, recording: Any, *, count: int, rate: float, release: trio.Event):
+        super().__init__(recording, count=count, rate=rate)
+        self._release = release
+
+    async def _turn(self, uuid: str | None) -> AsyncIterator[dict[str, Any]]:
+        await self._release.wait()
+        async for frame in super()._turn(uuid):
+            yield frame
+
+
+async def _wait_go() -> None:
+    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    async with stdin:
+        await stdin.receive_some(16)
+
+
+async def gateway_server(mode: str, count: int, rate: float, url: str) -> None:
+    """One side's server: prints ``port session_id``, releases the turn on a line on stdin."""
+    recording = await fake_recording(4)
+    release = trio.Event()
+
+    def factory(options: ClaudeAgentOptions) -> Transport:
+        return HeldTransport(recording, count=count, rate=rate, release=release)
+
+    limits = GatewayLimits(
+        client_queue_bytes=2**40,
+        max_connections_per_peer=10_000,
+        max_handshakes_per_peer=10_000,
+        max_handshakes=10_000,
+        ping_interval=3600,
+    )
+    gateway = partial(
+        serve_gateway, token=TOKEN, allowed_origins=None, client_queue=10 * count, limits=limits
+    )
+    async with AsyncExitStack() as stack:
+        fleet = await stack.enter_async_context(
+            open_fleet(transport_factory=factory, max_live=1, replay_buffer=count + 100)
+        )
+        nursery = await stack.enter_async_context(trio.open_nursery())
+        served: Any = fleet
+        if mode == "redis":
+            worker_redis = await stack.enter_async_context(open_redis(url))
+            await nursery.start(partial(serve_worker, worker_redis, fleet, config=CONFIG))
+            gateway_redis = await stack.enter_async_context(open_redis(url))
+            served = await stack.enter_async_context(open_redis_fleet(gateway_redis, block=0.5))
+            nursery = await stack.enter_async_context(trio.open_nursery())
+        port = await nursery.start(partial(gateway, served))
+        session = await served.start(PARAMS)
+        print(port, session.id, flush=True)
+        await _wait_go()
+        release.set()
+        await trio.sleep_forever()
+
+
+# -- the clients (this process) ---------------------------------------------------------------
+
+
+async def _reader(
+    port: int,
+    session_id: str,
+    count: int,
+    remaining: list[int],
+    all_attached: trio.Event,
+    received: list[dict[float, float]],
+) -> None:
+    """One websocket client: attach, then note when each delta's timestamp first arrives."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    heads[stream] = b""
+    async with stream:
+        ws = await handshake(stream, TOKEN)
+        await attach(stream, ws, session_id)
+        remaining[0] -= 1
+        if remaining[0] == 0:
+            all_attached.set()
+        seen: dict[float, float] = {}
+        received.append(seen)
+        tail = b""
+        while len(seen) < count:
+            data = await stream.receive_some(1 << 18)
+            if not data:
+                raise RuntimeError(f"the gateway closed the connection after {len(seen)} deltas")
+            now = time.perf_counter()
+            if len(heads[stream]) < 600:
+                heads[stream] += data[:600]
+            chunk = tail + data
+            for match in _STAMP.finditer(chunk):
+                seen.setdefault(float(match[1]), now)
+            tail = chunk[-32:]
+
+
+async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: str) -> list[float]:
+    """One run of one side: ``[events/s delivered, p50 ms, p99 ms]``."""
+    command = [sys.executable, _HERE, "gateway-server", mode, str(count), str(rate), url]
+    received: list[dict[float, float]] = []
+    heads.clear()
+    async with trio.open_nursery() as nursery:
+        process = await nursery.start(
+            partial(
+                trio.run_process,
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                check=False,  # killed below, once measured
+            )
+        )
+        try:
+            line = b""
+            with trio.fail_after(60):
+                while not line.endswith(b"\n"):
+                    chunk = await process.stdout.receive_some(1024)
+                    if not chunk:
+                        raise RuntimeError(f"the {mode} server exited before serving")
+                    line += chunk
+            port_text, session_id = line.decode().split()
+            all_attached = trio.Event()
+            remaining = [clients]
+            with trio.move_on_after(TIMEOUT) as deadline:
+                async with trio.open_nursery() as readers:
+                    for _ in range(clients):
+                        readers.start_soon(
+                            _reader,
+                            int(port_text),
+                            session_id,
+                            count,
+                            remaining,
+                            all_attached,
+                            received,
+                        )
+                    await all_attached.wait()
+                    await trio.sleep(0.3)  # let the attach replies land (not measured)
+                    await process.stdin.send_all(b"go\n")
+            if deadline.cancelled_caught:
+                got = sorted(len(seen) for seen in received)
+                starved = [head[:200] for head in heads.values() if _STAMP.search(head) is None]
+                raise RuntimeError(
+                    f"{mode}: after {TIMEOUT:g} s the clients had {got} of {count} deltas; "
+                    f"what the clients without any got first: {starved}"
+                )
+        finally:
+            process.kill()
+    latencies = [(at - sent) * 1000 for seen in received for sent, at in seen.items()]
+    first = min(min(seen) for seen in received)
+    last = max(max(seen.values()) for seen in received)
+    rate = len(latencies) / (last - first)
+    return [rate, percentile(latencies, 0.5), percentile(latencies, 0.99)]
+
+
+async def _gateway(
+    url: str, *, rounds: int, clients: int, deltas: int, rate: float, seconds: float
+) -> None:
+    loads = {
+        "burst": (deltas, FLAT_OUT, f"{deltas} deltas back to back"),
+        "paced": (int(rate * seconds), rate, f"{rate:,.0f} deltas/s for {seconds:g} s"),
+    }
+    for load, (count, pace, said) in loads.items():
+        runs: dict[str, list[list[float]]] = {"in-process": [], "via Redis": []}
+        for _ in range(rounds):
+            for side, mode in (("in-process", "inproc"), ("via Redis", "redis")):
+                runs[side].append(await _gateway_run(mode, count, pace, clients, url))
+        print(f"  {load}: {said}, to {clients} websocket clients (median of {rounds})")
+        medians = {
+            side: [statistics.median(r[i] for r in results) for i in range(3)]
+            for side, results in runs.items()
+        }
+        for side, (rate_, p50, p99) in medians.items():
+            print(
+                f"    {side:<11} {rate_:>9,.0f} events/s delivered   "
+                f"p50 {p50:8.2f} ms   p99 {p99:8.2f} ms"
+            )
+        inproc, redis = medians["in-process"], medians["via Redis"]
+        print(
+            f"    Redis / in-process events/s {redis[0] / inproc[0]:.2f}; Redis adds "
+            f"{redis[1] - inproc[1]:+.2f} ms at p50, {redis[2] - inproc[2]:+.2f} ms at p99"
+        )
+
+
+# -- workers (children) ------------------------------------------------------------------------
+
+
+def _short_turn(turn_ms: int) -> Any:
     async def turn(turn: FakeTurn) -> None:
-        for i in range(count):
-            emitted[f"{i} "] = time.perf_counter()
-            await turn.text(f"{i} ")
+        await turn.sleep(turn_ms / 1000)
+        await turn.text("done")
 
     return turn
 
 
-async def collect(sub: Subscription | Any, got: list[tuple[str, float]]) -> None:
-    async for event in sub:
-        if isinstance(event, TextDelta):
-            got.append((event.text, time.perf_counter()))
-
-
-def summarize(
-    name: str, emitted: dict[str, float], received: list[list[tuple[str, float]]]
-) -> None:
-    latencies = [
-        (at - emitted[text]) * 1000 for got in received for text, at in got if text in emitted
-    ]
-    start = min(emitted.values())
-    end = max(at for got in received for _, at in got)
-    print(
-        f"  {name:<12} {len(latencies) / (end - start):>10,.0f} events/s   "
-        f"p50 {percentile(latencies, 0.5):7.2f} ms   p99 {percentile(latencies, 0.99):7.2f} ms"
-    )
-
-
-async def latency_in_process(events: int, clients: int) -> None:
-    emitted: dict[str, float] = {}
-    received: list[list[tuple[str, float]]] = [[] for _ in range(clients)]
-    fake = FakeCLI(emitter(events, emitted))
-    async with open_fleet(max_live=2, transport_factory=fake, replay_buffer=events * 2) as fleet:
-        session = await fleet.start(ExecuteParams(prompt="go"))
-        async with trio.open_nursery() as nursery:
-            for got in received:
-                sub = session.subscribe(None, max_queue=events * 2, max_bytes=2**30)
-                assert isinstance(sub, Subscription)
-                nursery.start_soon(collect, sub, got)
-    summarize("in-process", emitted, received)
-
-
-@asynccontextmanager
-async def worker(url: str, fake: FakeCLI, max_live: int) -> AsyncIterator[Fleet]:
+async def worker_process(url: str, worker_id: str, turn_ms: int) -> None:
+    """A worker node on fake CLIs: prints ``ready``, runs until its stdin closes."""
     async with (
-        coredis.Redis.from_url(url, decode_responses=True) as redis,
-        open_fleet(max_live=max_live, transport_factory=fake, replay_buffer=100_000) as fleet,
+        open_redis(url) as redis,
+        open_fleet(max_live=MAX_LIVE, transport_factory=FakeCLI(_short_turn(turn_ms))) as fleet,
         trio.open_nursery() as nursery,
     ):
-        await nursery.start(partial(serve_worker, redis, fleet, config=CONFIG))
-        yield fleet
+        await nursery.start(
+            partial(serve_worker, redis, fleet, worker_id=worker_id, config=CONFIG)
+        )
+        print("ready", flush=True)
+        stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+        async with stdin:
+            while await stdin.receive_some(16):
+                pass
         nursery.cancel_scope.cancel()
 
 
 @asynccontextmanager
-async def gateway_fleet(url: str) -> AsyncIterator[RedisFleet]:
+async def _workers(url: str, count: int, turn_ms: int) -> AsyncIterator[None]:
+    async with trio.open_nursery() as nursery:
+        processes = []
+        for i in range(count):
+            command = [sys.executable, _HERE, "worker", url, f"bench-w{i}", str(turn_ms)]
+            processes.append(
+                await nursery.start(
+                    partial(
+                        trio.run_process,
+                        command,
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        check=False,  # a worker's failure shows as "exited before ready"
+                    )
+                )
+            )
+        try:
+            with trio.fail_after(60):
+                for process in processes:
+                    said = await process.stdout.receive_some(64)
+                    if b"ready" not in said:
+                        raise RuntimeError("a worker process exited before it was ready")
+            yield
+        finally:
+            for process in processes:  # a closed stdin is a worker's signal to stop
+                await process.stdin.aclose()
+            with trio.move_on_after(10, shield=True):
+                for process in processes:
+                    await process.wait()
+            for process in processes:
+                if process.returncode is None:
+                    process.kill()
+
+
+async def _drain(sub: Subscription | Any) -> None:
+    async for _ in sub:
+        pass
+
+
+async def _executions(url: str, workers: int, executions: int, turn_ms: int) -> float:
     async with (
-        coredis.Redis.from_url(url, decode_responses=True, max_connections=500) as redis,
+        _workers(url, workers, turn_ms),
+        open_redis(url) as redis,
         open_redis_fleet(redis, block=0.5) as fleet,
     ):
-        yield fleet
-
-
-async def latency_redis(url: str, events: int, clients: int) -> None:
-    emitted: dict[str, float] = {}
-    received: list[list[tuple[str, float]]] = [[] for _ in range(clients)]
-    async with worker(url, FakeCLI(emitter(events, emitted)), 2), gateway_fleet(url) as fleet:
-        session = await fleet.start(ExecuteParams(prompt="go"))
-        await fleet.refresh(session.id)
-        async with trio.open_nursery() as nursery:
-            for got in received:
-                sub = fleet.get(session.id).subscribe(None, max_queue=events * 2, max_bytes=2**30)
-                assert isinstance(sub, Subscription)
-                nursery.start_soon(collect, sub, got)
-    summarize("via Redis", emitted, received)
-
-
-async def run_executions(url: str, workers: int, executions: int) -> float:
-    async def short(turn: FakeTurn) -> None:
-        await turn.sleep(0.05)
-        await turn.text("done")
-
-    async with AsyncExitStack() as stack:
-        for _ in range(workers):
-            await stack.enter_async_context(worker(url, FakeCLI(short), 4))
-        fleet = await stack.enter_async_context(gateway_fleet(url))
         started = time.perf_counter()
         sessions = [await fleet.start(ExecuteParams(prompt=f"p{i}")) for i in range(executions)]
-        async with trio.open_nursery() as nursery:
-            for session in sessions:
-                sub = session.subscribe(None, max_queue=1000)
-                assert isinstance(sub, Subscription)
-                nursery.start_soon(collect, sub, [])
+        with trio.fail_after(300):
+            async with trio.open_nursery() as nursery:
+                for session in sessions:
+                    sub = session.subscribe(None, max_queue=1000)
+                    assert isinstance(sub, Subscription)
+                    nursery.start_soon(_drain, sub)
         return executions / (time.perf_counter() - started) * 60
 
 
-async def main(args: argparse.Namespace) -> None:
+async def _memory_used(url: str) -> int:
+    async with open_redis(url) as redis:
+        return int((await redis.info("memory"))["used_memory"])
+
+
+async def _flush(url: str) -> None:
+    async with open_redis(url) as redis:
+        await redis.flushall()
+
+
+async def _one_session_keys(url: str) -> dict[str, int]:
+    """``MEMORY USAGE`` of the record and the event stream of one finished session."""
+    keys = RedisKeys()
+    async with open_redis(url) as redis:
+        sid = next(iter(await redis.zrange(keys.sessions_index, 0, 0)))
+        return {
+            "record": int(await redis.memory_usage(keys.session(sid)) or 0),
+            "events": int(await redis.memory_usage(keys.events(sid)) or 0),
+            "events_count": int(await redis.xlen(keys.events(sid))),
+        }
+
+
+async def _workers_section(url: str, *, executions: int, turn_ms: int) -> None:
+    ideal_1 = MAX_LIVE / (turn_ms / 1000) * 60
+    print(
+        f"  {executions} executions of a {turn_ms} ms turn; worker processes of max_live="
+        f"{MAX_LIVE} fake CLIs; ideal = slots / turn"
+    )
+    rates: dict[int, float] = {}
+    for count in (1, 2, 3):
+        await _flush(url)
+        before = await _memory_used(url)
+        rates[count] = await _executions(url, count, executions, turn_ms)
+        print(
+            f"    {count} worker(s) {rates[count]:8,.0f} executions/min   "
+            f"{rates[count] / (ideal_1 * count):5.0%} of ideal   "
+            f"x{rates[count] / rates[1]:.2f} vs 1 worker"
+        )
+        if count == 1:
+            used = await _memory_used(url) - before
+            one = await _one_session_keys(url)
+    print(
+        f"  memory: {used / executions:,.0f} bytes of Redis (used_memory) per finished "
+        f"execution; one session's keys: record {one['record']:,} B, event stream "
+        f"{one['events']:,} B ({one['events_count']} events)"
+    )
+
+
+# -- the entry points --------------------------------------------------------------------------
+
+
+def run(
+    *,
+    rounds: int = 2,
+    clients: int = 50,
+    deltas: int = 1000,
+    rate: float = 200.0,
+    seconds: float = 2.0,
+    executions: int = 60,
+    turn_ms: int = 100,
+) -> None:
+    """The whole section, on a ``redis-server`` of its own."""
+    warnings.simplefilter("ignore")
+    trio.run(
+        partial(
+            _section,
+            rounds=rounds,
+            clients=clients,
+            deltas=deltas,
+            rate=rate,
+            seconds=seconds,
+            executions=executions,
+            turn_ms=turn_ms,
+        )
+    )
+
+
+async def _section(
+    *,
+    rounds: int,
+    clients: int,
+    deltas: int,
+    rate: float,
+    seconds: float,
+    executions: int,
+    turn_ms: int,
+) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
         async with open_redis_server(Path(tmp)) as server:
-            url = server.url
-            print(f"latency: 1 session, {args.events} deltas, {args.clients} subscribers")
-            await latency_in_process(args.events, args.clients)
-            await latency_redis(url, args.events, args.clients)
-            async with coredis.Redis.from_url(url, decode_responses=True) as redis:
-                await redis.flushall()
-                before = int((await redis.info("memory"))["used_memory"])
-            print(f"workers: {args.executions} executions of a 50 ms turn, max_live=4 each")
-            total = 0
-            for count in (1, 2, 3):
-                rate = await run_executions(url, count, args.executions)
-                total += args.executions
-                print(f"  {count} worker(s)   {rate:8.0f} executions/min")
-            async with coredis.Redis.from_url(url, decode_responses=True) as redis:
-                after = int((await redis.info("memory"))["used_memory"])
-            print(f"memory: {(after - before) / total:,.0f} bytes of Redis per finished session")
+            print(f"  one gateway, {clients} websocket clients, one redis-server (127.0.0.1)")
+            await _gateway(
+                server.url,
+                rounds=rounds,
+                clients=clients,
+                deltas=deltas,
+                rate=rate,
+                seconds=seconds,
+            )
+            await _workers_section(server.url, executions=executions, turn_ms=turn_ms)
+
+
+def main(argv: list[str]) -> int:
+    warnings.simplefilter("ignore")
+    if argv[:1] == ["gateway-server"]:
+        trio.run(gateway_server, argv[1], int(argv[2]), float(argv[3]), argv[4])
+        return 0
+    if argv[:1] == ["worker"]:
+        trio.run(worker_process, argv[1], argv[2], int(argv[3]))
+        return 0
+    parser = argparse.ArgumentParser(prog="bench_redis.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--deltas", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--executions", type=int, default=60)
+    parser.add_argument("--turn-ms", type=int, default=100)
+    args = parser.parse_args(argv)
+    run(
+        rounds=args.rounds,
+        clients=args.clients,
+        deltas=args.deltas,
+        rate=args.rate,
+        seconds=args.seconds,
+        executions=args.executions,
+        turn_ms=args.turn_ms,
+    )
+    return 0
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--executions", type=int, default=60)
-    trio.run(main, parser.parse_args())
-    sys.exit(0)
+    sys.exit(main(sys.argv[1:]))

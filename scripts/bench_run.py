@@ -21,6 +21,9 @@ Sections (all by default; pick with ``--only``):
   sessions per minute (and per core).
 * ``latency``: the gateway at 10,000 events/s offered: p50/p99 latency from the CLI's frame
   to a ``connect_gateway`` client.
+* ``redis``: the Redis mode on a ``redis-server`` of its own: one gateway to 50 websocket
+  clients in-process vs via Redis (events/s, added p50/p99), executions/min on 1, 2 and 3
+  worker processes, Redis memory per session.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -39,7 +42,9 @@ from importlib.metadata import version
 import trio
 from bench_replay import record_stream
 
-SECTIONS = ("hot", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency")
+SECTIONS = (
+    "hot", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency", "redis"
+)  # fmt: skip
 
 
 def _load() -> str:
@@ -71,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sweep-sessions", type=int, help="sessions per max_live in the sweep"
     )
+    parser.add_argument(
+        "--redis-rounds", type=int, help="rounds of the Redis gateway comparison (each side)"
+    )
+    parser.add_argument("--executions", type=int, help="executions per worker count (Redis)")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
@@ -148,6 +157,14 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\n[9] gateway latency at 10,000 events/s offered (CLI frame -> client)")
         bench_fanout.run_latency(seconds=1.0 if quick else 3.0)
+    if "redis" in only:
+        import bench_redis
+
+        print("\n[10] Redis mode: through Redis vs in-process, worker processes, memory")
+        bench_redis.run(
+            rounds=args.redis_rounds or (1 if quick else 2),
+            executions=args.executions or (30 if quick else 60),
+        )
     print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
 

@@ -16,7 +16,8 @@
   execution's stream, and reports every violation with its seq
   (:mod:`claude_trio.testing.contract`).
 * ``open_redis_server`` runs a real ``redis-server`` on a free loopback port, in a directory of
-  its own, for the Redis mode's tests (:mod:`claude_trio.testing.redis_server`).
+  its own, for the Redis mode's tests; with ``tls=RedisTLS(...)`` it serves TLS only and its
+  ``url`` is a ``rediss://`` URL trusting the given CA (:mod:`claude_trio.testing.redis_server`).
 * pytest fixtures (registered automatically): ``fake_cli``, ``fake_cli_factory``,
   ``scripted_session``, ``model_double``, ``hermetic``, ``redis_server``, ``event_contract``,
   ``replay_cassette``; and
@@ -79,7 +80,7 @@ from .model_double import (
     turns,
 )
 from .model_double import Responder as ModelResponder
-from .redis_server import RedisServer, RedisServerError, open_redis_server
+from .redis_server import RedisServer, RedisServerError, RedisTLS, open_redis_server
 
 __all__ = [
     "CLAUDE_CODE_VERSION",
@@ -104,6 +105,7 @@ __all__ = [
     "PendingRequest",
     "RedisServer",
     "RedisServerError",
+    "RedisTLS",
     "Replay",
     "ReplayTransport",
     "Reply",

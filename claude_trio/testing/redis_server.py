@@ -4,6 +4,8 @@ when the block ends (no process is left behind).
 ``scripts/ensure-redis`` installs the Debian package when the binary is missing. By default the
 server keeps nothing on disk (``--save '' --appendonly no``); ``persist=True`` turns on the
 append-only file with an fsync per write, so :meth:`RedisServer.restart` keeps what was written.
+``tls=RedisTLS(...)`` serves TLS only (``--port 0 --tls-port N``) with the given certificate, and
+``url`` is then a ``rediss://`` URL that trusts the given CA (``?ssl_ca_certs=``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import quote
 
+import attrs
 import trio
 
-__all__ = ["RedisServer", "RedisServerError", "open_redis_server"]
+__all__ = ["RedisServer", "RedisServerError", "RedisTLS", "open_redis_server"]
 
 _START_TIMEOUT = 10.0
 _STOP_GRACE = 5.0
@@ -36,21 +40,43 @@ def _free_port() -> int:
         return port
 
 
+@attrs.frozen(kw_only=True)
+class RedisTLS:
+    """The PEM files of a TLS ``redis-server``: its certificate chain and key, and the CA that
+    clients verify it with (clients are not asked for a certificate)."""
+
+    cert_file: Path
+    key_file: Path
+    ca_file: Path
+
+
 class RedisServer:
     """One ``redis-server`` process; ``url`` is what a client connects to."""
 
-    def __init__(self, *, binary: str, directory: Path, password: str | None, persist: bool):
+    def __init__(
+        self,
+        *,
+        binary: str,
+        directory: Path,
+        password: str | None,
+        persist: bool,
+        tls: RedisTLS | None = None,
+    ):
         self.binary = binary
         self.directory = directory
         self.password = password
         self.persist = persist
+        self.tls = tls
         self.port = 0
         self._process: trio.Process | None = None
 
     @property
     def url(self) -> str:
         auth = f":{self.password}@" if self.password else ""
-        return f"redis://{auth}127.0.0.1:{self.port}/0"
+        if self.tls is None:
+            return f"redis://{auth}127.0.0.1:{self.port}/0"
+        ca = quote(str(self.tls.ca_file), safe="/")
+        return f"rediss://{auth}127.0.0.1:{self.port}/0?ssl_ca_certs={ca}"
 
     @property
     def log_path(self) -> Path:
@@ -61,9 +87,20 @@ class RedisServer:
         return self._process is not None and self._process.returncode is None
 
     def _argv(self) -> list[str]:
+        if self.tls is None:
+            ports = ["--port", str(self.port)]
+        else:
+            ports = [
+                "--port", "0",  # no plain-text listener at all
+                "--tls-port", str(self.port),
+                "--tls-cert-file", str(self.tls.cert_file),
+                "--tls-key-file", str(self.tls.key_file),
+                "--tls-ca-cert-file", str(self.tls.ca_file),
+                "--tls-auth-clients", "no",
+            ]  # fmt: skip
         argv = [
             self.binary,
-            "--port", str(self.port),
+            *ports,
             "--bind", "127.0.0.1",
             "--dir", str(self.directory),
             "--logfile", str(self.log_path),
@@ -147,9 +184,14 @@ class RedisServer:
 
 @asynccontextmanager
 async def open_redis_server(
-    directory: str | os.PathLike[str], *, password: str | None = None, persist: bool = False
+    directory: str | os.PathLike[str],
+    *,
+    password: str | None = None,
+    persist: bool = False,
+    tls: RedisTLS | None = None,
 ) -> AsyncIterator[RedisServer]:
-    """Run ``redis-server`` in ``directory`` on a free 127.0.0.1 port for the block."""
+    """Run ``redis-server`` in ``directory`` on a free 127.0.0.1 port for the block (TLS only,
+    when ``tls`` is given)."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RedisServerError(
@@ -158,7 +200,9 @@ async def open_redis_server(
         )
     path = trio.Path(directory)
     await path.mkdir(parents=True, exist_ok=True)
-    server = RedisServer(binary=binary, directory=Path(path), password=password, persist=persist)
+    server = RedisServer(
+        binary=binary, directory=Path(path), password=password, persist=persist, tls=tls
+    )
     await server.start()
     try:
         yield server

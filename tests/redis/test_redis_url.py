@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import coredis
 import pytest
 
 from claude_trio.cli import main
-from claude_trio.redis_url import RedisUsageError, check_redis_url, open_redis
+from claude_trio.redis_url import (
+    RedisUnavailableError,
+    RedisUsageError,
+    check_redis_url,
+    open_redis,
+)
 from claude_trio.testing import open_redis_server
 
 
@@ -44,6 +48,14 @@ async def test_auth_from_the_url_or_the_environment(tmp_path: Path) -> None:
         bare = server.url.replace(":s3cret-pass-word@", "")
         async with open_redis(bare, environ={"REDISCLI_AUTH": "s3cret-pass-word"}) as redis:
             assert await redis.ping() == "PONG"
-        async with open_redis(bare, environ={}) as redis:
-            with pytest.raises(coredis.exceptions.AuthenticationRequiredError):
-                await redis.ping()
+        with pytest.raises(RedisUnavailableError, match=r"requires a password.*REDISCLI_AUTH"):
+            async with open_redis(bare, environ={}):
+                pytest.fail("connected without the password")  # pragma: no cover
+
+
+async def test_a_closed_port_fails_at_once(tmp_path: Path) -> None:
+    async with open_redis_server(tmp_path) as server:
+        url = server.url
+    with pytest.raises(RedisUnavailableError, match=r"cannot use Redis at redis://127\.0\.0\.1"):
+        async with open_redis(url, environ={}):
+            pytest.fail("connected to a stopped server")  # pragma: no cover
