@@ -56,6 +56,10 @@ async def test_sessions_spread_over_workers_and_stream_exactly(
         ):
             sessions = [await client.open(ExecuteParams(prompt=f"p{i}")) for i in range(6)]
             streams = [await read_all(s) for s in sessions]
+            # A worker acknowledges a job once its final event is stored, which is also when a
+            # client may have read it: let both finish before they are stopped.
+            for running in (one, two):
+                await running.worker.wait_idle(trio.current_time() + 20)
 
     for events in streams:
         assert [e.seq for e in events] == list(range(1, len(events) + 1))
