@@ -289,6 +289,7 @@ class Worker:
     async def _check_tokens(self) -> list[_Running]:
         """The running sessions still ours (rule 7); the others are stopped (in the
         background: an abort waits for the CLI's final event)."""
+        await trio.lowlevel.checkpoint()
         ours = []
         for running in list(self.running.values()):
             if running.fenced:
@@ -763,6 +764,7 @@ class Worker:
         await self._retrying("replies", answer)
 
     async def _apply_to(self, running: _Running, command: Command) -> Outcome:
+        await trio.lowlevel.checkpoint()
         local = running.local
         match command.kind:
             case "push":

@@ -120,6 +120,6 @@ async def pause_proxy(target_port: int) -> AsyncIterator[PauseProxy]:
     async with trio.open_nursery() as nursery:
         (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
         proxy.port = listener.socket.getsockname()[1]
-        nursery.start_soon(trio.serve_listeners, proxy._handle, [listener])
+        await nursery.start(trio.serve_listeners, proxy._handle, [listener])
         yield proxy
         nursery.cancel_scope.cancel()
