@@ -32,6 +32,7 @@ import coredis.exceptions
 import trio
 
 from claude_trio.protocol.cluster import (
+    MOVED_REASON,
     Command,
     Job,
     Outcome,
@@ -390,7 +391,17 @@ class RedisFleet:
 
     async def _command(self, record: SessionRecord, command: Command) -> Outcome:
         """Send ``command`` to the worker running the session; its outcome, or a rejection
-        naming the worker when it does not answer within ``command_timeout``."""
+        naming the worker when it does not answer within ``command_timeout``. A worker that
+        was fenced off the session (rule 7) says so: then it goes once to the new owner."""
+        outcome = await self._command_once(record, command)
+        if not outcome.ok and outcome.reason == MOVED_REASON:
+            await self.refresh(record.session)
+            now = self._records.get(record.session)
+            if now is not None and now.state == "live" and now.worker != record.worker:
+                outcome = await self._command_once(now, command)
+        return outcome
+
+    async def _command_once(self, record: SessionRecord, command: Command) -> Outcome:
         keys = self.keys
         reply = keys.reply(record.session, uuid_module.uuid4().hex)
         command = attrs.evolve(command, reply=reply)

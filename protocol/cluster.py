@@ -36,6 +36,7 @@ from .errors import RemoteProtocolError
 from .events import Event, Result, is_terminal
 
 __all__ = [
+    "MOVED_REASON",
     "AcceptedPush",
     "Command",
     "Fenced",
@@ -343,9 +344,16 @@ def plan_move(prompt: str, pushes: Sequence[AcceptedPush], stored: Sequence[Even
 #    moved meanwhile) cannot store anything once it resumes: its first write is refused. A
 #    refused write means the session belongs to another worker: the paused worker stops its
 #    CLI at once (abort), stores nothing more for it, does not acknowledge its job, and
-#    answers a command for it with ``Rejected`` (the command's caller asks again: the record
-#    names the new owner). The mover takes its token *before* it reads what the stream holds,
-#    so the stream it plans from cannot change under it.
+#    answers a command for it with ``MOVED_REASON``: the gateway then sends the command once
+#    more, to the worker the record names now. The mover takes its token *before* it reads
+#    what the stream holds, so the stream it plans from cannot change under it.
+
+
+MOVED_REASON = (
+    "the session moved to another worker while this one was paused; send it again"
+)
+"""The reason a fenced worker gives for a command (the gateway then sends it once more, to
+the worker the record names now)."""
 
 
 def is_current(token: int, stored: str | None) -> bool:
