@@ -24,6 +24,7 @@ import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -38,6 +39,8 @@ from claude_trio.protocol.cluster import (
     Outcome,
     SessionRecord,
     SessionState,
+    WorkerStatus,
+    cluster_summary,
     decode_event,
     event_id,
     is_final,
@@ -277,6 +280,24 @@ class RedisFleet:
         for sid, record in list(self._records.items()):
             if record.state != "ended":
                 await self._read(sid)
+
+    async def cluster_status(self) -> dict[str, Any] | None:
+        """Rule 8: the statuses of the workers alive now (the newest ``LISTING_MAX`` that
+        heartbeated), summarized."""
+        keys = self.keys
+        ids = await self._call(
+            lambda: self.redis.zrange(keys.workers, 0, LISTING_MAX - 1, rev=True)
+        )
+        statuses = []
+        for worker in ids:
+            text = await self._call(partial(self.redis.get, keys.alive(worker)))
+            if text is None:
+                continue  # its heartbeat expired: not alive
+            try:
+                statuses.append(WorkerStatus.decode(text))
+            except RemoteProtocolError as exc:
+                log.error("cluster: worker %s has a broken status: %s", worker, exc)
+        return cluster_summary(statuses)
 
     async def _read(self, sid: str) -> None:
         keys = self.keys

@@ -52,6 +52,7 @@ from claude_trio.protocol.cluster import (
     Job,
     Outcome,
     SessionRecord,
+    WorkerStatus,
     decode_event,
     encode_event,
     event_id,
@@ -160,6 +161,8 @@ class WorkerStatistics:
     acknowledged: int
     degraded: bool
     fenced: int = 0  # sessions this worker stopped because another worker took them
+    degraded_since: float | None = None  # epoch seconds
+    outages: int = 0  # times it went degraded
 
 
 @attrs.define(eq=False)
@@ -205,6 +208,8 @@ class Worker:
         self._push_script = redis.register_script(PUSH_SCRIPT)
         self._nursery: trio.Nursery | None = None
         self._failing: set[str] = set()  # what is failing to reach Redis now
+        self.degraded_since: float | None = None  # epoch seconds, while ``_failing``
+        self.outages = 0
         self._room = trio.Event()
         self._claiming = trio.CancelScope()
         self._idle = trio.Event()
@@ -215,6 +220,20 @@ class Worker:
             claimed=self.claimed,
             acknowledged=self.acknowledged,
             degraded=bool(self._failing),
+            fenced=self.fenced,
+            degraded_since=self.degraded_since,
+            outages=self.outages,
+        )
+
+    def status(self) -> WorkerStatus:
+        """What its heartbeat publishes (``protocol/cluster.py`` rule 8)."""
+        return WorkerStatus(
+            worker=self.id,
+            at=time.time(),
+            running=len(self.running),
+            max_live=self.fleet.max_live,
+            degraded_since=self.degraded_since,
+            outages=self.outages,
             fenced=self.fenced,
         )
 
@@ -233,12 +252,17 @@ class Worker:
             except REDIS_ERRORS as exc:
                 if what not in self._failing:
                     log.warning("worker %s: redis unavailable (%s): %r", self.id, what, exc)
+                if not self._failing:
+                    self.degraded_since = time.time()
+                    self.outages += 1
                 self._failing.add(what)
                 await trio.sleep(pause)
                 pause = min(pause * 2, self.config.retry_max)
                 continue
             if what in self._failing:
                 self._failing.discard(what)
+                if not self._failing:
+                    self.degraded_since = None
                 log.info("worker %s: redis is back (%s)", self.id, what)
             return result
 
@@ -256,12 +280,13 @@ class Worker:
         config = self.config
         while True:
             now_ms = int(time.time() * 1000)
+            # Its status is read when the write is made: a worker degraded for another
+            # reason than its heartbeat says so (rule 8).
             await self._retrying(
                 "heartbeat",
-                partial(
-                    self.redis.set,
+                lambda: self.redis.set(
                     self.keys.alive(self.id),
-                    str(now_ms),
+                    self.status().encode(),
                     px=int(config.dead_after * 1000),
                 ),
             )

@@ -44,6 +44,8 @@ __all__ = [
     "MovePlan",
     "Outcome",
     "SessionRecord",
+    "WorkerStatus",
+    "cluster_summary",
     "decode_event",
     "encode_event",
     "event_id",
@@ -384,3 +386,58 @@ class Fenced:
             ok=False,
             reason="the session moved to another worker while this one was paused; send it again",
         )
+
+
+# -- what a worker says of itself ---------------------------------------------------------------
+#
+# 8. **Worker status.** With each heartbeat a worker writes its :class:`WorkerStatus` as the
+#    value of its ``alive`` key (which expires after ``dead_after``): whether it is degraded
+#    (some Redis operation of it failing) and since when, its outages so far, what it runs. A
+#    gateway's ``hello`` carries :func:`cluster_summary` of the live workers' statuses.
+
+
+@attrs.frozen(kw_only=True)
+class WorkerStatus:
+    worker: str
+    at: float  # epoch seconds of the heartbeat
+    running: int
+    max_live: int
+    degraded_since: float | None = None  # epoch seconds; None: not degraded
+    outages: int = 0  # times it went degraded since it started
+    fenced: int = 0  # sessions it stopped because another worker took them (rule 7)
+
+    def encode(self) -> str:
+        return dumps(attrs.asdict(self))
+
+    @classmethod
+    def decode(cls, text: str) -> WorkerStatus:
+        try:
+            obj = json.loads(text)
+            since = obj["degraded_since"]
+            return cls(
+                worker=str(obj["worker"]),
+                at=float(obj["at"]),
+                running=int(obj["running"]),
+                max_live=int(obj["max_live"]),
+                degraded_since=None if since is None else float(since),
+                outages=int(obj["outages"]),
+                fenced=int(obj["fenced"]),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RemoteProtocolError(f"not a worker status: {exc!r}") from None
+
+
+def cluster_summary(statuses: Sequence[WorkerStatus]) -> dict[str, Any]:
+    """Rule 8: what a gateway's ``hello`` says of the workers alive now."""
+    ordered = sorted(statuses, key=lambda s: s.worker)
+    return {
+        "workers_alive": len(ordered),
+        "running": sum(s.running for s in ordered),
+        "slots": sum(s.max_live for s in ordered),
+        "degraded": [
+            {"worker": s.worker, "since": s.degraded_since}
+            for s in ordered
+            if s.degraded_since is not None
+        ],
+        "workers": [attrs.asdict(s) for s in ordered],
+    }

@@ -13,7 +13,7 @@ from cluster_kit import FAST, TOKEN, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, RemoteOpError, connect_gateway
-from claude_trio.protocol.cluster import decode_event
+from claude_trio.protocol.cluster import WorkerStatus, decode_event
 from claude_trio.protocol.events import Result
 from claude_trio.protocol.redis_keys import RedisKeys
 from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
@@ -45,6 +45,7 @@ async def test_redis_restarted_mid_run_loses_no_event(tmp_path: Path) -> None:
                 # The session goes on; its worker holds the events and says it is degraded.
                 while not worker.worker.degraded:  # noqa: ASYNC110 (a flag of another task)
                     await trio.sleep(0.02)
+                during = worker.worker.statistics()
                 try:
                     await client.list()
                 except RemoteOpError as exc:
@@ -55,11 +56,20 @@ async def test_redis_restarted_mid_run_loses_no_event(tmp_path: Path) -> None:
                 await server.start()
                 await worker.worker.wait_idle(trio.current_time() + 20)
                 assert not worker.worker.degraded
+                after = worker.worker.statistics()
         async with coredis.Redis.from_url(url, decode_responses=True) as redis:
             entries = await redis.xrange(RedisKeys().events(sid))
+            # Its last heartbeat published it: one outage, over (rule 8).
+            published = WorkerStatus.decode(
+                await redis.get(RedisKeys().alive(worker.worker.id)) or ""
+            )
             stored = [decode_event(e.field_values) for e in entries]
 
     assert "unavailable" in refused
+    assert during.degraded_since is not None
+    assert during.outages == 1
+    assert (after.degraded_since, after.outages) == (None, 1)
+    assert published.outages == 1
     assert "Redis is unavailable" in refused
     assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
     assert isinstance(stored[-1], Result)
