@@ -24,7 +24,6 @@ import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any
 
 import attrs
@@ -220,6 +219,10 @@ class RedisSession:
             )
 
 
+WORKERS_MAX = 100
+"""Workers a ``hello`` looks at: the ones that heartbeated last."""
+
+
 class RedisFleet:
     """The sessions of a Redis cluster, for ``serve_gateway`` (see the module docstring)."""
 
@@ -282,21 +285,30 @@ class RedisFleet:
                 await self._read(sid)
 
     async def cluster_status(self) -> dict[str, Any] | None:
-        """Rule 8: the statuses of the workers alive now (the newest ``LISTING_MAX`` that
-        heartbeated), summarized."""
+        """Rule 8: the statuses of the workers alive now (of the ``WORKERS_MAX`` that
+        heartbeated last), summarized; with Redis unavailable, a summary that says so (a
+        ``hello`` is answered all the same)."""
+        await trio.lowlevel.checkpoint()
         keys = self.keys
-        ids = await self._call(
-            lambda: self.redis.zrange(keys.workers, 0, LISTING_MAX - 1, rev=True)
-        )
+
+        async def read() -> list[str | None]:
+            ids = await self.redis.zrange(keys.workers, 0, WORKERS_MAX - 1, rev=True)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                got = [pipe.get(keys.alive(worker)) for worker in ids]
+            return [await request for request in got]
+
+        try:
+            texts = await self._call(read)
+        except ClusterUnavailableError as exc:
+            return {**cluster_summary(()), "unavailable": str(exc)}
         statuses = []
-        for worker in ids:
-            text = await self._call(partial(self.redis.get, keys.alive(worker)))
+        for text in texts:
             if text is None:
                 continue  # its heartbeat expired: not alive
             try:
                 statuses.append(WorkerStatus.decode(text))
             except RemoteProtocolError as exc:
-                log.error("cluster: worker %s has a broken status: %s", worker, exc)
+                log.error("cluster: a worker has a broken status: %s", exc)
         return cluster_summary(statuses)
 
     async def _read(self, sid: str) -> None:

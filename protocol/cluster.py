@@ -440,4 +440,5 @@ def cluster_summary(statuses: Sequence[WorkerStatus]) -> dict[str, Any]:
             if s.degraded_since is not None
         ],
         "workers": [attrs.asdict(s) for s in ordered],
+        "unavailable": None,  # or why Redis could not be read (the rest is then empty)
     }

@@ -52,6 +52,13 @@ async def test_redis_restarted_mid_run_loses_no_event(tmp_path: Path) -> None:
                     refused = str(exc)
                 else:
                     refused = ""
+                # A client that connects now is answered hello, which says why it knows
+                # nothing of the workers.
+                async with connect_gateway(
+                    f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT
+                ) as late:
+                    assert late.hello is not None
+                    down = late.hello.cluster
                 await trio.sleep(1.0)
                 await server.start()
                 await worker.worker.wait_idle(trio.current_time() + 20)
@@ -66,6 +73,9 @@ async def test_redis_restarted_mid_run_loses_no_event(tmp_path: Path) -> None:
             stored = [decode_event(e.field_values) for e in entries]
 
     assert "unavailable" in refused
+    assert down is not None
+    assert down["workers_alive"] == 0
+    assert "Redis is unavailable" in down["unavailable"]
     assert during.degraded_since is not None
     assert during.outages == 1
     assert (after.degraded_since, after.outages) == (None, 1)
