@@ -982,6 +982,12 @@ class Fleet:
         """Bring the statistics of the sessions not ended up to date (see ``refresh``)."""
         await trio.lowlevel.checkpoint()
 
+    async def cluster_status(self) -> dict[str, Any] | None:
+        """What a gateway's ``hello`` says of the cluster: None, one process is no cluster
+        (``RedisFleet`` reads its workers' statuses)."""
+        await trio.lowlevel.checkpoint()
+        return None
+
     def get(self, session_id: str) -> FleetSession:
         """The session with this id; :class:`UnknownSessionError` (a ``KeyError``) if there
         is none (or it was forgotten)."""

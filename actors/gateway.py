@@ -943,7 +943,7 @@ class _Client:
             await self._fleet.refresh_active()
         match op:
             case HelloOp():
-                self._reply(self._hello(op.id))
+                self._reply(self._hello(op.id, await self._fleet.cluster_status()))
             case ListOp():
                 self._reply(SessionsFrame(id=op.id, sessions=self._listing()))
             case OpenOp():
@@ -1034,7 +1034,7 @@ class _Client:
             return None
         return session
 
-    def _hello(self, op_id: str) -> HelloFrame:
+    def _hello(self, op_id: str, cluster: Mapping[str, Any] | None) -> HelloFrame:
         config = self._config
         fleet = self._fleet
         limits: dict[str, object] = {
@@ -1062,6 +1062,7 @@ class _Client:
                 "allow_cwd": policy.allow_cwd,
                 "allow_env": policy.allow_env,
             },
+            cluster=cluster,
         )
 
     def _listing(self) -> tuple[SessionInfo, ...]:

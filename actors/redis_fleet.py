@@ -32,11 +32,14 @@ import coredis.exceptions
 import trio
 
 from claude_trio.protocol.cluster import (
+    MOVED_REASON,
     Command,
     Job,
     Outcome,
     SessionRecord,
     SessionState,
+    WorkerStatus,
+    cluster_summary,
     decode_event,
     event_id,
     is_final,
@@ -216,6 +219,10 @@ class RedisSession:
             )
 
 
+WORKERS_MAX = 100
+"""Workers a ``hello`` looks at: the ones that heartbeated last."""
+
+
 class RedisFleet:
     """The sessions of a Redis cluster, for ``serve_gateway`` (see the module docstring)."""
 
@@ -286,6 +293,33 @@ class RedisFleet:
         for sid, record in list(self._records.items()):
             if record.state != "ended":
                 await self._read(sid)
+
+    async def cluster_status(self) -> dict[str, Any] | None:
+        """Rule 8: the statuses of the workers alive now (of the ``WORKERS_MAX`` that
+        heartbeated last), summarized; with Redis unavailable, a summary that says so (a
+        ``hello`` is answered all the same)."""
+        await trio.lowlevel.checkpoint()
+        keys = self.keys
+
+        async def read() -> list[str | None]:
+            ids = await self.redis.zrange(keys.workers, 0, WORKERS_MAX - 1, rev=True)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                got = [pipe.get(keys.alive(worker)) for worker in ids]
+            return [await request for request in got]
+
+        try:
+            texts = await self._call(read)
+        except ClusterUnavailableError as exc:
+            return {**cluster_summary(()), "unavailable": str(exc)}
+        statuses = []
+        for text in texts:
+            if text is None:
+                continue  # its heartbeat expired: not alive
+            try:
+                statuses.append(WorkerStatus.decode(text))
+            except RemoteProtocolError as exc:
+                log.error("cluster: a worker has a broken status: %s", exc)
+        return cluster_summary(statuses)
 
     async def _read(self, sid: str) -> None:
         keys = self.keys
@@ -410,7 +444,17 @@ class RedisFleet:
 
     async def _command(self, record: SessionRecord, command: Command) -> Outcome:
         """Send ``command`` to the worker running the session; its outcome, or a rejection
-        naming the worker when it does not answer within ``command_timeout``."""
+        naming the worker when it does not answer within ``command_timeout``. A worker that
+        was fenced off the session (rule 7) says so: then it goes once to the new owner."""
+        outcome = await self._command_once(record, command)
+        if not outcome.ok and outcome.reason == MOVED_REASON:
+            await self.refresh(record.session)
+            now = self._records.get(record.session)
+            if now is not None and now.state == "live" and now.worker != record.worker:
+                outcome = await self._command_once(now, command)
+        return outcome
+
+    async def _command_once(self, record: SessionRecord, command: Command) -> Outcome:
         keys = self.keys
         reply = keys.reply(record.session, uuid_module.uuid4().hex)
         command = attrs.evolve(command, reply=reply)

@@ -15,6 +15,13 @@ Redis is back, what was not stored is stored, in order (an event stored twice is
 Redis, rule 2). If the outage outlasts the replay buffer, the oldest events are gone: the
 stream then carries a ``warning`` event (``events_lost``) where they were, never silently.
 
+Fencing (rule 7): taking a session (a first claim or a move) increments the record's epoch;
+the value is the worker's token for it, and every write for the session is a Lua script that
+writes nothing unless the record's epoch still equals the token. A worker that was paused
+longer than ``dead_after`` finds, at its first write (or its next heartbeat, or a command for
+the session), that the session moved: it aborts its CLI, stores nothing more, does not
+acknowledge the job, and logs one line.
+
 Channels: none of its own; the fleet's subscriptions, one per running session (owned and
 closed by that session's publisher). Cancellation: cancelling ``serve_worker`` stops claiming,
 and the fleet (the caller's) aborts what runs when its block is left; jobs not acknowledged
@@ -41,12 +48,15 @@ import trio
 from claude_trio.protocol.cluster import (
     AcceptedPush,
     Command,
+    Fenced,
     Job,
     Outcome,
     SessionRecord,
+    WorkerStatus,
     decode_event,
     encode_event,
     event_id,
+    is_current,
     is_final,
     plan_move,
 )
@@ -76,6 +86,58 @@ BATCH_MAX = 256
 
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
 
+# The scripts of rule 7. Each one touches only keys tagged ``{sid}`` (one hash slot, so they
+# run on Redis Cluster too) and first compares the record's epoch with the caller's token
+# (both decimal strings: ``is_current``); 0 means "fenced: nothing written".
+
+TAKE_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+return redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+"""
+"""KEYS: record. The new token (-1: no such session); the record names the new owner with
+the first write that token allows (``live``, or the move)."""
+
+STORE_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
+local n = tonumber(ARGV[3])
+for i = 0, n - 1 do
+  local r = redis.pcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], ARGV[4 + 2 * i],
+                        'e', ARGV[5 + 2 * i], 't', ARGV[1])
+  if type(r) == 'table' and r.err and not string.find(r.err, 'equal or smaller', 1, true) then
+    return redis.error_reply(r.err)
+  end
+end
+local rest = 4 + 2 * n
+if #ARGV >= rest then redis.call('HSET', KEYS[1], unpack(ARGV, rest)) end
+return 1
+"""
+"""KEYS: record, events; ARGV: token, maxlen, n, n x (entry id, event), then record fields.
+An event already stored (its id not above the last) is skipped (rule 2); each entry also
+carries the token that stored it (``t``)."""
+
+RECORD_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
+if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
+if #ARGV >= 3 then redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end
+return 1
+"""
+"""KEYS: record, pushes; ARGV: token, "1" to clear the pushes, then record fields."""
+
+PUSH_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return 1
+"""
+"""KEYS: record, pushes; ARGV: token, the accepted push."""
+
+
+class _FencedOut(Exception):
+    """A write was refused by rule 7 (internal: caught where the session's work is done)."""
+
+    def __init__(self, fenced: Fenced) -> None:
+        super().__init__(fenced.message)
+        self.fenced = fenced
+
 
 @attrs.frozen(kw_only=True)
 class WorkerConfig:
@@ -98,6 +160,9 @@ class WorkerStatistics:
     claimed: int
     acknowledged: int
     degraded: bool
+    fenced: int = 0  # sessions this worker stopped because another worker took them
+    degraded_since: float | None = None  # epoch seconds
+    outages: int = 0  # times it went degraded
 
 
 @attrs.define(eq=False)
@@ -106,6 +171,8 @@ class _Running:
     entry_id: str
     job: Job
     local: FleetSession
+    token: int  # the fencing token (rule 7)
+    fenced: bool = False
     published_local: int = 0  # the last local seq stored
     redeliver: tuple[str, ...] = ()  # pushes to deliver again once the CLI runs (a move)
 
@@ -134,7 +201,15 @@ class Worker:
         #: expected: a test checks it stays 0).
         self.acknowledged_twice = 0
         self.moved_in = 0
+        self.fenced = 0
+        self._take_script = redis.register_script(TAKE_SCRIPT)
+        self._store_script = redis.register_script(STORE_SCRIPT)
+        self._record_script = redis.register_script(RECORD_SCRIPT)
+        self._push_script = redis.register_script(PUSH_SCRIPT)
+        self._nursery: trio.Nursery | None = None
         self._failing: set[str] = set()  # what is failing to reach Redis now
+        self.degraded_since: float | None = None  # epoch seconds, while ``_failing``
+        self.outages = 0
         self._room = trio.Event()
         self._claiming = trio.CancelScope()
         self._idle = trio.Event()
@@ -145,6 +220,21 @@ class Worker:
             claimed=self.claimed,
             acknowledged=self.acknowledged,
             degraded=bool(self._failing),
+            fenced=self.fenced,
+            degraded_since=self.degraded_since,
+            outages=self.outages,
+        )
+
+    def status(self) -> WorkerStatus:
+        """What its heartbeat publishes (``protocol/cluster.py`` rule 8)."""
+        return WorkerStatus(
+            worker=self.id,
+            at=time.time(),
+            running=len(self.running),
+            max_live=self.fleet.max_live,
+            degraded_since=self.degraded_since,
+            outages=self.outages,
+            fenced=self.fenced,
         )
 
     @property
@@ -162,12 +252,17 @@ class Worker:
             except REDIS_ERRORS as exc:
                 if what not in self._failing:
                     log.warning("worker %s: redis unavailable (%s): %r", self.id, what, exc)
+                if not self._failing:
+                    self.degraded_since = time.time()
+                    self.outages += 1
                 self._failing.add(what)
                 await trio.sleep(pause)
                 pause = min(pause * 2, self.config.retry_max)
                 continue
             if what in self._failing:
                 self._failing.discard(what)
+                if not self._failing:
+                    self.degraded_since = None
                 log.info("worker %s: redis is back (%s)", self.id, what)
             return result
 
@@ -185,19 +280,20 @@ class Worker:
         config = self.config
         while True:
             now_ms = int(time.time() * 1000)
+            # Its status is read when the write is made: a worker degraded for another
+            # reason than its heartbeat says so (rule 8).
             await self._retrying(
                 "heartbeat",
-                partial(
-                    self.redis.set,
+                lambda: self.redis.set(
                     self.keys.alive(self.id),
-                    str(now_ms),
+                    self.status().encode(),
                     px=int(config.dead_after * 1000),
                 ),
             )
             await self._retrying(
                 "heartbeat", partial(self.redis.zadd, self.keys.workers, {self.id: now_ms})
             )
-            mine = [r.entry_id for r in self.running.values()]
+            mine = [r.entry_id for r in await self._check_tokens()]
             if mine:
                 # Re-claiming our own jobs sets their idle time back to 0: only a dead
                 # worker's jobs grow idle enough to be claimed by another (rule 5).
@@ -214,6 +310,38 @@ class Worker:
                     ),
                 )
             await trio.sleep(config.heartbeat)
+
+    async def _check_tokens(self) -> list[_Running]:
+        """The running sessions still ours (rule 7); the others are stopped (in the
+        background: an abort waits for the CLI's final event)."""
+        await trio.lowlevel.checkpoint()
+        ours = []
+        for running in list(self.running.values()):
+            if running.fenced:
+                continue
+            stored = await self._retrying(
+                "heartbeat",
+                partial(self.redis.hget, self.keys.session(running.session_id), "epoch"),
+            )
+            if is_current(running.token, stored):
+                ours.append(running)
+            elif self._nursery is not None:
+                self._nursery.start_soon(self._fence, running)
+        return ours
+
+    async def _fence(self, running: _Running) -> None:
+        """Rule 7: the session was taken by another worker: stop its CLI now (once)."""
+        await trio.lowlevel.checkpoint()
+        if running.fenced:
+            return
+        running.fenced = True
+        self.fenced += 1
+        fenced = Fenced(session=running.session_id, worker=self.id, token=running.token)
+        log.warning(
+            fenced.message,
+            extra={"event": "fenced", "session": running.session_id, "worker": self.id},
+        )
+        await running.local.abort()
 
     def _has_room(self) -> bool:
         stats = self.fleet.statistics()
@@ -292,6 +420,26 @@ class Worker:
             await self._ack(entry_id)
             return
         sid = job.session
+        # Rule 7: the token first, so that a worker that had it before writes nothing more
+        # (and, for a move, the stream read below cannot change under us).
+        token = await self._retrying(
+            "claim", lambda: self._take_script(keys=[keys.session(sid)])
+        )
+        if int(token) < 0:  # nobody can follow a session without a record: nothing to tell
+            log.error("worker %s: job %s: session %s has no record", self.id, entry_id, sid)
+            await self._ack(entry_id)
+            return
+        try:
+            await self._begin_owned(nursery, entry_id, job, int(token), moved=moved)
+        except _FencedOut as exc:  # taken by another worker meanwhile: not ours to end
+            log.warning(exc.fenced.message, extra={"event": "fenced", "session": sid})
+            self.fenced += 1
+
+    async def _begin_owned(
+        self, nursery: trio.Nursery, entry_id: str, job: Job, token: int, *, moved: bool
+    ) -> None:
+        keys = self.keys
+        sid = job.session
         try:
             params = params_from_json(job.params, allow_cwd=True, allow_env=True)
         except (RemoteProtocolError, ValueError) as exc:
@@ -301,8 +449,8 @@ class Worker:
                 code="config",
                 seq=job.after_seq + 1,
             )
-            await self._store(sid, bad)
-            await self._ended(sid, entry_id, bad, execution=job.execution)
+            await self._store(sid, token, bad)
+            await self._ended(sid, token, entry_id, bad, execution=job.execution)
             return
         self.claimed += 1
         fields_now = await self._retrying("claim", lambda: self.redis.hgetall(keys.session(sid)))
@@ -310,12 +458,12 @@ class Worker:
         if record is None or record.abort_requested:
             reason = "aborted before it started" if record else "the session record is gone"
             event = Aborted(reason=reason, seq=job.after_seq + 1, turn=0)
-            await self._store(sid, event)
-            await self._ended(sid, entry_id, event, execution=job.execution)
+            await self._store(sid, token, event)
+            await self._ended(sid, token, entry_id, event, execution=job.execution)
             return
         redeliver: tuple[str, ...] = ()
         if moved:
-            plan = await self._plan_move(sid, job, record, entry_id)
+            plan = await self._plan_move(sid, token, job, record, entry_id)
             if plan is None:
                 return
             job, params, redeliver = plan
@@ -328,21 +476,26 @@ class Worker:
                 code="internal",
                 seq=job.after_seq + 1,
             )
-            await self._store(sid, failed)
-            await self._ended(sid, entry_id, failed, execution=job.execution)
+            await self._store(sid, token, failed)
+            await self._ended(sid, token, entry_id, failed, execution=job.execution)
             return
         running = _Running(
-            session_id=sid, entry_id=entry_id, job=job, local=local, redeliver=redeliver
+            session_id=sid,
+            entry_id=entry_id,
+            job=job,
+            local=local,
+            token=token,
+            redeliver=redeliver,
         )
         self.running[sid] = running
-        await self._retrying(
-            "record",
-            lambda: self.redis.hset(keys.session(sid), {"state": "live", "worker": self.id}),
-        )
         nursery.start_soon(self._publish, running, name=f"worker publisher {sid}")
+        try:
+            await self._record(sid, token, {"state": "live", "worker": self.id})
+        except _FencedOut:
+            await self._fence(running)  # its publisher stores nothing and waits for the CLI
 
     async def _plan_move(
-        self, sid: str, job: Job, record: SessionRecord, entry_id: str
+        self, sid: str, token: int, job: Job, record: SessionRecord, entry_id: str
     ) -> tuple[Job, ExecuteParams, tuple[str, ...]] | None:
         """Take over a dead worker's execution (rule 5): store the move event and say what
         to run, or None when there is nothing to run (then it is ended here)."""
@@ -363,7 +516,7 @@ class Worker:
         plan = plan_move(prompt, pushes, stored)
         last = stored[-1].seq if stored else job.after_seq
         if plan.finished:
-            await self._ended(sid, entry_id, stored[-1], execution=job.execution)
+            await self._ended(sid, token, entry_id, stored[-1], execution=job.execution)
             return None
         self.moved_in += 1
         moved_event = WarningEvent(
@@ -379,44 +532,60 @@ class Worker:
             seq=last + 1,
             turn=stored[-1].turn if stored else 0,
         )
-        await self._store(sid, moved_event)
-        await self._retrying(
-            "record",
-            partial(
-                self.redis.hset,
-                keys.session(sid),
-                {"moves": str(record.moves + 1), "worker": self.id},
-            ),
+        await self._store(sid, token, moved_event)
+        await self._record(
+            sid, token, {"moves": str(record.moves + 1), "worker": self.id}, clear_pushes=True
         )
-        await self._retrying("record", partial(self.redis.delete, [keys.pushes(sid)]))
         if plan.prompt is None:
             final = Aborted(
                 reason="the session moved after its last turn: nothing was left to run",
                 seq=last + 2,
                 turn=moved_event.turn,
             )
-            await self._store(sid, final)
-            await self._ended(sid, entry_id, final, execution=job.execution)
+            await self._store(sid, token, final)
+            await self._ended(sid, token, entry_id, final, execution=job.execution)
             return None
         params_json = {**job.params, "prompt": plan.prompt}
         # Resume only a conversation the transcript store holds: one continued before this
         # execution, or whose first turn ended (the SDK mirrors a turn's transcript when its
         # result comes). A first turn that never ended starts the conversation again.
         has_results = any(isinstance(e, Result) for e in stored)
-        if (
-            record.claude_session_id
-            and "resume_session_id" not in params_json
-            and has_results
-        ):
+        if record.claude_session_id and "resume_session_id" not in params_json and has_results:
             params_json["resume_session_id"] = record.claude_session_id
         params = params_from_json(params_json, allow_cwd=True, allow_env=True)
         moved_job = attrs.evolve(job, params=params_json, after_seq=last + 1)
         return moved_job, params, plan.again
 
-    async def _accepted(self, sid: str, push: AcceptedPush) -> None:
-        await self._retrying(
-            "record", partial(self.redis.rpush, self.keys.pushes(sid), [push.encode()])
+    # -- fenced writes (rule 7) -----------------------------------------------------------------
+
+    def _refused(self, sid: str, token: int) -> _FencedOut:
+        return _FencedOut(Fenced(session=sid, worker=self.id, token=token))
+
+    async def _record(
+        self, sid: str, token: int, update: Mapping[str, str], *, clear_pushes: bool = False
+    ) -> None:
+        """Update the session's record (and clear its accepted pushes), if still ours."""
+        keys = self.keys
+        args = [str(token), "1" if clear_pushes else "0"]
+        for name, value in update.items():
+            args += [name, value]
+        done = await self._retrying(
+            "record",
+            lambda: self._record_script(keys=[keys.session(sid), keys.pushes(sid)], args=args),
         )
+        if not done:
+            raise self._refused(sid, token)
+
+    async def _accepted(self, sid: str, token: int, push: AcceptedPush) -> None:
+        keys = self.keys
+        done = await self._retrying(
+            "record",
+            lambda: self._push_script(
+                keys=[keys.session(sid), keys.pushes(sid)], args=[str(token), push.encode()]
+            ),
+        )
+        if not done:
+            raise self._refused(sid, token)
 
     async def _ack(self, entry_id: str) -> None:
         done = await self._retrying(
@@ -428,12 +597,12 @@ class Worker:
             self.acknowledged_twice += 1
             log.error("worker %s: job %s was acknowledged already", self.id, entry_id)
 
-    async def _store_many(self, sid: str, events: list[Event]) -> None:
-        """Append events to the session's stream in one pipeline (those already there are
-        refused by Redis and skipped), and the record's seq with a turn's start or end."""
+    async def _store_many(self, sid: str, token: int, events: list[Event]) -> None:
+        """Append events to the session's stream in one round trip (those already there are
+        refused by Redis and skipped), and the record's seq with a turn's start or end; if
+        the session is still ours (rule 7), else ``_FencedOut`` and nothing is written."""
         await trio.lowlevel.checkpoint()
-        stream = self.keys.events(sid)
-        record = self.keys.session(sid)
+        keys = self.keys
         update: dict[str, str] = {}
         for event in events:
             match event:
@@ -443,75 +612,34 @@ class Worker:
                         update["claude_session_id"] = event.session_id
                 case _:
                     pass
-
-        async def add() -> None:
-            async with self.redis.pipeline(transaction=False, raise_on_error=False) as pipe:
-                added = [
-                    pipe.xadd(
-                        stream,
-                        encode_event(event),
-                        identifier=event_id(event.seq),
-                        trim_strategy=coredis.PureToken.MAXLEN,
-                        threshold=self.config.stream_max,
-                        trim_operator=coredis.PureToken.APPROXIMATELY,
-                    )
-                    for event in events
-                ]
-                if update:
-                    pipe.hset(record, update)
-            for request in added:
-                try:
-                    await request
-                except coredis.exceptions.ResponseError as exc:
-                    if "equal or smaller" not in str(exc):
-                        raise
-
-        await self._retrying("events", add)
-
-    async def _store(self, sid: str, event: Event) -> None:
-        """Append one event to the session's stream (already there: nothing to do)."""
-        await trio.lowlevel.checkpoint()
-        stream = self.keys.events(sid)
-        fields = encode_event(event)
-
-        async def add() -> None:
-            await trio.lowlevel.checkpoint()
-            try:
-                await self.redis.xadd(
-                    stream,
-                    fields,
-                    identifier=event_id(event.seq),
-                    trim_strategy=coredis.PureToken.MAXLEN,
-                    threshold=self.config.stream_max,
-                    trim_operator=coredis.PureToken.APPROXIMATELY,
-                )
-            except coredis.exceptions.ResponseError as exc:
-                if "equal or smaller" not in str(exc):
-                    raise
-
-        await self._retrying("events", add)
-        # The record's last seq is written with the events that matter to a reader of the
-        # record (a turn's start and end) and at the end; the stream itself is exact.
-        match event:
-            case Result() | Aborted() | TurnStarted():
-                update = {"last_seq": str(event.seq)}
-                if event.session_id:
-                    update["claude_session_id"] = event.session_id
-                await self._retrying(
-                    "record", partial(self.redis.hset, self.keys.session(sid), update)
-                )
-            case _:
-                pass
-
-    async def _ended(self, sid: str, entry_id: str, final: Event, *, execution: int) -> None:
-        await self._retrying(
-            "record",
-            lambda: self.redis.hset(
-                self.keys.session(sid),
-                {"state": "ended", "ended_at": repr(time.time()), "last_seq": str(final.seq)},
-            ),
+        args = [str(token), str(self.config.stream_max), str(len(events))]
+        for event in events:
+            args += [event_id(event.seq), encode_event(event)["e"]]
+        for name, value in update.items():
+            args += [name, value]
+        done = await self._retrying(
+            "events",
+            lambda: self._store_script(keys=[keys.session(sid), keys.events(sid)], args=args),
         )
-        await self._retrying("record", partial(self.redis.delete, [self.keys.pushes(sid)]))
+        if not done:
+            raise self._refused(sid, token)
+
+    async def _store(self, sid: str, token: int, event: Event) -> None:
+        """Append one event to the session's stream (already there: nothing to do)."""
+        await self._store_many(sid, token, [event])
+
+    async def _ended(
+        self, sid: str, token: int, entry_id: str, final: Event, *, execution: int
+    ) -> None:
+        # The end is fenced (rule 7); the acknowledgement follows it only when the end was
+        # ours. (The jobs stream is in another hash slot than the session's keys, so one
+        # script cannot do both on Redis Cluster.)
+        await self._record(
+            sid,
+            token,
+            {"state": "ended", "ended_at": repr(time.time()), "last_seq": str(final.seq)},
+            clear_pushes=True,
+        )
         await self._ack(entry_id)
         log.info(
             "worker %s: session %s execution %d ended",
@@ -522,70 +650,81 @@ class Worker:
         )
 
     async def _publish(self, running: _Running) -> None:
-        """Store the session's events in order until its final one, then acknowledge."""
-        local = running.local
-        offset = running.job.after_seq
-        config = self.config
+        """Store the session's events in order until its final one, then acknowledge; if the
+        session was taken by another worker (rule 7), stop its CLI and store nothing more."""
         try:
-            while True:
-                await trio.lowlevel.checkpoint()
-                subscribed = local.subscribe(
-                    running.published_local or None,
-                    max_queue=config.stream_max,
-                    max_bytes=self.fleet.replay_bytes,
-                )
-                if isinstance(subscribed, ResyncRequired):
-                    # Redis was away longer than the replay buffer lasts: say so in the stream.
-                    lost = WarningEvent(
-                        code="events_lost",
-                        message=f"events {offset + running.published_local + 1} to "
-                        f"{offset + subscribed.oldest_seq - 1} were lost while Redis was "
-                        "unavailable",
-                        seq=offset + subscribed.oldest_seq - 1,
-                        turn=0,
-                    )
-                    await self._store(running.session_id, lost)
-                    running.published_local = subscribed.oldest_seq - 1
-                    continue
-                with subscribed:
-                    try:
-                        while True:
-                            try:
-                                batch = [await subscribed.receive()]
-                            except trio.EndOfChannel:
-                                break
-                            # Everything else ready goes in the same round trip (a pipeline).
-                            while len(batch) < BATCH_MAX:
-                                try:
-                                    batch.append(subscribed.receive_nowait())
-                                except (trio.WouldBlock, trio.EndOfChannel):
-                                    break
-                            shifted = [attrs.evolve(e, seq=e.seq + offset) for e in batch]
-                            await self._store_many(running.session_id, shifted)
-                            running.published_local = batch[-1].seq
-                            if running.redeliver:
-                                again, running.redeliver = running.redeliver, ()
-                                for text in again:
-                                    await self._push(running, text)
-                            final = next((e for e in shifted if is_final(e)), None)
-                            if final is not None:
-                                await self._ended(
-                                    running.session_id,
-                                    running.entry_id,
-                                    final,
-                                    execution=running.job.execution,
-                                )
-                                # Its slot is free once its CLI is gone: claim the next then.
-                                await local.wait_closed()
-                                return
-                    except SlowSubscriberError:
-                        continue  # Redis was slow: subscribe again from the last stored
-                # The subscription ended without a final event (the fleet always gives one):
-                return
+            await self._publish_owned(running)
+        except _FencedOut:
+            await self._fence(running)
+            await running.local.wait_closed()
         finally:
             self.running.pop(running.session_id, None)
             self._room.set()
             self._idle.set()
+
+    async def _publish_owned(self, running: _Running) -> None:
+        local = running.local
+        offset = running.job.after_seq
+        config = self.config
+        sid, token = running.session_id, running.token
+        while True:
+            await trio.lowlevel.checkpoint()
+            subscribed = local.subscribe(
+                running.published_local or None,
+                max_queue=config.stream_max,
+                max_bytes=self.fleet.replay_bytes,
+            )
+            if isinstance(subscribed, ResyncRequired):
+                # Redis was away longer than the replay buffer lasts: say so in the stream.
+                lost = WarningEvent(
+                    code="events_lost",
+                    message=f"events {offset + running.published_local + 1} to "
+                    f"{offset + subscribed.oldest_seq - 1} were lost while Redis was "
+                    "unavailable",
+                    seq=offset + subscribed.oldest_seq - 1,
+                    turn=0,
+                )
+                await self._store(sid, token, lost)
+                running.published_local = subscribed.oldest_seq - 1
+                continue
+            with subscribed:
+                try:
+                    while True:
+                        try:
+                            batch = [await subscribed.receive()]
+                        except trio.EndOfChannel:
+                            break
+                        # Everything else ready goes in the same round trip.
+                        while len(batch) < BATCH_MAX:
+                            try:
+                                batch.append(subscribed.receive_nowait())
+                            except (trio.WouldBlock, trio.EndOfChannel):
+                                break
+                        if running.fenced:  # found out by the heartbeat or a command
+                            raise self._refused(sid, token)
+                        shifted = [attrs.evolve(e, seq=e.seq + offset) for e in batch]
+                        await self._store_many(sid, token, shifted)
+                        running.published_local = batch[-1].seq
+                        if running.redeliver:
+                            again, running.redeliver = running.redeliver, ()
+                            for text in again:
+                                await self._push(running, text)
+                        final = next((e for e in shifted if is_final(e)), None)
+                        if final is not None:
+                            await self._ended(
+                                sid,
+                                token,
+                                running.entry_id,
+                                final,
+                                execution=running.job.execution,
+                            )
+                            # Its slot is free once its CLI is gone: claim the next then.
+                            await local.wait_closed()
+                            return
+                except SlowSubscriberError:
+                    continue  # Redis was slow: subscribe again from the last stored
+            # The subscription ended without a final event (the fleet always gives one):
+            return
 
     async def commands(self) -> None:
         keys = self.keys
@@ -609,7 +748,9 @@ class Worker:
         outcome goes back."""
         pushed = await running.local.push(text)
         if isinstance(pushed, Accepted):
-            await self._accepted(running.session_id, AcceptedPush(uuid=pushed.uuid, text=text))
+            await self._accepted(
+                running.session_id, running.token, AcceptedPush(uuid=pushed.uuid, text=text)
+            )
         return pushed
 
     async def _apply(self, fields: Mapping[str, str]) -> None:
@@ -620,28 +761,25 @@ class Worker:
             log.error("worker %s: a command cannot be applied: %s", self.id, exc)
             return
         running = self.running.get(command.session)
+        if running is not None and not running.fenced:
+            # A command sent while this worker was paused may be for a session that moved.
+            stored = await self._retrying(
+                "commands", partial(self.redis.hget, self.keys.session(running.session_id), "epoch")
+            )
+            if not is_current(running.token, stored):
+                await self._fence(running)
         if running is None:
             outcome = Outcome(ok=False, reason="the execution has ended")
+        elif running.fenced:
+            outcome = Fenced(
+                session=running.session_id, worker=self.id, token=running.token
+            ).outcome()
         else:
-            local = running.local
-            match command.kind:
-                case "push":
-                    pushed = await self._push(running, command.text)
-                    outcome = (
-                        Outcome(ok=True, uuid=pushed.uuid)
-                        if isinstance(pushed, Accepted)
-                        else Outcome(ok=False, reason=pushed.reason)
-                    )
-                case "answer":
-                    answered = await local.answer(command.request, command.answer)
-                    outcome = (
-                        Outcome(ok=True)
-                        if isinstance(answered, AnswerAccepted)
-                        else Outcome(ok=False, reason=answered.reason)
-                    )
-                case "abort":
-                    await local.abort()
-                    outcome = Outcome(ok=True)
+            try:
+                outcome = await self._apply_to(running, command)
+            except _FencedOut as exc:
+                await self._fence(running)
+                outcome = exc.fenced.outcome()
         reply = command.reply
 
         async def answer() -> None:
@@ -649,6 +787,28 @@ class Worker:
             await self.redis.expire(reply, self.config.reply_ttl)
 
         await self._retrying("replies", answer)
+
+    async def _apply_to(self, running: _Running, command: Command) -> Outcome:
+        await trio.lowlevel.checkpoint()
+        local = running.local
+        match command.kind:
+            case "push":
+                pushed = await self._push(running, command.text)
+                return (
+                    Outcome(ok=True, uuid=pushed.uuid)
+                    if isinstance(pushed, Accepted)
+                    else Outcome(ok=False, reason=pushed.reason)
+                )
+            case "answer":
+                answered = await local.answer(command.request, command.answer)
+                return (
+                    Outcome(ok=True)
+                    if isinstance(answered, AnswerAccepted)
+                    else Outcome(ok=False, reason=answered.reason)
+                )
+            case "abort":
+                await local.abort()
+                return Outcome(ok=True)
 
 
 def _text_fields(fields: Mapping[Any, Any]) -> dict[str, str]:
@@ -679,6 +839,7 @@ async def serve_worker(
     )
     await worker.ensure_group()
     async with trio.open_nursery() as nursery:
+        worker._nursery = nursery
         nursery.start_soon(worker.heartbeat)
         nursery.start_soon(worker.commands)
         nursery.start_soon(worker.claim, nursery)

@@ -274,6 +274,14 @@ def add_fanout_commands(commands: Any) -> None:
     )
     worker.add_argument("--worker-id", metavar="ID", help="this node's name (default: random)")
     worker.add_argument(
+        "--dead-after",
+        type=_positive_float,
+        default=5.0,
+        metavar="S",
+        help="a worker silent for this long is taken to be dead: its sessions move to another "
+        "worker, and it is fenced off them if it was only paused (default 5)",
+    )
+    worker.add_argument(
         "--log-json", action="store_true", help="log lines as one JSON object per line"
     )
     worker.add_argument(

@@ -64,7 +64,11 @@ async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
                     redis,
                     fleet,
                     worker_id=args.worker_id,
-                    config=WorkerConfig(stream_max=args.replay_buffer),
+                    config=WorkerConfig(
+                        stream_max=args.replay_buffer,
+                        dead_after=args.dead_after,
+                        heartbeat=min(1.0, args.dead_after / 4),
+                    ),
                     task_status=task_status,
                 )
             )

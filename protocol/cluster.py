@@ -19,6 +19,8 @@ gateways (``claude-trio serve --redis``). Rules:
    worker's command stream, in order; each carries a reply key, where the worker puts one
    :class:`Outcome` (a list the gateway pops with a deadline). No outcome in time is an
    explicit ``Rejected`` naming the worker, never a silent wait.
+
+Rules 5-6 (a worker that dies) and 7 (a worker that is only slow: fencing) are further down.
 """
 
 from __future__ import annotations
@@ -34,15 +36,20 @@ from .errors import RemoteProtocolError
 from .events import Event, Result, is_terminal
 
 __all__ = [
+    "MOVED_REASON",
     "AcceptedPush",
     "Command",
+    "Fenced",
     "Job",
     "MovePlan",
     "Outcome",
     "SessionRecord",
+    "WorkerStatus",
+    "cluster_summary",
     "decode_event",
     "encode_event",
     "event_id",
+    "is_current",
     "is_final",
     "plan_move",
     "seq_of_id",
@@ -216,6 +223,7 @@ class SessionRecord:
     ended_at: float | None = None
     abort_requested: bool = False
     moves: int = 0
+    epoch: int = 0  # the fencing token of the worker that owns it now (rule 7)
 
     def to_fields(self) -> dict[str, str]:
         return {
@@ -236,6 +244,7 @@ class SessionRecord:
             "ended_at": "" if self.ended_at is None else repr(self.ended_at),
             "abort_requested": "1" if self.abort_requested else "0",
             "moves": str(self.moves),
+            "epoch": str(self.epoch),
         }
 
     @classmethod
@@ -261,6 +270,7 @@ class SessionRecord:
                 ended_at=_opt_float(fields.get("ended_at")),
                 abort_requested=fields.get("abort_requested") == "1",
                 moves=int(fields.get("moves", "0")),
+                epoch=int(fields.get("epoch", "0")),
             )
         except ValueError as exc:
             raise RemoteProtocolError(f"{where}: {exc}") from None
@@ -312,9 +322,7 @@ class MovePlan:
     finished: bool
 
 
-def plan_move(
-    prompt: str, pushes: Sequence[AcceptedPush], stored: Sequence[Event]
-) -> MovePlan:
+def plan_move(prompt: str, pushes: Sequence[AcceptedPush], stored: Sequence[Event]) -> MovePlan:
     """Rule 5: ``stored`` is what the stream holds of the execution (from its first seq)."""
     if any(is_final(event) for event in stored):
         return MovePlan(prompt=None, again=(), finished=True)
@@ -326,3 +334,111 @@ def plan_move(
     if pending:
         return MovePlan(prompt=pending[0], again=tuple(pending[1:]), finished=False)
     return MovePlan(prompt=None, again=(), finished=False)
+
+
+# -- a worker that is slow, not dead: fencing ---------------------------------------------------
+#
+# 7. **Fencing.** A worker that takes a session (its first claim, or a move) increments the
+#    record's ``epoch`` and keeps the new value as its *token*. Every write it makes for the
+#    session (events, record updates, accepted pushes, the end with the job's acknowledgement)
+#    is a script that first checks the record's epoch still equals its token, and writes
+#    nothing otherwise. So a worker that paused for longer than ``dead_after`` (its session
+#    moved meanwhile) cannot store anything once it resumes: its first write is refused. A
+#    refused write means the session belongs to another worker: the paused worker stops its
+#    CLI at once (abort), stores nothing more for it, does not acknowledge its job, and
+#    answers a command for it with ``MOVED_REASON``: the gateway then sends the command once
+#    more, to the worker the record names now. The mover takes its token *before* it reads
+#    what the stream holds, so the stream it plans from cannot change under it.
+
+
+MOVED_REASON = (
+    "the session moved to another worker while this one was paused; send it again"
+)
+"""The reason a fenced worker gives for a command (the gateway then sends it once more, to
+the worker the record names now)."""
+
+
+def is_current(token: int, stored: str | None) -> bool:
+    """Rule 7: may the holder of ``token`` write, the record's epoch field being ``stored``
+    (None: the record is gone, and nobody may)."""
+    return stored is not None and stored == str(token)
+
+
+@attrs.frozen(kw_only=True)
+class Fenced:
+    """A write refused by rule 7: ``worker`` held ``token`` for ``session``, which another
+    worker has taken since."""
+
+    session: str
+    worker: str
+    token: int
+
+    @property
+    def message(self) -> str:
+        return (
+            f"worker {self.worker}: session {self.session} was taken over by another worker "
+            f"(token {self.token} is stale): its CLI is stopped, nothing more is stored"
+        )
+
+    def outcome(self) -> Outcome:
+        """What a command for the session gets from the fenced worker."""
+        return Outcome(
+            ok=False,
+            reason="the session moved to another worker while this one was paused; send it again",
+        )
+
+
+# -- what a worker says of itself ---------------------------------------------------------------
+#
+# 8. **Worker status.** With each heartbeat a worker writes its :class:`WorkerStatus` as the
+#    value of its ``alive`` key (which expires after ``dead_after``): whether it is degraded
+#    (some Redis operation of it failing) and since when, its outages so far, what it runs. A
+#    gateway's ``hello`` carries :func:`cluster_summary` of the live workers' statuses.
+
+
+@attrs.frozen(kw_only=True)
+class WorkerStatus:
+    worker: str
+    at: float  # epoch seconds of the heartbeat
+    running: int
+    max_live: int
+    degraded_since: float | None = None  # epoch seconds; None: not degraded
+    outages: int = 0  # times it went degraded since it started
+    fenced: int = 0  # sessions it stopped because another worker took them (rule 7)
+
+    def encode(self) -> str:
+        return dumps(attrs.asdict(self))
+
+    @classmethod
+    def decode(cls, text: str) -> WorkerStatus:
+        try:
+            obj = json.loads(text)
+            since = obj["degraded_since"]
+            return cls(
+                worker=str(obj["worker"]),
+                at=float(obj["at"]),
+                running=int(obj["running"]),
+                max_live=int(obj["max_live"]),
+                degraded_since=None if since is None else float(since),
+                outages=int(obj["outages"]),
+                fenced=int(obj["fenced"]),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise RemoteProtocolError(f"not a worker status: {exc!r}") from None
+
+
+def cluster_summary(statuses: Sequence[WorkerStatus]) -> dict[str, Any]:
+    """Rule 8: what a gateway's ``hello`` says of the workers alive now."""
+    ordered = sorted(statuses, key=lambda s: s.worker)
+    return {
+        "workers_alive": len(ordered),
+        "running": sum(s.running for s in ordered),
+        "slots": sum(s.max_live for s in ordered),
+        "degraded": [
+            {"worker": s.worker, "since": s.degraded_since}
+            for s in ordered
+            if s.degraded_since is not None
+        ],
+        "workers": [attrs.asdict(s) for s in ordered],
+        "unavailable": None,  # or why Redis could not be read (the rest is then empty)
+    }

@@ -20,7 +20,8 @@ Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
 Server -> client frames (each has ``"type"``)::
 
     {"type": "hello",           "id", "server", "protocol", "principal", "admin", "ops",
-                                "capabilities": {...}, "limits": {...}, "policy": {...}}
+                                "capabilities": {...}, "limits": {...}, "policy": {...},
+                                "cluster": {...} | null}
     {"type": "opened",          "id", "session"}
     {"type": "continued",       "id", "session", "first_seq": int}
     {"type": "sessions",        "id", "sessions": [SessionInfo, ...]}
@@ -354,7 +355,8 @@ class HelloFrame:
     (:data:`PROTOCOL_VERSION`), the client's ``principal`` and whether it is ``admin``, the
     ``ops`` it accepts, the ``capabilities`` of its sessions (``architecture_capabilities()``
     as JSON: pushes, resume, thinking modes, ...), its ``limits`` (names and values of its
-    bounds) and its remote ``policy`` (``remote_tools``, ``allow_cwd``, ``allow_env``)."""
+    bounds), its remote ``policy`` (``remote_tools``, ``allow_cwd``, ``allow_env``) and, on a
+    cluster's gateway, the ``cluster`` summary."""
 
     id: str
     server: str
@@ -365,6 +367,9 @@ class HelloFrame:
     capabilities: Mapping[str, Any]
     limits: Mapping[str, Any]
     policy: Mapping[str, Any]
+    #: A cluster's gateway (``serve --redis``): its workers alive now, their free and busy
+    #: slots, and those degraded (``protocol/cluster.py`` rule 8); None for one process.
+    cluster: Mapping[str, Any] | None = None
     type: ClassVar[str] = "hello"
 
 

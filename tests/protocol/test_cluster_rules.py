@@ -1,6 +1,8 @@
-"""The cluster's pure rules (``protocol/cluster.py``): the codecs, and a Hypothesis model of a
-session under push / CLI turns / abort / worker death / gateway switch, checking that every
-execution has exactly one final event, no accepted push is lost, and none is answered twice."""
+"""The cluster's pure rules (``protocol/cluster.py``): the codecs, the fencing comparison, and a
+Hypothesis model of a session under push / CLI turns / abort / worker death / a worker that
+pauses then resumes / gateway switch, checking that every execution has exactly one final
+event, no accepted push is lost, none is answered twice, and nothing is stored by a worker
+whose token is stale."""
 
 from __future__ import annotations
 
@@ -14,12 +16,14 @@ from hypothesis import strategies as st
 from claude_trio.protocol.cluster import (
     AcceptedPush,
     Command,
+    Fenced,
     Job,
     Outcome,
     SessionRecord,
     decode_event,
     encode_event,
     event_id,
+    is_current,
     plan_move,
     seq_of_id,
 )
@@ -78,81 +82,154 @@ def test_not_an_event_entry_id() -> None:
         seq_of_id("12-1")
 
 
+def test_only_the_current_token_may_write() -> None:
+    assert is_current(3, "3")
+    assert not is_current(2, "3")  # taken over since
+    assert not is_current(3, None)  # the record is gone
+    assert not is_current(3, "03")  # the scripts compare the decimal strings
+    record = SessionRecord(session="s", principal=None, host="", label=None, state="live")
+    assert SessionRecord.from_fields({**record.to_fields(), "epoch": "4"}).epoch == 4
+    fenced = Fenced(session="s", worker="w1", token=2)
+    assert "session s was taken over by another worker" in fenced.message
+    assert not fenced.outcome().ok
+    assert "moved to another worker" in fenced.outcome().reason
+
+
 # -- the model --------------------------------------------------------------------------------
 
 
 @attrs.define
-class Model:
-    """One execution as the cluster runs it. ``stored`` is the session's stream; the CLI
-    consumes what is ``pending`` (the prompt first) and its result lists the uuids of the
-    pushes it consumed; a worker can die after the CLI consumed messages but before their
-    result was stored."""
+class WorkerState:
+    """What one worker holds of the execution: its token, its CLI's input (``pending``, the
+    prompt first), what its CLI took into the turn, and the events it has not stored yet."""
 
-    prompt: str = "prompt"
-    stored: list[Event] = attrs.field(factory=list)
-    accepted: list[AcceptedPush] = attrs.field(factory=list)  # this worker's record (Redis)
-    every_accepted: list[str] = attrs.field(factory=list)  # every push a caller got Accepted
+    token: int
     pending: list[tuple[str | None, str]] = attrs.field(factory=list)  # (uuid, text)
     in_flight: list[tuple[str | None, str]] = attrs.field(factory=list)
+    unstored: list[Event] = attrs.field(factory=list)
+    stopped: bool = False
+
+
+@attrs.define
+class Model:
+    """One execution as the cluster runs it. ``stored`` is the session's stream (each entry
+    with the token that stored it); the CLI consumes what is ``pending`` and its result lists
+    the uuids of the pushes it consumed. A worker can die after its CLI consumed messages but
+    before their result was stored; it can also pause (its CLI goes on, nothing of it reaches
+    Redis) and be taken over meanwhile, then resume: every write it makes is checked against
+    the record's epoch (rule 7)."""
+
+    prompt: str = "prompt"
+    epoch: int = 1
+    stored: list[tuple[int, Event]] = attrs.field(factory=list)
+    accepted: list[AcceptedPush] = attrs.field(factory=list)  # the record's pushes (Redis)
+    every_accepted: list[str] = attrs.field(factory=list)  # every push a caller got Accepted
+    worker: WorkerState = attrs.field(init=False)  # the owner named in the record
+    paused: WorkerState | None = None  # a worker whose process is stopped
+    refused: int = 0  # writes refused by the fencing check
     ended: bool = False
     ids: itertools.count[int] = attrs.field(factory=itertools.count)
 
     def __attrs_post_init__(self) -> None:
-        self.pending.append((None, self.prompt))
+        self.worker = WorkerState(token=self.epoch, pending=[(None, self.prompt)])
 
-    def store(self, event: Event) -> None:
-        self.stored.append(attrs.evolve(event, seq=len(self.stored) + 1))
+    @property
+    def events(self) -> list[Event]:
+        return [event for _, event in self.stored]
+
+    def write(self, by: WorkerState, event: Event) -> bool:
+        """A fenced write (the store script): stored only if ``by`` holds the current token."""
+        if not is_current(by.token, str(self.epoch)):
+            self.refused += 1
+            by.stopped = True  # a refused write: the worker stops that session at once
+            by.pending, by.in_flight, by.unstored = [], [], []
+            return False
+        self.stored.append((by.token, attrs.evolve(event, seq=len(self.stored) + 1)))
+        return True
+
+    def _emit(self, by: WorkerState, event: Event) -> None:
+        if by is self.paused:
+            by.unstored.append(event)  # its process is stopped: stored (or not) on resume
+        else:
+            self.write(by, event)
 
     def push(self, text: str) -> None:
-        if self.ended:
-            return  # Rejected: the execution has ended
+        owner = self.worker
+        if self.ended or owner is self.paused:
+            return  # Rejected: ended, or the owner does not answer (the command times out)
         uuid = f"u{next(self.ids)}"
         self.accepted.append(AcceptedPush(uuid=uuid, text=text))
         self.every_accepted.append(text)
-        self.pending.append((uuid, text))
+        owner.pending.append((uuid, text))
 
-    def cli_takes(self, n: int) -> None:
+    def cli_takes(self, n: int, which: WorkerState | None = None) -> None:
         """The CLI takes up to ``n`` pending messages into its turn (not yet answered)."""
-        taken, self.pending = self.pending[:n], self.pending[n:]
-        self.in_flight += taken
+        w = which or self.worker
+        taken, w.pending = w.pending[:n], w.pending[n:]
+        w.in_flight += taken
 
-    def cli_answers(self, final: bool) -> None:
-        if self.ended or not self.in_flight:
+    def cli_answers(self, final: bool, which: WorkerState | None = None) -> None:
+        w = which or self.worker
+        if w.stopped or not w.in_flight or (self.ended and w is self.worker):
             return
-        uuids = tuple(u for u, _ in self.in_flight if u is not None)
-        texts = " | ".join(t for _, t in self.in_flight)
-        self.in_flight = []
-        last = final and not self.pending
-        self.store(result(texts, uuids, final=last))
-        self.ended = last
+        uuids = tuple(u for u, _ in w.in_flight if u is not None)
+        texts = " | ".join(t for _, t in w.in_flight)
+        w.in_flight = []
+        last = final and not w.pending
+        self._emit(w, result(texts, uuids, final=last))
+        if last and w is self.worker and w is not self.paused:
+            self.ended = True
 
     def abort(self) -> None:
-        if not self.ended:
-            self.store(Aborted(reason="aborted"))
+        w = self.worker
+        if not self.ended and w is not self.paused:
+            self.write(w, Aborted(reason="aborted"))
             self.ended = True
-            self.pending, self.in_flight = [], []
+            w.pending, w.in_flight = [], []
 
-    def worker_dies(self) -> None:
-        """Everything not stored is gone; another worker plans the move from the stream."""
+    def pause(self) -> None:
+        """The owner's process stops (SIGSTOP): its CLI goes on, nothing reaches Redis."""
+        if not self.ended and self.paused is None:
+            self.paused = self.worker
+
+    def resume(self) -> None:
+        """The paused process goes on: it stores what it held back, if still the owner."""
+        w = self.paused
+        if w is None:
+            return
+        self.paused = None
+        held, w.unstored = w.unstored, []
+        for event in held:
+            if not self.write(w, event):
+                return
+            if w is self.worker and isinstance(event, Result) and event.final:
+                self.ended = True
+
+    def take_over(self) -> None:
+        """The owner is dead or paused past ``dead_after``: another worker takes a new token
+        (before it reads the stream), plans the move from the stream and stores the move."""
         if self.ended:
             return
-        plan = plan_move(self.prompt, self.accepted, self.stored)
+        self.epoch += 1
+        heir = WorkerState(token=self.epoch)
+        if self.worker is not self.paused:
+            self.worker.stopped = True  # a dead worker: everything not stored is gone
+        self.worker = heir
+        plan = plan_move(self.prompt, self.accepted, self.events)
         assert not plan.finished
-        self.store(WarningEvent(code="session_moved", message="moved"))
-        self.in_flight = []
+        self.write(heir, WarningEvent(code="session_moved", message="moved"))
         self.accepted = []
-        self.pending = []
         if plan.prompt is None:
-            self.store(Aborted(reason="nothing left"))
+            self.write(heir, Aborted(reason="nothing left"))
             self.ended = True
             return
         first = plan.prompt
-        if first == self.prompt and not any(isinstance(e, Result) for e in self.stored):
-            self.pending.append((None, first))
+        if first == self.prompt and not any(isinstance(e, Result) for e in self.events):
+            heir.pending.append((None, first))
         else:
-            self.pending.append(self._again(first))
+            heir.pending.append(self._again(first))
         for text in plan.again:
-            self.pending.append(self._again(text))
+            heir.pending.append(self._again(text))
 
     def _again(self, text: str) -> tuple[str, str]:
         uuid = f"u{next(self.ids)}"
@@ -160,10 +237,12 @@ class Model:
         return uuid, text
 
     def finish(self) -> None:
+        self.resume()
+        w = self.worker
         while not self.ended:
-            self.cli_takes(len(self.pending) or 1)
-            if not self.in_flight:
-                self.store(result("", final=True))
+            self.cli_takes(len(w.pending) or 1)
+            if not w.in_flight:
+                self.write(w, result("", final=True))
                 self.ended = True
                 return
             self.cli_answers(final=True)
@@ -177,6 +256,10 @@ operations = st.lists(
         st.tuples(st.just("die"), st.just(0)),
         st.tuples(st.just("abort"), st.just(0)),
         st.tuples(st.just("switch"), st.integers(0, 50)),
+        st.tuples(st.just("pause"), st.just(0)),
+        st.tuples(st.just("resume"), st.just(0)),
+        # The paused worker's CLI goes on while its process is stopped.
+        st.tuples(st.just("paused_cli"), st.integers(0, 3)),
     ),
     max_size=30,
 )
@@ -188,29 +271,45 @@ operations = st.lists(
 @example([("push", 1), ("take", 2), ("answer", False), ("die", 0)])
 # It dies with the push taken in, unanswered: it must be answered after the move.
 @example([("push", 1), ("take", 2), ("die", 0)])
+# It pauses with the push taken in, is taken over, its CLI answers, then it resumes: its
+# result (and final event) must not be stored, the heir answers the push once.
+@example([("push", 1), ("take", 2), ("pause", 0), ("die", 0), ("paused_cli", 0),
+          ("paused_cli", 1), ("resume", 0)])  # fmt: skip
+# A pause shorter than dead_after: what it held back is stored on resume.
+@example([("take", 1), ("pause", 0), ("paused_cli", 1), ("resume", 0)])
 def test_model_one_final_event_no_push_lost_or_answered_twice(
     ops: list[tuple[str, int]],
 ) -> None:
     model = Model()
-    aborted = False
     views: list[int] = []  # where a client switched gateway (the seq it had seen)
     for op, arg in ops:
         match op:
             case "push":
                 model.push(f"push-{arg}-{len(model.every_accepted)}")
             case "take":
-                model.cli_takes(arg)
+                if model.worker is not model.paused:
+                    model.cli_takes(arg)
             case "answer":
-                model.cli_answers(arg)
+                if model.worker is not model.paused:
+                    model.cli_answers(arg)
             case "die":
-                model.worker_dies()
+                model.take_over()
             case "abort":
-                aborted = aborted or not model.ended
                 model.abort()
             case "switch":
                 views.append(min(arg, len(model.stored)))
+            case "pause":
+                model.pause()
+            case "resume":
+                model.resume()
+            case "paused_cli":
+                if model.paused is not None:
+                    if arg == 0:
+                        model.cli_takes(2, model.paused)
+                    else:
+                        model.cli_answers(arg > 1, model.paused)
     model.finish()
-    stream = model.stored
+    stream = model.events
 
     # A client that switches gateway at any seq gets the rest exactly (entry id = seq).
     for seen in views:
@@ -229,3 +328,11 @@ def test_model_one_final_event_no_push_lost_or_answered_twice(
     assert len(answered) == len(set(answered)), "a push was answered twice"
     if not any(isinstance(e, Aborted) for e in stream):
         assert set(answered) == set(model.every_accepted), "an accepted push was lost"
+    # Nothing is stored by a fenced worker: each move event starts its token's entries, and
+    # no entry after it carries an older token.
+    tokens = [token for token, _ in model.stored]
+    assert tokens == sorted(tokens)
+    for (token, event), previous in zip(model.stored[1:], tokens, strict=False):
+        if token != previous:
+            assert isinstance(event, WarningEvent)
+            assert event.code == "session_moved"

@@ -3,6 +3,7 @@ its own fleet of fake CLIs), and gateways over ``RedisFleet``, all in the test's
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -73,4 +74,52 @@ async def open_gateway(
     ):
         port = await nursery.start(partial(serve_gateway, fleet, **options))
         yield fleet, port
+        nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False)
+class PauseProxy:
+    """A TCP proxy on 127.0.0.1 in front of Redis: while paused it forwards nothing either
+    way and closes nothing (what Redis sees of a worker whose process is stopped)."""
+
+    target_port: int
+    port: int = 0
+    _go: trio.Event = attrs.field(factory=trio.Event)
+
+    def __attrs_post_init__(self) -> None:
+        self._go.set()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def pause(self) -> None:
+        self._go = trio.Event()
+
+    def resume(self) -> None:
+        self._go.set()
+
+    async def _pipe(self, source: trio.SocketStream, sink: trio.SocketStream) -> None:
+        while data := await source.receive_some(65536):
+            await self._go.wait()
+            await sink.send_all(data)
+
+    async def _handle(self, client: trio.SocketStream) -> None:
+        # A connection reset by either side ends that connection only.
+        with contextlib.suppress(trio.BrokenResourceError, OSError):
+            upstream = await trio.open_tcp_stream("127.0.0.1", self.target_port)
+            async with client, upstream, trio.open_nursery() as nursery:
+                nursery.start_soon(self._pipe, client, upstream)
+                await self._pipe(upstream, client)
+                nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def pause_proxy(target_port: int) -> AsyncIterator[PauseProxy]:
+    proxy = PauseProxy(target_port)
+    async with trio.open_nursery() as nursery:
+        (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        proxy.port = listener.socket.getsockname()[1]
+        await nursery.start(trio.serve_listeners, proxy._handle, [listener])
+        yield proxy
         nursery.cancel_scope.cancel()

@@ -28,7 +28,7 @@ import trio
 
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, RemoteOpError, RemoteSession, connect_gateway
-from claude_trio.protocol.cluster import SessionRecord
+from claude_trio.protocol.cluster import SessionRecord, decode_event, is_final
 from claude_trio.protocol.events import Event, Result
 from claude_trio.protocol.lifecycle import Accepted
 from claude_trio.protocol.redis_keys import RedisKeys
@@ -232,3 +232,101 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
     )
     # One end per execution, the killed worker's unfinished one excepted.
     assert ended_lines == 30
+
+
+def log_events(node_: Node, event: str) -> list[dict[str, object]]:
+    lines = [json.loads(li) for li in node_.stderr_path.read_text().splitlines() if li[:1] == "{"]
+    return [li for li in lines if li.get("event") == event and li["logger"] == "claude_trio.worker"]
+
+
+async def test_a_worker_paused_past_dead_after_is_fenced_when_it_resumes(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """w0 is stopped (SIGSTOP) in a turn for longer than ``--dead-after``: w1 takes the
+    session over and finishes it; then w0 goes on (SIGCONT): its first write is refused, it
+    stops and reaps its CLI, stores nothing, acknowledges nothing. The client's stream through
+    the gateway is exact apart from the declared move event, with one final event."""
+    url = redis_server.url
+    work = tmp_path / "work"
+    work.mkdir()
+    worker_argv = ("worker", "--redis", url, "--offline", "--max-live", "1", "--dead-after", "2")
+    async with AsyncExitStack() as stack:
+        w0 = await stack.enter_async_context(
+            node(tmp_path, "w0", *worker_argv, "--worker-id", "w0", ready=b"running up to")
+        )
+        gateway = await stack.enter_async_context(
+            node(
+                tmp_path,
+                "g0",
+                "serve", "--redis", url, "--port", "0", "--cwd-root", str(work),
+                ready=b"listening on ws://",
+            )
+        )
+        gateway_url = gateway.stdout.split("listening on ", 1)[1].split()[0]
+        redis = await stack.enter_async_context(
+            coredis.Redis.from_url(url, decode_responses=True)
+        )
+        client = await stack.enter_async_context(
+            connect_gateway(gateway_url, token=TOKEN, config=CLIENT)
+        )
+        with trio.fail_after(50):
+            session = await client.open(ExecuteParams(prompt="count to three"))
+            events: list[Event] = []
+            async for event in session.events:
+                events.append(event)
+                if event.kind == "turn_started":
+                    break  # w0 stops now: its CLI's turn has (at least) a model request ahead
+            w0_clis = psutil.Process(w0.process.pid).children()
+            w0.process.send_signal(signal.SIGSTOP)
+            try:
+                w1 = await stack.enter_async_context(
+                    node(tmp_path, "w1", *worker_argv, "--worker-id", "w1", ready=b"running up to")
+                )
+                async for event in session.events:
+                    events.append(event)
+                moved = SessionRecord.from_fields(await redis.hgetall(KEYS.session(session.id)))
+                entries = await redis.xrange(KEYS.events(session.id))
+                pending = await redis.xpending(KEYS.jobs, KEYS.workers_group)
+            finally:
+                w0.process.send_signal(signal.SIGCONT)
+            for _ in range(1000):  # until w0 found out (its next heartbeat or write)
+                if log_events(w0, "fenced"):
+                    break
+                await trio.sleep(0.02)
+            for _ in range(1000):  # and its CLI is gone
+                if not any(c.is_running() for c in w0_clis):
+                    break
+                await trio.sleep(0.02)
+            left = [
+                c.pid
+                for c in psutil.Process(w0.process.pid).children(recursive=True)
+                if c.status() == psutil.STATUS_ZOMBIE or "claude" in " ".join(c.cmdline())
+            ]
+            after = await redis.xrange(KEYS.events(session.id))
+            pending_after = await redis.xpending(KEYS.jobs, KEYS.workers_group)
+
+    assert w0_clis, "w0 ran a CLI for the session"
+    assert not any(c.is_running() for c in w0_clis)
+    assert left == []
+    assert len(log_events(w0, "fenced")) == 1
+    assert log_events(w0, "ended") == []  # w0 acknowledged nothing
+    assert len(log_events(w1, "ended")) == 1
+    assert "acknowledged already" not in w1.stderr_path.read_text()
+    assert pending.pending == 0
+    assert pending_after.pending == 0
+    # The client's stream: exact, one declared move, one final event, last.
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert events == [decode_event(e.field_values) for e in entries]
+    (move,) = [e for e in events if e.kind == "warning" and e.code == "session_moved"]
+    assert "from worker w0 to worker w1" in move.message
+    finals = [e for e in events if is_final(e)]
+    assert finals == [events[-1]]
+    assert isinstance(events[-1], Result)
+    assert not events[-1].is_error, "\n".join(repr(e)[:300] for e in events)
+    # w0 stored nothing after the move: the stream did not change once it resumed, and every
+    # entry from the move on carries w1's token.
+    assert after == entries
+    at = events.index(move)
+    assert moved.worker == "w1"
+    assert {e.field_values["t"] for e in entries[at:]} == {str(moved.epoch)}
+    assert {e.field_values["t"] for e in entries[:at]} == {str(moved.epoch - 1)}

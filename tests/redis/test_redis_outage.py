@@ -13,7 +13,7 @@ from cluster_kit import FAST, TOKEN, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, RemoteOpError, connect_gateway
-from claude_trio.protocol.cluster import decode_event
+from claude_trio.protocol.cluster import WorkerStatus, decode_event
 from claude_trio.protocol.events import Result
 from claude_trio.protocol.redis_keys import RedisKeys
 from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
@@ -45,21 +45,41 @@ async def test_redis_restarted_mid_run_loses_no_event(tmp_path: Path) -> None:
                 # The session goes on; its worker holds the events and says it is degraded.
                 while not worker.worker.degraded:  # noqa: ASYNC110 (a flag of another task)
                     await trio.sleep(0.02)
+                during = worker.worker.statistics()
                 try:
                     await client.list()
                 except RemoteOpError as exc:
                     refused = str(exc)
                 else:
                     refused = ""
+                # A client that connects now is answered hello, which says why it knows
+                # nothing of the workers.
+                async with connect_gateway(
+                    f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT
+                ) as late:
+                    assert late.hello is not None
+                    down = late.hello.cluster
                 await trio.sleep(1.0)
                 await server.start()
                 await worker.worker.wait_idle(trio.current_time() + 20)
                 assert not worker.worker.degraded
+                after = worker.worker.statistics()
         async with coredis.Redis.from_url(url, decode_responses=True) as redis:
             entries = await redis.xrange(RedisKeys().events(sid))
+            # Its last heartbeat published it: one outage, over (rule 8).
+            published = WorkerStatus.decode(
+                await redis.get(RedisKeys().alive(worker.worker.id)) or ""
+            )
             stored = [decode_event(e.field_values) for e in entries]
 
     assert "unavailable" in refused
+    assert down is not None
+    assert down["workers_alive"] == 0
+    assert "Redis is unavailable" in down["unavailable"]
+    assert during.degraded_since is not None
+    assert during.outages == 1
+    assert (after.degraded_since, after.outages) == (None, 1)
+    assert published.outages == 1
     assert "the cluster's Redis is unavailable: try again later" in refused
     assert "127.0.0.1" not in refused  # no address leaks
     assert f":{server.port}" not in refused
