@@ -126,13 +126,16 @@ async def test_an_idle_timeout_stops_a_cli_that_went_quiet(
 async def test_a_run_timeout_stops_the_execution(
     model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
 ) -> None:
+    # 20 s of streaming; the deadline falls mid-stream even when a loaded machine takes
+    # seconds to start the CLI.
     model_double.responder = turns(Reply.text("tick " * 200, chunk_size=5, event_delay=0.1))
-    execute = params(tmp_path, "hi", run_timeout=3.0)
+    execute = params(tmp_path, "hi", run_timeout=8.0)
     events = await run_session(execute, hermetic)
     aborted = events[-1]
     assert isinstance(aborted, Aborted), dump(events)
-    assert aborted.reason == "run_timeout: the execution ran for 3 s"
-    assert aborted.usage is not None
+    assert aborted.reason == "run_timeout: the execution ran for 8 s"
+    assert any(e.kind == "text_delta" for e in events), dump(events)  # stopped mid-stream
+    assert aborted.usage is not None  # with the usage so far
 
 
 async def test_images_reach_the_model_as_image_blocks(
