@@ -261,12 +261,17 @@ class _Pending:
     #: For the follow machinery's own attach/detach: called with the reply, and dropped (not
     #: resent) with the connection.
     internal: Callable[[Frame], None] | None = None
+    #: Called with the reply in the task that read it, before the frames after it are read
+    #: (unless the caller gave up waiting): what it sets up sees those frames.
+    on_reply: Callable[[Frame], None] | None = None
     done: trio.Event = attrs.field(factory=trio.Event)
     frame: Frame | None = None
     error: BaseException | None = None
     abandoned: bool = False
 
     def resolve(self, frame: Frame) -> None:
+        if self.on_reply is not None and not self.abandoned:
+            self.on_reply(frame)
         if self.internal is not None:
             self.internal(frame)
         self.frame = frame
@@ -565,10 +570,18 @@ class GatewayClient:
         follow it from its first event."""
         if not isinstance(params, ExecuteParams):
             raise InvalidParamsError("params", params, "an ExecuteParams")
-        opened = await self._request(
-            OpenOp(id=self._op_id(), params=params, label=label), OpenedFrame
+        sessions: list[RemoteSession] = []
+
+        def follow(frame: Frame) -> None:
+            # In the reader, before it reads on: the session's first events come right after.
+            if isinstance(frame, OpenedFrame):
+                state = Follow(max_queue=self._config.max_queue)
+                sessions.append(self._follow_new(frame.session, state, 1))
+
+        await self._request(
+            OpenOp(id=self._op_id(), params=params, label=label), OpenedFrame, on_reply=follow
         )
-        return self._follow_new(opened.session, Follow(max_queue=self._config.max_queue), 1)
+        return sessions[0]
 
     async def attach(self, session_id: str, *, last_seq: int | None = None) -> RemoteSession:
         """Follow a session that exists on the server (yours, or any as an admin): the
@@ -585,12 +598,17 @@ class GatewayClient:
         session = self._follow_new(
             session_id, follow, first_seq, info.executions if info is not None else 1
         )
-        reply = await self._request(
-            AttachOp(id=self._op_id(), session=session_id, last_seq=last_seq),
-            ReplyFrame,
-            accept_errors=True,
-        )
-        session._on_attach_reply(reply)
+        try:
+            # The reply is applied in the reader, before the replay right behind it is read.
+            await self._request(
+                AttachOp(id=self._op_id(), session=session_id, last_seq=last_seq),
+                ReplyFrame,
+                accept_errors=True,
+                on_reply=session._on_attach_reply,
+            )
+        except BaseException:
+            session.close()  # not followed after all: nothing of it is kept
+            raise
         failure = follow.error
         if failure is not None:
             session.close()
@@ -620,12 +638,19 @@ class GatewayClient:
         return f"c{next(self._ids)}"
 
     async def _request(
-        self, op: Op, expected: type[F], *, accept_errors: bool = False
+        self,
+        op: Op,
+        expected: type[F],
+        *,
+        accept_errors: bool = False,
+        on_reply: Callable[[Frame], None] | None = None,
     ) -> F:
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._gave_up is not None:
             raise self._gave_up
-        pending = _Pending(op=op, text=encode_op(op), repeatable=isinstance(op, _REPEATABLE))
+        pending = _Pending(
+            op=op, text=encode_op(op), repeatable=isinstance(op, _REPEATABLE), on_reply=on_reply
+        )
         self._submit(pending)
         try:
             await pending.done.wait()
