@@ -42,7 +42,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import attrs
 import trio
@@ -194,6 +194,21 @@ def url_for(host: str, port: int) -> str:
     return f"ws://{shown}:{port}/"
 
 
+def _gateway_options(config: ServeConfig) -> dict[str, Any]:
+    """The ``serve_gateway`` keywords a ``serve`` command's configuration sets (with or
+    without Redis)."""
+    return {
+        "host": config.host,
+        "port": config.port,
+        "token": config.token,
+        "tokens": config.tokens,
+        "allowed_origins": config.allowed_origins,
+        "cwd_root": config.cwd_root,
+        "allow_cwd": config.allow_cwd,
+        "allow_env": config.allow_env,
+    }
+
+
 def _tokens_file_readable_by_others(path: str) -> bool:
     try:
         return bool(os.stat(path).st_mode & (stat.S_IRWXG | stat.S_IRWXO))
@@ -229,14 +244,7 @@ async def serve(config: ServeConfig, out: TextIO) -> int:
                 partial(
                     serve_gateway,
                     fleet,
-                    host=config.host,
-                    port=config.port,
-                    token=config.token,
-                    tokens=config.tokens,
-                    allowed_origins=config.allowed_origins,
-                    cwd_root=config.cwd_root,
-                    allow_cwd=config.allow_cwd,
-                    allow_env=config.allow_env,
+                    **_gateway_options(config),
                 )
             )
             url = url_for(config.host, port)
@@ -300,14 +308,7 @@ async def serve_cluster(config: ServeConfig, out: TextIO) -> int:
                 partial(
                     serve_gateway,
                     fleet,
-                    host=config.host,
-                    port=config.port,
-                    token=config.token,
-                    tokens=config.tokens,
-                    allowed_origins=config.allowed_origins,
-                    cwd_root=config.cwd_root,
-                    allow_cwd=config.allow_cwd,
-                    allow_env=config.allow_env,
+                    **_gateway_options(config),
                 )
             )
             print(f"claude-trio serve: listening on {url_for(config.host, port)}", file=out)
