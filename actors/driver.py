@@ -184,4 +184,4 @@ def subprocess_transport(options: ClaudeAgentOptions) -> Transport:
 def root_refusal(options: ClaudeAgentOptions) -> str | None:
     """Why the real CLI would refuse to start with ``options`` in this process, if it would."""
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    return check_root_bypass(options, is_root=is_root, env=dict(os.environ))
+    return check_root_bypass(options, is_root=is_root, env=os.environ)

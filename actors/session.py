@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import importlib.metadata
 import os
 import time
@@ -351,7 +352,10 @@ def _check_session_store(session_store: object, pool: object) -> None:
         )
 
 
+@functools.cache
 def _sdk_version() -> str | None:
+    """The installed SDK's version, read once per process: reading a distribution's metadata
+    parses its METADATA file, which cost more CPU than the rest of a short session's start."""
     try:
         return importlib.metadata.version("claude-agent-sdk")
     except importlib.metadata.PackageNotFoundError:

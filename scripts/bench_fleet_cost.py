@@ -107,7 +107,32 @@ async def fleet_side(sessions: int, max_live: int) -> dict[str, float]:
     return {"wall": wall, "cpu": used, "ok": ok}
 
 
-SIDES = {"raw": raw_side, "fleet": fleet_side}
+async def session_side(sessions: int, max_live: int) -> dict[str, float]:
+    """``open_session`` under a ``trio.CapacityLimiter``: the session's cost without the fleet's."""
+    from claude_trio import open_session
+
+    fake = FakeCLI()
+    params = ExecuteParams(prompt=PROMPT)
+    limiter = trio.CapacityLimiter(max_live)
+    ok = 0
+
+    async def one() -> None:
+        nonlocal ok
+        async with limiter, open_session(
+            params, on_user_input="manual", transport_factory=fake
+        ) as session:
+            async for event in session.events:
+                if isinstance(event, Result) and event.final:
+                    ok += not event.is_error
+
+    start, cpu = time.perf_counter(), time.process_time()
+    async with trio.open_nursery() as nursery:
+        for _ in range(sessions):
+            nursery.start_soon(one)
+    return {"wall": time.perf_counter() - start, "cpu": time.process_time() - cpu, "ok": ok}
+
+
+SIDES = {"raw": raw_side, "fleet": fleet_side, "session": session_side}
 
 
 def _run_side(mode: str, sessions: int, max_live: int) -> dict[str, float]:
