@@ -147,7 +147,9 @@ async def drain_client(core: SessionCore, client: ClaudeSDKClient) -> None:
     with core.read_scope:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(core.watch_liveness, client)
-            nursery.start_soon(core.watch_timeouts)
+            if core.run_timeout is not None or core.idle_timeout is not None:
+                # Without either limit it would only sleep: no task for it.
+                nursery.start_soon(core.watch_timeouts)
             await _read_loop(core, receive)
             nursery.cancel_scope.cancel()
 

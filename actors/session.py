@@ -97,6 +97,8 @@ from .transcripts import resumed_cost
 TransportFactory = Callable[[ClaudeAgentOptions], Transport]
 
 CLOSED_EARLY = "the session was closed before the execution ended"
+DEFAULT_CONFIG = DriverConfig()
+"""The deadlines of a session opened without ``config`` (frozen: one for all of them)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -505,7 +507,7 @@ async def _open_session(
     session_store: SessionStore | None = None,
 ) -> AsyncIterator[Session]:
     """``open_session`` once its arguments are checked and the skills folder exists."""
-    config = config or DriverConfig()
+    config = config or DEFAULT_CONFIG
     # Built in dependency order, so nothing needs patching afterwards.
     mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema)
     mapper.start_execution()
@@ -559,12 +561,13 @@ async def _open_session(
             extra_env=env,
             pre_tool_use=stop_gate(lifecycle),
             environ=os.environ,
+            stderr=collector,
         )
+        # Usually all None: then no copy of the options is made.
         options = with_changes(
             options,
             cli_path=cli_path,
             max_buffer_size=max_buffer_size,
-            stderr=collector,
             session_store=session_store,
         )
         options = with_extensions(

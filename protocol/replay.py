@@ -102,15 +102,22 @@ def _fields_of(cls: type) -> tuple[str, ...] | None:
 
 
 def _value_bytes(value: Any, depth: int) -> int:
+    cls = type(value)
+    # Exact types first: they are nearly all of what an event holds (isinstance below still
+    # counts their subclasses the same way).
+    if cls is str:
+        return STRING_OVERHEAD + 2 * (len(value) if value.isascii() else text_bytes(value))
+    if value is None or cls is int or cls is float or cls is bool:
+        return SCALAR_BYTES
     if isinstance(value, str):
         return STRING_OVERHEAD + 2 * text_bytes(value)
-    if value is None or isinstance(value, bool | int | float):
+    if isinstance(value, _SCALARS):
         return SCALAR_BYTES
     if depth >= MAX_WALK_DEPTH:
         return DEEP_VALUE_BYTES
     depth += 1
     total = SCALAR_BYTES
-    names = _fields_of(type(value))
+    names = _fields_of(cls)
     if names is not None:
         for name in names:
             total += _value_bytes(getattr(value, name), depth)
@@ -119,11 +126,15 @@ def _value_bytes(value: Any, depth: int) -> int:
         for key, item in value.items():
             total += _value_bytes(key, depth) + _value_bytes(item, depth)
         return total
-    if isinstance(value, list | tuple | set | frozenset):
+    if isinstance(value, _SEQUENCES):
         for item in value:
             total += _value_bytes(item, depth)
         return total
     return total + 2 * len(repr(value))  # what the codec sends for it (its repr)
+
+
+_SCALARS = (bool, int, float)
+_SEQUENCES = (list, tuple, set, frozenset)
 
 
 def entry_size(event: Event) -> int:
