@@ -49,13 +49,13 @@ from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.ready import scope_refusal
+from claude_trio.protocol.transport import TransportFactory
 from claude_trio.protocol.user_input import ASK_USER_TOOL
 
 from .boundary import open_block_nursery
 from .broker import UserInputBroker
 from .core import DriverConfig, SessionCore, stop_gate
 from .driver import (
-    TransportFactory,
     connect_client,
     drain_client,
     root_refusal,

@@ -32,7 +32,7 @@ from typing import Any, Literal, cast
 
 import attrs
 import trio
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, SessionStore, Transport
+from claude_agent_sdk import ClaudeSDKClient, SessionStore
 
 from claude_trio.protocol.approvals import ASKING_MODES
 from claude_trio.protocol.controls import (
@@ -60,6 +60,7 @@ from claude_trio.protocol.ready import (
     scope_refusal,
     scope_warning,
 )
+from claude_trio.protocol.transport import TransportFactory
 from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.user_input import ControlReply
 from claude_trio.protocol.versions import version_warnings
@@ -92,8 +93,6 @@ from .store_resume import open_store_resume
 from .tap import TapTransport
 from .tool_runner import CallbackRunner, ToolRunner, run_tool_runner
 from .transcripts import resumed_cost
-
-TransportFactory = Callable[[ClaudeAgentOptions], Transport]
 
 CLOSED_EARLY = "the session was closed before the execution ended"
 
