@@ -209,6 +209,18 @@ def test_redaction_masks_secret_keys_urls_auth_values_and_api_keys() -> None:
     }
 
 
+def test_a_url_with_a_long_scheme_still_has_its_userinfo_masked() -> None:
+    assert redact_secrets("x" * 40 + "://user:pw@host") == "x" * 40 + f"://{MASK}@host"
+
+
+def test_redaction_of_a_value_as_large_as_the_cli_takes_is_linear() -> None:
+    # One 128 KiB run of letters took about a minute when the URL scheme was unbounded (every
+    # start scanned to the end); now it is a moment. No clock here: a regression shows as a
+    # test that runs for a minute.
+    value = "v" * (128 * 1024 - 3)
+    assert redact_secrets({"K": value}) == {"K": value}
+
+
 SECRET_KEYS = st.sampled_from(
     ["API_KEY", "apiKey", "x-api-key", "AUTH_TOKEN", "client_secret", "PASSWORD", "passwd",
      "aws_session_token", "Credentials", "Authorization", "cookie", "SIGNATURE"]
