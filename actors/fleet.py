@@ -70,6 +70,14 @@ from typing import Any, Literal, Protocol
 import attrs
 import trio
 
+from claude_trio.protocol.checks import (
+    check_env,
+    check_int,
+    check_text,
+    finite_float,
+    is_int,
+    is_number,
+)
 from claude_trio.protocol.custom_tools import check_custom_tools
 from claude_trio.protocol.errors import (
     ClaudeTrioError,
@@ -100,7 +108,7 @@ from .broker import AnswerAccepted, AnswerRejected
 from .driver import DriverConfig
 from .event_stream import QueueReceiveChannel
 from .pool import CLIPool
-from .session import Session, check_session_store, open_session
+from .session import MIN_BUFFER_SIZE, Session, check_session_store, open_session
 
 log = logging.getLogger(__name__)
 
@@ -198,20 +206,6 @@ class ReplayStatistics:
     max_bytes: int
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not (_is_int(value) and value >= minimum):  # type: ignore[operator]
-        raise InvalidParamsError(name, value, f"an int >= {minimum}")
-
-
-def _check_text(name: str, value: object) -> None:
-    if not (isinstance(value, str) and value and "\x00" not in value):
-        raise InvalidParamsError(name, value, "a non-empty string without NUL characters")
-
-
 def _check_session_options(options: Mapping[str, Any]) -> None:
     """Refuse an unknown key or a value of the wrong type by name, before any session starts
     (a wrong value would otherwise fail every session later, each with a misleading error)."""
@@ -240,23 +234,11 @@ def _check_session_options(options: Mapping[str, Any]) -> None:
                 if not callable(value):
                     raise InvalidParamsError(key, value, "a callable or None")
             case "env":
-                if not isinstance(value, Mapping):
-                    raise InvalidParamsError("env", value, "a mapping of str -> str or None")
-                for name, item in value.items():
-                    if not (isinstance(name, str) and name and "=" not in name):
-                        raise InvalidParamsError(
-                            f"env[{name!r}]", name, "a non-empty name without '='"
-                        )
-                    if not isinstance(item, str):
-                        raise InvalidParamsError(f"env[{name!r}]", item, "a string")
-                    if "\x00" in name or "\x00" in item:
-                        raise InvalidParamsError(
-                            f"env[{name!r}]", item, "a string without NUL characters"
-                        )
+                check_env("env", value)
             case "cli_path":
-                _check_text("cli_path", value)
+                check_text("cli_path", value)
             case "max_buffer_size":
-                _check_int("max_buffer_size", value, 1)
+                check_int("max_buffer_size", value, MIN_BUFFER_SIZE)
             case "config":
                 if not isinstance(value, DriverConfig):
                     raise InvalidParamsError("config", value, "a DriverConfig or None")
@@ -652,13 +634,13 @@ class FleetSession:
         waits on several subscriptions at once. After ``Fleet.continue_``, subscribe again
         with the last seq you saw to follow the next execution.
         """
-        _check_int("max_queue", max_queue, 1)
-        _check_int("max_bytes", max_bytes, 1)
+        check_int("max_queue", max_queue, 1)
+        check_int("max_bytes", max_bytes, 1)
         if notify is not None and not callable(notify):
             raise InvalidParamsError("notify", notify, "a callable or None")
         buffer = self._buffer
         if last_seq is not None:
-            if not _is_int(last_seq):
+            if not is_int(last_seq):
                 raise InvalidParamsError("last_seq", last_seq, "an int >= 0 or None")
             if not 0 <= last_seq <= self._last_seq:
                 raise InvalidParamsError(
@@ -862,7 +844,7 @@ class Fleet:
         except TypeError:
             raise InvalidParamsError("owner", owner, "a hashable value or None") from None
         if label is not None:
-            _check_text("label", label)
+            check_text("label", label)
         _check_session_options(session_options)
         self._check_accepting()
         _check_together(self._options | session_options)
@@ -951,10 +933,11 @@ class Fleet:
         abort's bounds (``DriverConfig``) at worst. Calling it again is harmless; leaving
         ``open_fleet`` afterwards finds nothing left to stop.
         """
-        if isinstance(deadline, bool) or not isinstance(deadline, int | float):
-            raise InvalidParamsError("deadline", deadline, "a time on trio's clock (a number)")
-        if math.isnan(deadline):
-            raise InvalidParamsError("deadline", deadline, "a time on trio's clock, not NaN")
+        # math.inf is a time too (wait as long as it takes); NaN and huge ints are not.
+        if not is_number(deadline) or (finite_float(deadline) is None and deadline != math.inf):
+            raise InvalidParamsError(
+                "deadline", deadline, "a time on trio's clock (a number, not NaN)"
+            )
         await trio.lowlevel.checkpoint()
         self._draining = True
         for session in list(self._sessions.values()):
@@ -1099,10 +1082,10 @@ async def open_fleet(
     Leaving the block ends every session still waiting or running (aborted); to let running
     executions finish first, ``await fleet.drain(deadline)`` before leaving.
     """
-    _check_int("max_live", max_live, 1)
-    _check_int("replay_buffer", replay_buffer, 1)
-    _check_int("replay_bytes", replay_bytes, 1)
-    _check_int("keep_finished", keep_finished, 0)
+    check_int("max_live", max_live, 1)
+    check_int("replay_buffer", replay_buffer, 1)
+    check_int("replay_bytes", replay_bytes, 1)
+    check_int("keep_finished", keep_finished, 0)
     _check_session_options(session_options)
     pool = session_options.get("pool")
     if isinstance(pool, CLIPool) and pool.size >= max_live:

@@ -83,6 +83,7 @@ from claude_trio.protocol.batch import (
     parse_items,
     read_results,
 )
+from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.codec import dumps
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
 from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
@@ -245,10 +246,9 @@ async def run_batch(
     """
     if not isinstance(runner, Fleet | GatewayClient):
         raise InvalidParamsError("runner", runner, "a Fleet (open_fleet) or a GatewayClient")
-    if isinstance(max_live, bool) or not isinstance(max_live, int) or max_live < 1:
-        raise InvalidParamsError("max_live", max_live, "an int >= 1")
-    if budget is not None and not (isinstance(budget, int | float) and budget > 0):
-        raise InvalidParamsError("budget", budget, "a cost in USD > 0, or None")
+    check_int("max_live", max_live, 1)
+    if budget is not None:
+        check_number("budget", budget, above=0, allowed="a cost in USD > 0, or None")
     keys = [item.key for item in items]
     if len(set(keys)) != len(keys):
         raise InvalidParamsError("items", "duplicate keys", "items with unique keys")

@@ -50,6 +50,7 @@ from rich.console import Console
 from claude_trio.actors.boundary import open_block_nursery
 from claude_trio.actors.event_stream import QueueReceiveChannel
 from claude_trio.actors.fleet import DEFAULT_SUBSCRIBER_BYTES, SlowSubscriberError
+from claude_trio.protocol.checks import check_int
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
 from claude_trio.protocol.events import (
     EVENT_KINDS,
@@ -493,12 +494,6 @@ class TeeOutput(QueueReceiveChannel):
         self.close()
 
 
-def _check_count(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidParamsError(name, value, f"an int >= {minimum}")
-    return value
-
-
 async def _run_tee(events: EventSource, outputs: tuple[TeeOutput, ...]) -> None:
     """Copy ``events`` to every output until the source ends or no output is left."""
     await trio.lowlevel.checkpoint()
@@ -542,9 +537,9 @@ async def open_tee(
     every copy was closed or dropped, or when the block is left: nothing outlives it.
     """
     _check_source(events)
-    _check_count("consumers", consumers, 1)
-    _check_count("max_queue", max_queue, 1)
-    _check_count("max_bytes", max_bytes, 1)
+    check_int("consumers", consumers, 1)
+    check_int("max_queue", max_queue, 1)
+    check_int("max_bytes", max_bytes, 1)
     outputs = tuple(TeeOutput(max_queue=max_queue, max_bytes=max_bytes) for _ in range(consumers))
     async with open_block_nursery() as nursery:
         nursery.start_soon(_run_tee, events, outputs)

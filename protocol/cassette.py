@@ -32,6 +32,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
+from .checks import finite_float, is_int
 from .errors import ClaudeTrioError
 
 __all__ = [
@@ -180,9 +181,10 @@ def _record(text: str, number: int, source: str, after: float) -> Record:
     if not isinstance(obj, dict):
         raise _problem(source, number, f"a record must be a JSON object, not {text[:80]!r}")
     t = obj.get("t")
-    if isinstance(t, bool) or not isinstance(t, int | float) or not t >= 0:
+    seconds = finite_float(t)
+    if seconds is None or seconds < 0:
         raise _problem(source, number, f'"t" must be the seconds since connect (>= 0), not {t!r}')
-    if t < after:
+    if seconds < after:
         raise _problem(source, number, f'"t" goes back in time ({t} after {after})')
     kinds = [k for k in obj if k != "t"]
     if len(kinds) != 1 or kinds[0] not in _KINDS:
@@ -203,13 +205,13 @@ def _record(text: str, number: int, source: str, after: float) -> Record:
         "error": dict,
     }.get(kind)
     if kind == "exit":
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_int(value):
             raise _problem(source, number, f'"exit" must be an exit code (an int), not {value!r}')
     elif expected is not None and not isinstance(value, expected):
         raise _problem(
             source, number, f'"{kind}" must be a JSON {expected.__name__}, not {value!r}'[:200]
         )
-    return Record(t=float(t), kind=kind, value=value, line=number)
+    return Record(t=seconds, kind=kind, value=value, line=number)
 
 
 def parse_cassette(text: str, *, source: str = "<cassette>") -> Cassette:

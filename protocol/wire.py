@@ -59,7 +59,8 @@ Rules:
    before anything is spawned (``invalid_params``, naming the field): no NUL character in any
    string but the prompt (which travels on stdin), a ``system_prompt`` under
    ``MAX_ARGUMENT_BYTES`` (the kernel's limit for one argument), environment entries under it
-   too. Error messages quote a client's value at most ``MAX_QUOTE`` characters long.
+   too (the one rule of ``checks.check_env``, as for a local session). Error messages quote
+   a client's value at most ``MAX_QUOTE`` characters long.
 6. Encoding never fails (the event codec never does, and :func:`~.codec.dumps` escapes what
    UTF-8 cannot carry) and emits compact JSON without NaN/Infinity.
 """
@@ -74,6 +75,7 @@ from typing import Any, ClassVar, Literal, NoReturn, TypeAlias, assert_never
 
 import attrs
 
+from .checks import is_int
 from .codec import attrs_from_json, dumps, event_from_json, event_to_json, json_type, to_json_safe
 from .errors import InvalidParamsError, RemoteProtocolError
 from .events import Event
@@ -584,19 +586,7 @@ def _check_arguments(params: Mapping[str, Any], op_id: str | None) -> None:
                 f"argument, which must be under {MAX_ARGUMENT_BYTES} bytes",
                 op_id,
             )
-    config = params.get("architecture_config")
-    env = config.get("custom_env") if isinstance(config, dict) else None
-    if isinstance(env, dict):
-        for name, item in env.items():
-            if isinstance(name, str) and isinstance(item, str):
-                size = len(name.encode("utf-8")) + 1 + len(item.encode("utf-8"))
-                if size >= MAX_ARGUMENT_BYTES:
-                    raise WireError(
-                        "invalid_params",
-                        f"params.architecture_config.custom_env[{quote(name)}]: {size} bytes; "
-                        f"an environment entry must be under {MAX_ARGUMENT_BYTES} bytes",
-                        op_id,
-                    )
+    # The environment's entries are checked by ArchitectureConfig (checks.check_env).
 
 
 def _no_nul(value: Any, where: str, op_id: str | None) -> None:
@@ -695,7 +685,7 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
         case "attach":
             fields.only("op", "id", "session", "last_seq")
             last_seq = obj.get("last_seq")
-            if last_seq is not None and not (_is_int(last_seq) and last_seq >= 0):
+            if last_seq is not None and not (is_int(last_seq) and last_seq >= 0):
                 fields.fail(
                     "invalid_field", f"last_seq={quote(last_seq)}: expected an int >= 0 or null"
                 )
@@ -985,7 +975,3 @@ def decode_frame(text: str) -> Frame:
 
 def _dumps(obj: Any) -> str:
     return dumps(obj)
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -53,7 +53,7 @@ from claude_agent_sdk import (
 from claude_trio.actors.sdk_private import BUNDLED_CLI_VERSION
 from claude_trio.protocol.cassette import Cassette, CassetteError, parse_cassette, version_notice
 from claude_trio.protocol.cassette_player import Emit, Finish, Mismatch, Player, Wait
-from claude_trio.protocol.checks import MAX_SECONDS
+from claude_trio.protocol.checks import MAX_SECONDS, check_number
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError, LocalProtocolError
 from claude_trio.protocol.scrub import Scrubber
 
@@ -156,19 +156,20 @@ def replay(
     """
     if timing not in ("recorded", "asap"):
         raise InvalidParamsError("timing", timing, "'recorded' or 'asap'")
-    if (
-        isinstance(patience, bool)
-        or not isinstance(patience, int | float)
-        or not 0 < patience <= MAX_SECONDS
-    ):
-        raise InvalidParamsError("patience", patience, "a number of seconds > 0 (at most a day)")
+    seconds = check_number(
+        "patience",
+        patience,
+        above=0,
+        maximum=MAX_SECONDS,
+        allowed="a number of seconds > 0 (at most a day)",
+    )
     loaded = cassette if isinstance(cassette, Cassette) else load_cassette(cassette)
     notice = version_notice(
         loaded.header, cli_version=BUNDLED_CLI_VERSION, sdk_version=claude_agent_sdk.__version__
     )
     if notice is not None:
         warnings.warn(CassetteVersionWarning(f"{loaded.source}: {notice}"), stacklevel=2)
-    return Replay(loaded, timing=timing, patience=float(patience))
+    return Replay(loaded, timing=timing, patience=seconds)
 
 
 class ReplayTransport(Transport):
