@@ -64,7 +64,6 @@ import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
-from types import TracebackType
 from typing import Any, Literal, Protocol
 
 import attrs
@@ -105,8 +104,8 @@ from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
 
 from .boundary import open_block_nursery
 from .broker import AnswerAccepted, AnswerRejected
+from .channel import BaseReceiveChannel
 from .driver import DriverConfig
-from .event_stream import QueueReceiveChannel
 from .pool import CLIPool
 from .session import MIN_BUFFER_SIZE, Session, check_session_store, open_session
 
@@ -273,7 +272,7 @@ class SubscriptionSource(Protocol):
     def _detach(self, subscription: Subscription) -> None: ...
 
 
-class Subscription(QueueReceiveChannel):
+class Subscription(BaseReceiveChannel[Event]):
     """One subscriber's view of a session: re-shown questions, then the replay, then live events.
 
     Channels: the subscriber owns it; ``close()`` (or ``with sub:``) detaches it from the session.
@@ -282,6 +281,8 @@ class Subscription(QueueReceiveChannel):
     Error handling: after a drop every ``receive()`` raises :class:`SlowSubscriberError`; after
     the session's final event (and everything queued before it) ``trio.EndOfChannel``.
     """
+
+    _closed_message = "this subscription was closed"
 
     def __init__(
         self,
@@ -292,6 +293,7 @@ class Subscription(QueueReceiveChannel):
         max_bytes: int,
         notify: Callable[[], None] | None,
     ) -> None:
+        super().__init__()
         self._owner = owner
         # Re-shown questions and the replay: references to the buffer's entries (bounded by
         # it, plus one pending question per open CLI control request), never merged.
@@ -301,8 +303,6 @@ class Subscription(QueueReceiveChannel):
         self._live = SubscriberQueue(max_events=max_queue, max_bytes=max_bytes)
         self._notify = notify
         self._ended = False
-        self._closed = False
-        self._readable = trio.Event()
         #: Why the subscription was dropped (``None`` while it is not).
         self.dropped_reason: str | None = None
 
@@ -334,10 +334,10 @@ class Subscription(QueueReceiveChannel):
             assert self._live.dropped_reason is not None
             self._drop(self._live.dropped_reason)
             return
-        self._wake()
+        self._ready()
 
-    def _wake(self) -> None:
-        self._readable.set()
+    def _ready(self) -> None:
+        self._wake()
         if self._notify is not None:
             self._notify()
 
@@ -346,11 +346,11 @@ class Subscription(QueueReceiveChannel):
         self._head = []
         self._live.clear()
         self._owner._detach(self)
-        self._wake()
+        self._ready()
 
     def _end(self) -> None:
         self._ended = True
-        self._wake()
+        self._ready()
 
     @property
     def closed(self) -> bool:
@@ -362,8 +362,10 @@ class Subscription(QueueReceiveChannel):
     def receive_entry_nowait(self) -> Entry:
         """Like ``receive_nowait``, with the event's :class:`~claude_trio.protocol.replay.Entry`
         (a serving layer caches the event's wire encoding in ``entry.wire``)."""
-        if self._closed:
-            raise trio.ClosedResourceError("this subscription was closed")
+        self._check_open()
+        return self._take_entry()
+
+    def _take_entry(self) -> Entry:
         if self.dropped_reason is not None:
             raise SlowSubscriberError(self.dropped_reason)
         if self._head_next < len(self._head):
@@ -379,31 +381,17 @@ class Subscription(QueueReceiveChannel):
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
-    def receive_nowait(self) -> Event:
-        return self.receive_entry_nowait().event
+    def _take(self) -> Event:
+        return self._take_entry().event
 
-    def close(self) -> None:
-        """Detach from the session and discard what is queued. Idempotent."""
-        self._closed = True
+    def _discard(self) -> None:
+        # close(): detach from the session and discard what is queued.
         self._head = []
         self._live.clear()
         self._owner._detach(self)
-        self._readable.set()
 
-    async def aclose(self) -> None:
-        self.close()
-        await trio.lowlevel.checkpoint()
-
-    def __enter__(self) -> Subscription:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _queued(self) -> int:
+        return self.queued
 
 
 def _outcome(event: Event) -> str:

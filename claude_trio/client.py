@@ -73,6 +73,7 @@ from trio_websocket import (
 
 from claude_trio.actors.boundary import raise_unwrapped
 from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.channel import BaseReceiveChannel
 from claude_trio.protocol.approvals import ApprovalAnswer
 from claude_trio.protocol.checks import positive_int, seconds
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
@@ -307,7 +308,7 @@ def _ends_execution(event: Event) -> bool:
     return is_terminal(event) and bool(getattr(event, "final", True))
 
 
-class RemoteEvents(trio.abc.ReceiveChannel[Event]):
+class RemoteEvents(BaseReceiveChannel[Event]):
     """One execution's events of a :class:`RemoteSession`; ends after its final terminal
     event (the first one with a seq of at least ``from_seq``).
 
@@ -315,15 +316,20 @@ class RemoteEvents(trio.abc.ReceiveChannel[Event]):
     Cancellation: ``receive()`` is a plain checkpoint; cancelling it loses nothing.
     Error handling: once the queue is empty, a session that cannot be followed any more
     raises its error (:class:`ResyncRequiredError`, :class:`SessionLostError`,
-    :class:`GatewayUnavailableError`, ``trio.ClosedResourceError`` after ``close()``).
+    :class:`GatewayUnavailableError`, ``trio.ClosedResourceError`` after the session's
+    ``close()``). Closing this channel (``aclose()``) stops reading it: ``receive()`` then
+    raises ``trio.ClosedResourceError``; the session goes on.
     """
 
+    _closed_message = "this execution's events were closed by their reader"
+
     def __init__(self, session: RemoteSession, from_seq: int) -> None:
+        super().__init__()
         self._session = session
         self._from_seq = from_seq
         self._done = False
 
-    def receive_nowait(self) -> Event:
+    def _take(self) -> Event:
         if self._done:
             raise trio.EndOfChannel
         event = self._session._take()
@@ -331,20 +337,14 @@ class RemoteEvents(trio.abc.ReceiveChannel[Event]):
             self._done = True
         return event
 
-    async def receive(self) -> Event:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        while True:
-            try:
-                event = self.receive_nowait()
-            except trio.WouldBlock:
-                await self._session._wait_readable()
-                continue
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return event
+    async def _wait_readable(self) -> None:
+        await self._session._wait_readable()
 
-    async def aclose(self) -> None:
-        self._done = True
-        await trio.lowlevel.checkpoint()
+    def _wake(self) -> None:
+        self._session._wake()
+
+    def _queued(self) -> int:
+        return 0 if self._done else len(self._session._queue)
 
 
 class RemoteSession:

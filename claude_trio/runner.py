@@ -54,6 +54,7 @@ from rich.console import Console
 
 from claude_trio.actors.boundary import raise_unwrapped
 from claude_trio.actors.broker import UserInputHandler
+from claude_trio.actors.channel import SourceView
 from claude_trio.actors.session import open_session
 from claude_trio.args import (
     EXIT_INTERRUPTED,
@@ -258,21 +259,23 @@ REMOTE_ABORT_GRACE = 10.0
 """How long leaving ``run --remote`` early may wait for the server to abort the session."""
 
 
-class _AnsweredEvents(trio.abc.ReceiveChannel[Event]):
+class _AnsweredEvents(SourceView[Event]):
     """A remote session's events; each question is answered in a task of its own, by the
-    handler or, without one (nobody at a terminal), with "no answer"."""
+    handler or, without one (nobody at a terminal), with "no answer". Closing it closes the
+    session's events too."""
 
     def __init__(
         self, session: RemoteSession, handler: UserInputHandler | None, nursery: trio.Nursery
     ) -> None:
+        super().__init__(session.events)
         self._session = session
         self._handler = handler
         self._nursery = nursery
         #: The execution's final terminal event came (nothing left to stop on the server).
         self.ended = False
 
-    async def receive(self) -> Event:
-        event = await self._session.events.receive()
+    def _admit(self, item: Any) -> Event:
+        event: Event = item
         if isinstance(event, UserInputRequest):
             self._nursery.start_soon(self._answer, event)
         if is_terminal(event) and getattr(event, "final", True):
@@ -289,8 +292,9 @@ class _AnsweredEvents(trio.abc.ReceiveChannel[Event]):
             answer = {} if request.source == "model-tool" else {"action": "decline"}
         await self._session.answer(request.request_id, answer)
 
-    async def aclose(self) -> None:
-        await self._session.events.aclose()
+    def _discard(self) -> None:
+        super()._discard()
+        self._session.events.close()
 
 
 @attrs.define(eq=False)
