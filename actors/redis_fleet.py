@@ -50,6 +50,7 @@ from claude_trio.protocol.errors import (
     InvalidParamsError,
     LocalProtocolError,
     RemoteProtocolError,
+    UnknownSessionError,
 )
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
@@ -65,7 +66,6 @@ from .fleet import (
     OwnerStatistics,
     ResyncRequired,
     Subscription,
-    UnknownSessionError,
 )
 from .owners import GatewayOwner
 

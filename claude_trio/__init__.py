@@ -19,9 +19,7 @@ if TYPE_CHECKING:
         FleetSession,
         FleetStatistics,
         ResyncRequired,
-        SlowSubscriberError,
         Subscription,
-        UnknownSessionError,
         open_fleet,
     )
     from claude_trio.actors.gateway import GatewayLimits, Principal, serve_gateway
@@ -31,13 +29,7 @@ if TYPE_CHECKING:
     from claude_trio.actors.redis_worker import WorkerConfig, serve_worker
     from claude_trio.actors.session import Session, SessionUsage, open_session
     from claude_trio.batch import BatchItem, BatchReport, BatchResult, RetryPolicy, run_batch
-    from claude_trio.client import (
-        ClientConfig,
-        GatewayClient,
-        GatewayError,
-        RemoteSession,
-        connect_gateway,
-    )
+    from claude_trio.client import ClientConfig, GatewayClient, RemoteSession, connect_gateway
     from claude_trio.offline import open_offline_model
     from claude_trio.protocol.approvals import (
         ApprovalAnswer,
@@ -56,9 +48,15 @@ if TYPE_CHECKING:
         CLIError,
         ControlFailedError,
         ControlRefusedError,
+        GatewayError,
         InvalidParamsError,
         LocalProtocolError,
         RemoteProtocolError,
+        SlowSubscriberError,
+        StreamEndedError,
+        UnknownModelError,
+        UnknownSessionError,
+        WireError,
     )
     from claude_trio.protocol.events import (
         Aborted,
@@ -92,7 +90,7 @@ if TYPE_CHECKING:
     )
     from claude_trio.protocol.hooks import Hook, HookDecision, HookInput, hook
     from claude_trio.protocol.lifecycle import Accepted, Rejected
-    from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, UnknownModelError, resolve_model
+    from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, resolve_model
     from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
     from claude_trio.protocol.permissions import PERMISSION_MODES, PermissionMode
     from claude_trio.protocol.resume import (
@@ -103,13 +101,11 @@ if TYPE_CHECKING:
     from claude_trio.protocol.skills import InlineSkill, SkillInfo
     from claude_trio.protocol.transcript import Exchange, SubagentRun, ToolCall, Transcript
     from claude_trio.protocol.usage import Usage, add_usage, normalize_usage, sum_usage
-    from claude_trio.protocol.wire import WireError
     from claude_trio.skills import list_skills
     from claude_trio.streams import (
         ConsoleObserver,
         EventFilter,
         ObservedStream,
-        StreamEndedError,
         SubagentSplit,
         SubagentStream,
         TeeOutput,
@@ -163,16 +159,16 @@ _LAZY: dict[str, str] = {
     "FleetSession": "claude_trio.actors.fleet",
     "FleetStatistics": "claude_trio.actors.fleet",
     "ResyncRequired": "claude_trio.actors.fleet",
-    "SlowSubscriberError": "claude_trio.actors.fleet",
+    "SlowSubscriberError": "claude_trio.protocol.errors",
     "Subscription": "claude_trio.actors.fleet",
-    "WireError": "claude_trio.protocol.wire",
+    "WireError": "claude_trio.protocol.errors",
     "open_fleet": "claude_trio.actors.fleet",
     "open_redis_fleet": "claude_trio.actors.redis_fleet",
     "RedisFleet": "claude_trio.actors.redis_fleet",
     "RedisSessionStore": "claude_trio.actors.redis_store",
     "WorkerConfig": "claude_trio.actors.redis_worker",
     "serve_worker": "claude_trio.actors.redis_worker",
-    "UnknownSessionError": "claude_trio.actors.fleet",
+    "UnknownSessionError": "claude_trio.protocol.errors",
     "Principal": "claude_trio.actors.gateway",
     "BatchItem": "claude_trio.batch",
     "BatchReport": "claude_trio.batch",
@@ -181,7 +177,7 @@ _LAZY: dict[str, str] = {
     "run_batch": "claude_trio.batch",
     "ClientConfig": "claude_trio.client",
     "GatewayClient": "claude_trio.client",
-    "GatewayError": "claude_trio.client",
+    "GatewayError": "claude_trio.protocol.errors",
     "RemoteSession": "claude_trio.client",
     "connect_gateway": "claude_trio.client",
     "open_offline_model": "claude_trio.offline",
@@ -213,7 +209,7 @@ _LAZY: dict[str, str] = {
     "ToolResult": "claude_trio.protocol.events",
     "ToolUse": "claude_trio.protocol.events",
     "TurnStarted": "claude_trio.protocol.events",
-    "UnknownModelError": "claude_trio.protocol.models",
+    "UnknownModelError": "claude_trio.protocol.errors",
     "Usage": "claude_trio.protocol.usage",
     "UserInputHandler": "claude_trio.actors.broker",
     "UserInputRequest": "claude_trio.protocol.events",
@@ -238,7 +234,7 @@ _LAZY: dict[str, str] = {
     "ConsoleObserver": "claude_trio.streams",
     "EventFilter": "claude_trio.streams",
     "ObservedStream": "claude_trio.streams",
-    "StreamEndedError": "claude_trio.streams",
+    "StreamEndedError": "claude_trio.protocol.errors",
     "SubagentSplit": "claude_trio.streams",
     "SubagentStream": "claude_trio.streams",
     "TeeOutput": "claude_trio.streams",

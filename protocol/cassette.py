@@ -32,14 +32,13 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from .errors import ClaudeTrioError
+from .errors import CassetteError
 
 __all__ = [
     "FORMAT_VERSION",
     "HEADER_KEY",
     "WRITE_KINDS",
     "Cassette",
-    "CassetteError",
     "CassetteHeader",
     "Record",
     "RecordKind",
@@ -66,10 +65,6 @@ _KINDS: tuple[RecordKind, ...] = (
 )
 WRITE_KINDS: tuple[RecordKind, ...] = ("write", "write_text")
 """The kinds of record that are lines written to the CLI."""
-
-
-class CassetteError(ClaudeTrioError):
-    """A cassette that cannot be read: the message names the file, the line and the problem."""
 
 
 @attrs.frozen(kw_only=True)

@@ -24,7 +24,8 @@
   ``claude_trio.testing.pytest_plugin.assert_contract``.
 """
 
-from claude_trio.protocol.cassette import Cassette, CassetteError
+from claude_trio.protocol.cassette import Cassette
+from claude_trio.protocol.errors import ModelDoubleRunaway
 
 from .cassette import (
     DEMO_ABORT_CASSETTE,
@@ -63,7 +64,6 @@ from .hermetic import DUMMY_API_KEY, bundled_cli_path, hermetic_env
 from .model_double import (
     HttpError,
     ModelDouble,
-    ModelDoubleRunaway,
     ModelRequest,
     Reply,
     ReplyText,
@@ -89,7 +89,6 @@ __all__ = [
     "DEMO_CASSETTE",
     "DUMMY_API_KEY",
     "Cassette",
-    "CassetteError",
     "CassetteMismatchError",
     "CassetteVersionWarning",
     "ContractRecorder",

@@ -51,10 +51,15 @@ from claude_agent_sdk import (
 )
 
 from claude_trio.actors.sdk_private import BUNDLED_CLI_VERSION
-from claude_trio.protocol.cassette import Cassette, CassetteError, parse_cassette, version_notice
+from claude_trio.protocol.cassette import Cassette, parse_cassette, version_notice
 from claude_trio.protocol.cassette_player import Emit, Finish, Mismatch, Player, Wait
 from claude_trio.protocol.checks import MAX_SECONDS
-from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError, LocalProtocolError
+from claude_trio.protocol.errors import (
+    CassetteError,
+    ClaudeTrioError,
+    InvalidParamsError,
+    LocalProtocolError,
+)
 from claude_trio.protocol.scrub import Scrubber
 
 __all__ = [

@@ -37,12 +37,11 @@ import attrs
 import h11
 import trio
 
-from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.errors import InvalidParamsError, ModelDoubleRunaway
 
 __all__ = [
     "HttpError",
     "ModelDouble",
-    "ModelDoubleRunaway",
     "ModelRequest",
     "Reply",
     "ReplyBlock",
@@ -569,10 +568,6 @@ def _error_json(error_type: str, message: str) -> dict[str, Any]:
 
 _UNSCRIPTED_REPLY = Reply.text("(model double: unscripted request)")
 _SUMMARY_REPLY = Reply.text("Ran tools")
-
-
-class ModelDoubleRunaway(AssertionError):
-    """The CLI kept sending requests past the end of the script."""
 
 
 @attrs.define(eq=False)
