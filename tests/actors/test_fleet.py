@@ -22,7 +22,6 @@ from claude_trio import (
     Event,
     ExecuteParams,
     InvalidParamsError,
-    LocalProtocolError,
     Rejected,
     Result,
     TextDelta,
@@ -31,7 +30,7 @@ from claude_trio import (
     open_cli_pool,
 )
 from claude_trio.actors.fleet import FleetSession, ResyncRequired, Subscription, open_fleet
-from claude_trio.errors import SlowSubscriberError, UnknownSessionError
+from claude_trio.errors import LocalProtocolError, SlowSubscriberError, UnknownSessionError
 from claude_trio.protocol import replay as replay_module
 from claude_trio.protocol.images import ImageInput
 from claude_trio.testing import FakeCLI, FakeTurn
