@@ -150,7 +150,7 @@ def _header(text: str, source: str) -> CassetteHeader:
             source,
             1,
             f'not a claude-trio cassette: the first line must be its header, {{"{HEADER_KEY}": '
-            f"{FORMAT_VERSION}, ...}} (record one with `claude-trio record` or "
+            f"{FORMAT_VERSION}, ...}} (record one with `claude-trio run PROMPT --record FILE` or "
             "open_session(record_to=...))",
         )
     if obj[HEADER_KEY] != FORMAT_VERSION:

@@ -10,10 +10,10 @@
   :mod:`claude_trio.offline` (the offline model of ``serve --offline`` is built on them), and
   are re-exported here (and as :mod:`claude_trio.testing.model_double`,
   :mod:`claude_trio.testing.hermetic`).
-* ``replay(cassette)`` plays a recorded CLI session (a cassette, from ``claude-trio record`` or
-  ``open_session(record_to=...)``) back through the real SDK, and fails when a test writes
-  what was not recorded (:mod:`claude_trio.testing.cassette`); ``DEMO_CASSETTE`` is one of
-  ``claude-trio demo``.
+* ``replay(cassette)`` plays a recorded CLI session (a cassette, from ``claude-trio run
+  --record FILE`` or ``open_session(record_to=...)``) back through the real SDK, and fails when
+  a test writes what was not recorded (:mod:`claude_trio.testing.cassette`); ``DEMO_CASSETTE``
+  is one of ``claude-trio demo``.
 * ``check_contract`` checks that a captured event stream keeps the invariants of every
   execution's stream, and reports every violation with its seq
   (:mod:`claude_trio.testing.contract`).
