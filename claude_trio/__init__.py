@@ -163,4 +163,4 @@ if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all a
         return value
 
     def __dir__() -> list[str]:
-        return sorted({*globals(), *_homes()})
+        return sorted(_homes())
