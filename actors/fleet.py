@@ -79,10 +79,11 @@ from claude_trio.protocol.checks import (
 )
 from claude_trio.protocol.custom_tools import check_custom_tools
 from claude_trio.protocol.errors import (
-    ClaudeTrioError,
     ControlRefusedError,
     InvalidParamsError,
     LocalProtocolError,
+    SlowSubscriberError,
+    UnknownSessionError,
 )
 from claude_trio.protocol.events import (
     Aborted,
@@ -135,32 +136,6 @@ DEFAULT_SUBSCRIBER_BYTES = 8 * 2**20
 """Counted bytes a subscriber's queue may hold by default before it is dropped."""
 
 SessionState = Literal["waiting", "live", "ended"]
-
-
-class SlowSubscriberError(ClaudeTrioError):
-    """The subscription was dropped because its consumer fell too far behind.
-
-    Raised by every ``receive()`` after the drop. ``reason`` starts with ``"slow consumer"``.
-    """
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(reason)
-
-
-class UnknownSessionError(ClaudeTrioError, KeyError):
-    """No session with this id: it was never started here, or it was forgotten
-    (``keep_finished``). A ``KeyError`` too, as ``Fleet.get`` always raised."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        super().__init__(session_id)
-
-    def __str__(self) -> str:
-        return (
-            f"no session {self.session_id!r} in this fleet: it was never started here, or it "
-            "ended and was forgotten (keep_finished bounds how many ended sessions are kept)"
-        )
 
 
 @attrs.frozen(kw_only=True)

@@ -108,6 +108,9 @@ from claude_trio.protocol.errors import (
     ControlRefusedError,
     InvalidParamsError,
     LocalProtocolError,
+    SlowSubscriberError,
+    UnknownSessionError,
+    WireError,
 )
 from claude_trio.protocol.lifecycle import Accepted
 from claude_trio.protocol.params import ExecuteParams
@@ -153,22 +156,15 @@ from claude_trio.protocol.wire import (
     SessionsFrame,
     SetModelOp,
     SetPermissionModeOp,
-    WireError,
     decode_op,
     encode_frame,
+    error_frame,
     quote,
 )
 
 from ._websocket_private import clip_reason, run_reader, server_connection, wait_request
 from .broker import AnswerAccepted
-from .fleet import (
-    Fleet,
-    FleetSession,
-    ResyncRequired,
-    SlowSubscriberError,
-    Subscription,
-    UnknownSessionError,
-)
+from .fleet import Fleet, FleetSession, ResyncRequired, Subscription
 from .owners import GatewayOwner
 
 if TYPE_CHECKING:
@@ -906,14 +902,14 @@ class _Client:
         try:
             op = decode_op(text, allow_cwd=policy.allow_cwd, allow_env=policy.allow_env)
         except WireError as exc:
-            self._reply(exc.to_frame())
+            self._reply(error_frame(exc))
             return
         except Exception as exc:
             # A value decode_op should have refused by name: our bug, not the client's. The
             # log gets the traceback; the client an error frame, and its connection lives on.
             log.error("an op could not be decoded: %s", type(exc).__name__, exc_info=True)
             message = "the op holds a value this server cannot read; check its fields' types"
-            self._reply(WireError("invalid_params", message, None).to_frame())
+            self._reply(error_frame(WireError("invalid_params", message, None)))
             return
         try:
             await self._dispatch(op)

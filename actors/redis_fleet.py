@@ -51,6 +51,7 @@ from claude_trio.protocol.errors import (
     InvalidParamsError,
     LocalProtocolError,
     RemoteProtocolError,
+    UnknownSessionError,
 )
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
@@ -66,7 +67,6 @@ from .fleet import (
     OwnerStatistics,
     ResyncRequired,
     Subscription,
-    UnknownSessionError,
 )
 from .owners import GatewayOwner
 

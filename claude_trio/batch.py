@@ -56,7 +56,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from claude_trio.actors.fleet import Fleet, SlowSubscriberError, Subscription, open_fleet
+from claude_trio.actors.fleet import Fleet, Subscription, open_fleet
 from claude_trio.args import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -65,17 +65,9 @@ from claude_trio.args import (
     NO_CREDENTIALS_MESSAGE,
     has_credentials,
 )
-from claude_trio.client import (
-    ConnectionLostError,
-    GatewayClient,
-    RemoteOpError,
-    ResyncRequiredError,
-    SessionLostError,
-    connect_gateway,
-)
+from claude_trio.client import GatewayClient, connect_gateway
 from claude_trio.protocol.batch import (
     Attempt,
-    BatchFileError,
     BatchItem,
     BatchProgress,
     BatchResult,
@@ -85,7 +77,16 @@ from claude_trio.protocol.batch import (
 )
 from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.codec import dumps
-from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
+from claude_trio.protocol.errors import (
+    BatchFileError,
+    ClaudeTrioError,
+    ConnectionLostError,
+    InvalidParamsError,
+    RemoteOpError,
+    ResyncRequiredError,
+    SessionLostError,
+    SlowSubscriberError,
+)
 from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
 
 __all__ = [

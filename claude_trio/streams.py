@@ -48,9 +48,13 @@ from rich.console import Console
 
 from claude_trio.actors.boundary import open_block_nursery
 from claude_trio.actors.channel import BaseReceiveChannel, SourceView, check_source
-from claude_trio.actors.fleet import DEFAULT_SUBSCRIBER_BYTES, SlowSubscriberError
+from claude_trio.actors.fleet import DEFAULT_SUBSCRIBER_BYTES
 from claude_trio.protocol.checks import check_int
-from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
+from claude_trio.protocol.errors import (
+    InvalidParamsError,
+    SlowSubscriberError,
+    StreamEndedError,
+)
 from claude_trio.protocol.events import (
     EVENT_KINDS,
     EVENT_TYPES,
@@ -68,7 +72,6 @@ __all__ = [
     "ConsoleObserver",
     "EventFilter",
     "ObservedStream",
-    "StreamEndedError",
     "SubagentSplit",
     "SubagentStream",
     "TeeOutput",
@@ -91,10 +94,6 @@ Observer = Callable[[Event], object]
 
 DEFAULT_TEE_QUEUE = 1000
 """Events a tee consumer may lag behind by default before its deltas are merged."""
-
-
-class StreamEndedError(ClaudeTrioError):
-    """The stream ended before the event that was waited for (:func:`wait_for`)."""
 
 
 # ---------------------------------------------------------------------------------------------

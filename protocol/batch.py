@@ -37,22 +37,13 @@ import attrs
 
 from .checks import check_bool, check_int, finite_float, seconds, validator
 from .codec import to_json_safe
-from .errors import ClaudeTrioError
+from .errors import BatchFileError, WireError
 from .events import Aborted, Error, Event, Result, Retry, is_terminal
 from .params import ExecuteParams
 from .usage import ZERO_USAGE, Usage, add_usage
-from .wire import PARAMS_FIELDS, WireError, params_from_json
+from .wire import PARAMS_FIELDS, params_from_json
 
 RETRY_STATUSES = frozenset({429, 529})
-
-
-class BatchFileError(ClaudeTrioError, ValueError):
-    """A batch file line that is not an item; the message names the line and the problem."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        self.where = where
-        self.problem = problem
-        super().__init__(f"{where}: {problem}")
 
 
 @attrs.frozen(kw_only=True)
@@ -293,7 +284,6 @@ class BatchProgress:
 
 __all__ = [
     "Attempt",
-    "BatchFileError",
     "BatchItem",
     "BatchProgress",
     "BatchResult",

@@ -33,14 +33,13 @@ from typing import Any, Literal, TypeAlias
 import attrs
 
 from .checks import finite_float, is_int
-from .errors import ClaudeTrioError
+from .errors import CassetteError
 
 __all__ = [
     "FORMAT_VERSION",
     "HEADER_KEY",
     "WRITE_KINDS",
     "Cassette",
-    "CassetteError",
     "CassetteHeader",
     "Record",
     "RecordKind",
@@ -67,10 +66,6 @@ _KINDS: tuple[RecordKind, ...] = (
 )
 WRITE_KINDS: tuple[RecordKind, ...] = ("write", "write_text")
 """The kinds of record that are lines written to the CLI."""
-
-
-class CassetteError(ClaudeTrioError):
-    """A cassette that cannot be read: the message names the file, the line and the problem."""
 
 
 @attrs.frozen(kw_only=True)
@@ -156,7 +151,7 @@ def _header(text: str, source: str) -> CassetteHeader:
             source,
             1,
             f'not a claude-trio cassette: the first line must be its header, {{"{HEADER_KEY}": '
-            f"{FORMAT_VERSION}, ...}} (record one with `claude-trio record` or "
+            f"{FORMAT_VERSION}, ...}} (record one with `claude-trio run PROMPT --record FILE` or "
             "open_session(record_to=...))",
         )
     if obj[HEADER_KEY] != FORMAT_VERSION:

@@ -40,7 +40,7 @@ from typing import Any, Literal, TypeAlias, get_args
 import attrs
 
 from .checks import check_number
-from .errors import InvalidParamsError
+from .errors import HookDecisionError, InvalidParamsError
 
 __all__ = [
     "HOOK_EVENTS",
@@ -316,10 +316,6 @@ def check_hooks(value: object) -> tuple[Hook, ...]:
     if len(hooks) > MAX_HOOKS:
         raise InvalidParamsError("hooks", f"{len(hooks)} hooks", f"at most {MAX_HOOKS}")
     return hooks
-
-
-class HookDecisionError(ValueError):
-    """A hook returned something its event cannot take (rule 2)."""
 
 
 def _text(value: object, what: str) -> str:

@@ -77,31 +77,13 @@ import attrs
 
 from .checks import is_int
 from .codec import attrs_from_json, dumps, event_from_json, event_to_json, json_type, to_json_safe
-from .errors import InvalidParamsError, RemoteProtocolError
+from .errors import InvalidParamsError, RemoteProtocolError, WireError, WireErrorCode
 from .events import Event
 from .images import MAX_IMAGE_BYTES, ImageInput
 from .params import ArchitectureConfig, ExecuteParams
 from .permissions import PermissionMode, check_permission_mode
 from .subagents import subagent_from_mapping
 from .usage import Usage
-
-WireErrorCode = Literal[
-    "malformed_json",  # not JSON (or nested too deeply)
-    "invalid_message",  # JSON, but not an object (or not text)
-    "unknown_op",  # "op" missing from the known set
-    "missing_field",  # a required field is absent
-    "invalid_field",  # a field has the wrong type or value
-    "unknown_field",  # a key the op does not know
-    "invalid_params",  # ExecuteParams refused the params (the message names params.<field>)
-    "forbidden_field",  # allowed in ExecuteParams, not from a remote client (rule 3)
-    "unknown_session",  # (gateway) no session with that id (or not one of this principal's)
-    "cannot_continue",  # (gateway) continue while the session runs, or with nothing to resume
-    "control_refused",  # (gateway) a live control of a session that has stopped
-    "control_failed",  # (gateway) the CLI refused a live control or did not answer it in time
-    "limit_reached",  # (gateway) a per-client or server limit; the message names it
-    "internal",  # (gateway) a bug of ours
-    "unavailable",  # (gateway) the cluster behind it (Redis) does not answer: try again later
-]
 
 MAX_IMAGE_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4
 """The longest base64 text of one image (``images.MAX_IMAGE_BYTES`` once decoded)."""
@@ -167,19 +149,6 @@ MAX_ARGUMENT_BYTES = 128 * 1024
 (``MAX_ARG_STRLEN``); a ``system_prompt`` is one argument of the CLI."""
 MAX_QUOTE = 80
 """Error messages quote at most this many characters of a client's value."""
-
-
-class WireError(RemoteProtocolError):
-    """A client sent an op we cannot accept. ``code`` is a :data:`WireErrorCode`."""
-
-    def __init__(self, code: WireErrorCode, message: str, id: str | None = None) -> None:
-        self.code: WireErrorCode = code
-        self.message = message if len(message) <= 1000 else message[:999] + "\u2026"
-        self.id = id
-        super().__init__(f"{code}: {message}")
-
-    def to_frame(self) -> ErrorFrame:
-        return ErrorFrame(id=self.id, code=self.code, message=self.message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,6 +398,11 @@ class ErrorFrame:
     code: str
     message: str
     type: ClassVar[str] = "error"
+
+
+def error_frame(error: WireError) -> ErrorFrame:
+    """The ``error`` frame that answers an op refused with ``error``."""
+    return ErrorFrame(id=error.id, code=error.code, message=error.message)
 
 
 Frame: TypeAlias = (

@@ -23,7 +23,6 @@ from claude_trio import (
     Event,
     ExecuteParams,
     InvalidParamsError,
-    LocalProtocolError,
     Rejected,
     Result,
     TextDelta,
@@ -31,14 +30,8 @@ from claude_trio import (
     UserInputResolved,
     open_cli_pool,
 )
-from claude_trio.actors.fleet import (
-    FleetSession,
-    ResyncRequired,
-    SlowSubscriberError,
-    Subscription,
-    UnknownSessionError,
-    open_fleet,
-)
+from claude_trio.actors.fleet import FleetSession, ResyncRequired, Subscription, open_fleet
+from claude_trio.errors import LocalProtocolError, SlowSubscriberError, UnknownSessionError
 from claude_trio.protocol import replay as replay_module
 from claude_trio.protocol.images import ImageInput
 from claude_trio.testing import FakeCLI, FakeTurn

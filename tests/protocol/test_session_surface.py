@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from claude_trio.errors import UnknownModelError
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.images import MAX_IMAGE_BYTES, ImageInput, message_content
-from claude_trio.protocol.models import UnknownModelError
 from claude_trio.protocol.options import IMAGE_LINE_BYTES, build_options
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.providers import PROVIDERS, provider_env
