@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -38,11 +37,8 @@ from .process import CLIProcessTransport, kill_now
 from .sdk_private import client_options, message_receive, route_permission_prompts
 from .tap import TapTransport
 
-TransportFactory = Callable[[ClaudeAgentOptions], Transport]
-
 __all__ = [
     "DriverConfig",
-    "TransportFactory",
     "connect_client",
     "drain_client",
     "root_refusal",

@@ -18,7 +18,8 @@ Events are appended in the order they were stamped (stamping and appending happe
 checkpoint in between), so the consumer sees ``seq`` strictly increasing.
 
 The driver forwards events in batches (one wake-up per batch of frames it drained), the consumer
-receives them one at a time: :class:`EventStream` is a ``trio.abc.ReceiveChannel[Event]``.
+receives them one at a time: :class:`EventStream` is a receive channel of events, built on
+:class:`~.channel.BaseReceiveChannel` like every other event channel.
 """
 
 from __future__ import annotations
@@ -30,43 +31,28 @@ import trio
 
 from claude_trio.protocol.events import Event
 
-
-class QueueReceiveChannel(trio.abc.ReceiveChannel[Event]):
-    """A receive channel over a queue of its own: subclasses implement ``receive_nowait`` and
-    set ``self._readable`` whenever an event (or the end) becomes available."""
-
-    _readable: trio.Event
-
-    def receive_nowait(self) -> Event:
-        raise NotImplementedError
-
-    async def receive(self) -> Event:
-        # The shape of trio's MemoryReceiveChannel.receive: a checkpoint either way.
-        await trio.lowlevel.checkpoint_if_cancelled()
-        while True:
-            try:
-                event = self.receive_nowait()
-            except trio.WouldBlock:
-                self._readable = trio.Event()
-                await self._readable.wait()
-                continue
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return event
+from .channel import BaseReceiveChannel
 
 
-class EventStream(QueueReceiveChannel):
-    """Single-consumer receive side. ``async for event in stream`` ends after ``close()``."""
+class EventStream(BaseReceiveChannel[Event]):
+    """Single-consumer receive side. ``async for event in stream`` ends after the producer's
+    ``close()``; the consumer stops with ``aclose()`` (or ``with stream:``).
+
+    ``close()`` here is the producer's end of stream (the session's), not the receive side's
+    close of the other channels: the session owns it.
+    """
+
+    _closed_message = "the event stream was closed by its consumer"
 
     def __init__(self, *, capacity: int = 256) -> None:
+        super().__init__()
         self._queue: deque[Event] = deque()
         self._capacity = capacity
         # A producer that hit the capacity waits until the consumer took the queue down to this
         # (hysteresis): both then run in long stretches instead of handing over every event.
         self._low_water = capacity // 4
         self._producer_closed = False
-        self._consumer_closed = False
         self._released = False
-        self._readable = trio.Event()
         self._writable = trio.Event()
         self._writable.set()
 
@@ -76,19 +62,19 @@ class EventStream(QueueReceiveChannel):
         """Append without waiting (user actions, broker). Never raises for a full queue."""
         if self._producer_closed:
             raise trio.ClosedResourceError("event stream already closed by its producer")
-        if self._consumer_closed:
+        if self._closed:
             return  # nobody will ever read them; dropping is the documented behaviour of aclose()
         added = False
         for event in events:
             self._queue.append(event)
             added = True
         if added:
-            self._readable.set()
+            self._wake()
 
     @property
     def over_capacity(self) -> bool:
         """True while a hot-path producer should wait (``wait_writable``) before adding more."""
-        return self.full and not self._consumer_closed and not self._released
+        return self.full and not self._closed and not self._released
 
     @property
     def full(self) -> bool:
@@ -112,7 +98,7 @@ class EventStream(QueueReceiveChannel):
         await trio.lowlevel.checkpoint()
         while (
             len(self._queue) > self._low_water
-            and not self._consumer_closed
+            and not self._closed
             and not self._producer_closed
             and not self._released
         ):
@@ -122,7 +108,7 @@ class EventStream(QueueReceiveChannel):
     def close(self) -> None:
         """No more events: the consumer's loop ends once the queue is drained."""
         self._producer_closed = True
-        self._readable.set()
+        self._wake()
         self._writable.set()
 
     @property
@@ -132,11 +118,9 @@ class EventStream(QueueReceiveChannel):
     def __len__(self) -> int:
         return len(self._queue)
 
-    # -- consumer side (public) ---------------------------------------------------------------
+    # -- consumer side (public: receive, receive_nowait, aclose from the base) ------------------
 
-    def receive_nowait(self) -> Event:
-        if self._consumer_closed:
-            raise trio.ClosedResourceError("the event stream was closed by its consumer")
+    def _take(self) -> Event:
         if self._queue:
             event = self._queue.popleft()
             if len(self._queue) <= self._low_water:
@@ -146,10 +130,10 @@ class EventStream(QueueReceiveChannel):
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
-
-    async def aclose(self) -> None:
-        """Stop consuming: queued and future events are discarded, producers never block again."""
-        self._consumer_closed = True
+    def _discard(self) -> None:
+        # aclose(): queued and future events are discarded, producers never block again.
         self._queue.clear()
         self._writable.set()
-        await trio.lowlevel.checkpoint()
+
+    def _queued(self) -> int:
+        return len(self._queue)

@@ -64,18 +64,26 @@ import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
-from types import TracebackType
 from typing import Any, Literal, Protocol
 
 import attrs
 import trio
 
+from claude_trio.protocol.checks import (
+    check_env,
+    check_int,
+    check_text,
+    finite_float,
+    is_int,
+    is_number,
+)
 from claude_trio.protocol.custom_tools import check_custom_tools
 from claude_trio.protocol.errors import (
-    ClaudeTrioError,
     ControlRefusedError,
     InvalidParamsError,
     LocalProtocolError,
+    SlowSubscriberError,
+    UnknownSessionError,
 )
 from claude_trio.protocol.events import (
     Aborted,
@@ -97,10 +105,10 @@ from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
 
 from .boundary import open_block_nursery
 from .broker import AnswerAccepted, AnswerRejected
+from .channel import BaseReceiveChannel
 from .driver import DriverConfig
-from .event_stream import QueueReceiveChannel
 from .pool import CLIPool
-from .session import Session, check_session_store, open_session
+from .session import MIN_BUFFER_SIZE, Session, check_session_store, open_session
 
 log = logging.getLogger(__name__)
 
@@ -128,32 +136,6 @@ DEFAULT_SUBSCRIBER_BYTES = 8 * 2**20
 """Counted bytes a subscriber's queue may hold by default before it is dropped."""
 
 SessionState = Literal["waiting", "live", "ended"]
-
-
-class SlowSubscriberError(ClaudeTrioError):
-    """The subscription was dropped because its consumer fell too far behind.
-
-    Raised by every ``receive()`` after the drop. ``reason`` starts with ``"slow consumer"``.
-    """
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(reason)
-
-
-class UnknownSessionError(ClaudeTrioError, KeyError):
-    """No session with this id: it was never started here, or it was forgotten
-    (``keep_finished``). A ``KeyError`` too, as ``Fleet.get`` always raised."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        super().__init__(session_id)
-
-    def __str__(self) -> str:
-        return (
-            f"no session {self.session_id!r} in this fleet: it was never started here, or it "
-            "ended and was forgotten (keep_finished bounds how many ended sessions are kept)"
-        )
 
 
 @attrs.frozen(kw_only=True)
@@ -198,20 +180,6 @@ class ReplayStatistics:
     max_bytes: int
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not (_is_int(value) and value >= minimum):  # type: ignore[operator]
-        raise InvalidParamsError(name, value, f"an int >= {minimum}")
-
-
-def _check_text(name: str, value: object) -> None:
-    if not (isinstance(value, str) and value and "\x00" not in value):
-        raise InvalidParamsError(name, value, "a non-empty string without NUL characters")
-
-
 def _check_session_options(options: Mapping[str, Any]) -> None:
     """Refuse an unknown key or a value of the wrong type by name, before any session starts
     (a wrong value would otherwise fail every session later, each with a misleading error)."""
@@ -240,23 +208,11 @@ def _check_session_options(options: Mapping[str, Any]) -> None:
                 if not callable(value):
                     raise InvalidParamsError(key, value, "a callable or None")
             case "env":
-                if not isinstance(value, Mapping):
-                    raise InvalidParamsError("env", value, "a mapping of str -> str or None")
-                for name, item in value.items():
-                    if not (isinstance(name, str) and name and "=" not in name):
-                        raise InvalidParamsError(
-                            f"env[{name!r}]", name, "a non-empty name without '='"
-                        )
-                    if not isinstance(item, str):
-                        raise InvalidParamsError(f"env[{name!r}]", item, "a string")
-                    if "\x00" in name or "\x00" in item:
-                        raise InvalidParamsError(
-                            f"env[{name!r}]", item, "a string without NUL characters"
-                        )
+                check_env("env", value)
             case "cli_path":
-                _check_text("cli_path", value)
+                check_text("cli_path", value)
             case "max_buffer_size":
-                _check_int("max_buffer_size", value, 1)
+                check_int("max_buffer_size", value, MIN_BUFFER_SIZE)
             case "config":
                 if not isinstance(value, DriverConfig):
                     raise InvalidParamsError("config", value, "a DriverConfig or None")
@@ -291,7 +247,7 @@ class SubscriptionSource(Protocol):
     def _detach(self, subscription: Subscription) -> None: ...
 
 
-class Subscription(QueueReceiveChannel):
+class Subscription(BaseReceiveChannel[Event]):
     """One subscriber's view of a session: re-shown questions, then the replay, then live events.
 
     Channels: the subscriber owns it; ``close()`` (or ``with sub:``) detaches it from the session.
@@ -300,6 +256,8 @@ class Subscription(QueueReceiveChannel):
     Error handling: after a drop every ``receive()`` raises :class:`SlowSubscriberError`; after
     the session's final event (and everything queued before it) ``trio.EndOfChannel``.
     """
+
+    _closed_message = "this subscription was closed"
 
     def __init__(
         self,
@@ -310,6 +268,7 @@ class Subscription(QueueReceiveChannel):
         max_bytes: int,
         notify: Callable[[], None] | None,
     ) -> None:
+        super().__init__()
         self._owner = owner
         # Re-shown questions and the replay: references to the buffer's entries (bounded by
         # it, plus one pending question per open CLI control request), never merged.
@@ -319,8 +278,6 @@ class Subscription(QueueReceiveChannel):
         self._live = SubscriberQueue(max_events=max_queue, max_bytes=max_bytes)
         self._notify = notify
         self._ended = False
-        self._closed = False
-        self._readable = trio.Event()
         #: Why the subscription was dropped (``None`` while it is not).
         self.dropped_reason: str | None = None
 
@@ -352,10 +309,10 @@ class Subscription(QueueReceiveChannel):
             assert self._live.dropped_reason is not None
             self._drop(self._live.dropped_reason)
             return
-        self._wake()
+        self._ready()
 
-    def _wake(self) -> None:
-        self._readable.set()
+    def _ready(self) -> None:
+        self._wake()
         if self._notify is not None:
             self._notify()
 
@@ -364,11 +321,11 @@ class Subscription(QueueReceiveChannel):
         self._head = []
         self._live.clear()
         self._owner._detach(self)
-        self._wake()
+        self._ready()
 
     def _end(self) -> None:
         self._ended = True
-        self._wake()
+        self._ready()
 
     @property
     def closed(self) -> bool:
@@ -380,8 +337,10 @@ class Subscription(QueueReceiveChannel):
     def receive_entry_nowait(self) -> Entry:
         """Like ``receive_nowait``, with the event's :class:`~claude_trio.protocol.replay.Entry`
         (a serving layer caches the event's wire encoding in ``entry.wire``)."""
-        if self._closed:
-            raise trio.ClosedResourceError("this subscription was closed")
+        self._check_open()
+        return self._take_entry()
+
+    def _take_entry(self) -> Entry:
         if self.dropped_reason is not None:
             raise SlowSubscriberError(self.dropped_reason)
         if self._head_next < len(self._head):
@@ -397,31 +356,17 @@ class Subscription(QueueReceiveChannel):
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
-    def receive_nowait(self) -> Event:
-        return self.receive_entry_nowait().event
+    def _take(self) -> Event:
+        return self._take_entry().event
 
-    def close(self) -> None:
-        """Detach from the session and discard what is queued. Idempotent."""
-        self._closed = True
+    def _discard(self) -> None:
+        # close(): detach from the session and discard what is queued.
         self._head = []
         self._live.clear()
         self._owner._detach(self)
-        self._readable.set()
 
-    async def aclose(self) -> None:
-        self.close()
-        await trio.lowlevel.checkpoint()
-
-    def __enter__(self) -> Subscription:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
+    def _queued(self) -> int:
+        return self.queued
 
 
 def _outcome(event: Event) -> str:
@@ -652,13 +597,13 @@ class FleetSession:
         waits on several subscriptions at once. After ``Fleet.continue_``, subscribe again
         with the last seq you saw to follow the next execution.
         """
-        _check_int("max_queue", max_queue, 1)
-        _check_int("max_bytes", max_bytes, 1)
+        check_int("max_queue", max_queue, 1)
+        check_int("max_bytes", max_bytes, 1)
         if notify is not None and not callable(notify):
             raise InvalidParamsError("notify", notify, "a callable or None")
         buffer = self._buffer
         if last_seq is not None:
-            if not _is_int(last_seq):
+            if not is_int(last_seq):
                 raise InvalidParamsError("last_seq", last_seq, "an int >= 0 or None")
             if not 0 <= last_seq <= self._last_seq:
                 raise InvalidParamsError(
@@ -865,7 +810,7 @@ class Fleet:
         except TypeError:
             raise InvalidParamsError("owner", owner, "a hashable value or None") from None
         if label is not None:
-            _check_text("label", label)
+            check_text("label", label)
         _check_session_options(session_options)
         self._check_accepting()
         _check_together(self._options | session_options)
@@ -954,10 +899,11 @@ class Fleet:
         abort's bounds (``DriverConfig``) at worst. Calling it again is harmless; leaving
         ``open_fleet`` afterwards finds nothing left to stop.
         """
-        if isinstance(deadline, bool) or not isinstance(deadline, int | float):
-            raise InvalidParamsError("deadline", deadline, "a time on trio's clock (a number)")
-        if math.isnan(deadline):
-            raise InvalidParamsError("deadline", deadline, "a time on trio's clock, not NaN")
+        # math.inf is a time too (wait as long as it takes); NaN and huge ints are not.
+        if not is_number(deadline) or (finite_float(deadline) is None and deadline != math.inf):
+            raise InvalidParamsError(
+                "deadline", deadline, "a time on trio's clock (a number, not NaN)"
+            )
         await trio.lowlevel.checkpoint()
         self._draining = True
         for session in list(self._sessions.values()):
@@ -1102,10 +1048,10 @@ async def open_fleet(
     Leaving the block ends every session still waiting or running (aborted); to let running
     executions finish first, ``await fleet.drain(deadline)`` before leaving.
     """
-    _check_int("max_live", max_live, 1)
-    _check_int("replay_buffer", replay_buffer, 1)
-    _check_int("replay_bytes", replay_bytes, 1)
-    _check_int("keep_finished", keep_finished, 0)
+    check_int("max_live", max_live, 1)
+    check_int("replay_buffer", replay_buffer, 1)
+    check_int("replay_bytes", replay_bytes, 1)
+    check_int("keep_finished", keep_finished, 0)
     _check_session_options(session_options)
     pool = session_options.get("pool")
     if isinstance(pool, CLIPool) and pool.size >= max_live:

@@ -100,6 +100,7 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest
 
 from claude_trio.protocol.capabilities import architecture_capabilities
+from claude_trio.protocol.checks import check_int, check_text
 from claude_trio.protocol.codec import to_json_safe
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
@@ -107,6 +108,9 @@ from claude_trio.protocol.errors import (
     ControlRefusedError,
     InvalidParamsError,
     LocalProtocolError,
+    SlowSubscriberError,
+    UnknownSessionError,
+    WireError,
 )
 from claude_trio.protocol.lifecycle import Accepted
 from claude_trio.protocol.params import ExecuteParams
@@ -152,22 +156,15 @@ from claude_trio.protocol.wire import (
     SessionsFrame,
     SetModelOp,
     SetPermissionModeOp,
-    WireError,
     decode_op,
     encode_frame,
+    error_frame,
     quote,
 )
 
 from ._websocket_private import clip_reason, run_reader, server_connection, wait_request
 from .broker import AnswerAccepted
-from .fleet import (
-    Fleet,
-    FleetSession,
-    ResyncRequired,
-    SlowSubscriberError,
-    Subscription,
-    UnknownSessionError,
-)
+from .fleet import Fleet, FleetSession, ResyncRequired, Subscription
 from .owners import GatewayOwner
 
 if TYPE_CHECKING:
@@ -283,10 +280,8 @@ def _check_options(
     client_queue: object,
     limits: object,
 ) -> None:
-    if not isinstance(host, str) or not host or "\x00" in host:
-        raise InvalidParamsError("host", host, "an address or host name (a non-empty string)")
-    if not (isinstance(port, int) and not isinstance(port, bool) and 0 <= port <= 65535):
-        raise InvalidParamsError("port", port, "an int from 0 to 65535 (0: any free port)")
+    check_text("host", host, allowed="an address or host name (a non-empty string)")
+    check_int("port", port, 0, 65535, allowed="an int from 0 to 65535 (0: any free port)")
     if (token is None) == (tokens is None):
         raise InvalidParamsError(
             "token",
@@ -313,22 +308,11 @@ def _check_options(
                 "allowed_origins", allowed_origins, "a collection of origins, or None"
             )
         for origin in allowed_origins:
-            if not (isinstance(origin, str) and origin and "\x00" not in origin):
-                raise InvalidParamsError(
-                    "allowed_origins", origin, "origins like 'https://app.example'"
-                )
-    if not (
-        isinstance(max_message_size, int)
-        and not isinstance(max_message_size, bool)
-        and 1 <= max_message_size <= 64 * 2**20
-    ):
-        raise InvalidParamsError("max_message_size", max_message_size, "an int from 1 to 64 MiB")
-    if not (
-        isinstance(client_queue, int)
-        and not isinstance(client_queue, bool)
-        and 1 <= client_queue <= 10**6
-    ):
-        raise InvalidParamsError("client_queue", client_queue, "an int from 1 to 1,000,000")
+            check_text("allowed_origins", origin, allowed="origins like 'https://app.example'")
+    check_int(
+        "max_message_size", max_message_size, 1, 64 * 2**20, allowed="an int from 1 to 64 MiB"
+    )
+    check_int("client_queue", client_queue, 1, 10**6, allowed="an int from 1 to 1,000,000")
     if not isinstance(limits, GatewayLimits):
         raise InvalidParamsError("limits", limits, "a GatewayLimits or None")
 
@@ -918,14 +902,14 @@ class _Client:
         try:
             op = decode_op(text, allow_cwd=policy.allow_cwd, allow_env=policy.allow_env)
         except WireError as exc:
-            self._reply(exc.to_frame())
+            self._reply(error_frame(exc))
             return
         except Exception as exc:
             # A value decode_op should have refused by name: our bug, not the client's. The
             # log gets the traceback; the client an error frame, and its connection lives on.
             log.error("an op could not be decoded: %s", type(exc).__name__, exc_info=True)
             message = "the op holds a value this server cannot read; check its fields' types"
-            self._reply(WireError("invalid_params", message, None).to_frame())
+            self._reply(error_frame(WireError("invalid_params", message, None)))
             return
         try:
             await self._dispatch(op)

@@ -26,10 +26,10 @@ from claude_agent_sdk import HookMatcher
 from claude_agent_sdk.types import HookCallback
 
 from claude_trio.protocol.custom_tools import failure_text
+from claude_trio.protocol.errors import HookDecisionError
 from claude_trio.protocol.events import Error, Event, HookInvoked
 from claude_trio.protocol.hooks import (
     Hook,
-    HookDecisionError,
     decision_name,
     failure_output,
     hook_input,

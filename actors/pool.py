@@ -45,17 +45,18 @@ from claude_agent_sdk import (
 )
 
 from claude_trio.protocol.approvals import ASKING_MODES
+from claude_trio.protocol.checks import check_env, check_int
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import build_options, with_changes
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.ready import scope_refusal
+from claude_trio.protocol.transport import TransportFactory
 from claude_trio.protocol.user_input import ASK_USER_TOOL
 
 from .boundary import open_block_nursery
 from .broker import UserInputBroker
 from .core import DriverConfig, SessionCore, stop_gate
 from .driver import (
-    TransportFactory,
     connect_client,
     drain_client,
     root_refusal,
@@ -225,8 +226,9 @@ class CLIPool:
         transport_factory: TransportFactory | None,
         config: DriverConfig,
     ) -> None:
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise InvalidParamsError("size", size, "a whole number of warm CLIs, at least 1")
+        check_int("size", size, 1, allowed="a whole number of warm CLIs, at least 1")
+        if env is not None:
+            check_env("env", env)
         if template.inline_skills:
             raise InvalidParamsError(
                 "template.inline_skills",

@@ -26,7 +26,7 @@ import dataclasses
 import importlib.metadata
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,6 +42,7 @@ from claude_trio.protocol.cassette import (
 )
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.scrub import Scrubber
+from claude_trio.protocol.transport import TransportFactory
 
 from .process import Killable
 from .sdk_private import BUNDLED_CLI_VERSION
@@ -52,8 +53,6 @@ MAX_BEFORE_HEADER = 256
 """Records kept in memory, at most, until the CLI names its version (its ``init`` frame)."""
 
 _BUFFER = 64 * 1024
-
-TransportFactory = Callable[[ClaudeAgentOptions], Transport]
 
 
 def _claude_trio_version() -> str | None:

@@ -31,6 +31,7 @@ import coredis
 import coredis.exceptions
 import trio
 
+from claude_trio.protocol.checks import check_int
 from claude_trio.protocol.cluster import (
     MOVED_REASON,
     Command,
@@ -50,6 +51,7 @@ from claude_trio.protocol.errors import (
     InvalidParamsError,
     LocalProtocolError,
     RemoteProtocolError,
+    UnknownSessionError,
 )
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
@@ -65,7 +67,6 @@ from .fleet import (
     OwnerStatistics,
     ResyncRequired,
     Subscription,
-    UnknownSessionError,
 )
 from .owners import GatewayOwner
 
@@ -149,8 +150,8 @@ class RedisSession:
         the current execution; :class:`ResyncRequired` when events after ``last_seq`` were
         trimmed."""
         # No upper bound: the stream may be ahead of the record read before this op.
-        if last_seq is not None and last_seq < 0:
-            raise InvalidParamsError("last_seq", last_seq, "an int >= 0 or None")
+        if last_seq is not None:
+            check_int("last_seq", last_seq, 0, allowed="an int >= 0 or None")
         oldest = self.oldest_seq
         if last_seq is not None and oldest is not None and oldest > last_seq + 1:
             return ResyncRequired(session_id=self.id, oldest_seq=oldest)

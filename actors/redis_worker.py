@@ -60,7 +60,7 @@ from claude_trio.protocol.cluster import (
     is_final,
     plan_move,
 )
-from claude_trio.protocol.errors import RemoteProtocolError
+from claude_trio.protocol.errors import RemoteProtocolError, SlowSubscriberError
 from claude_trio.protocol.events import (
     Aborted,
     Error,
@@ -75,7 +75,7 @@ from claude_trio.protocol.redis_keys import RedisKeys
 from claude_trio.protocol.wire import params_from_json
 
 from .broker import AnswerAccepted
-from .fleet import Fleet, FleetSession, ResyncRequired, SlowSubscriberError
+from .fleet import Fleet, FleetSession, ResyncRequired
 
 __all__ = ["WorkerConfig", "WorkerStatistics", "serve_worker"]
 

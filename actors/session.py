@@ -33,9 +33,10 @@ from typing import Any, Literal, cast
 
 import attrs
 import trio
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, SessionStore, Transport
+from claude_agent_sdk import ClaudeSDKClient, SessionStore
 
 from claude_trio.protocol.approvals import ASKING_MODES
+from claude_trio.protocol.checks import check_bool, check_env, check_int, check_text
 from claude_trio.protocol.controls import (
     ContextUsage,
     McpServerStatus,
@@ -61,6 +62,7 @@ from claude_trio.protocol.ready import (
     scope_refusal,
     scope_warning,
 )
+from claude_trio.protocol.transport import TransportFactory
 from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.user_input import ControlReply
 from claude_trio.protocol.versions import version_warnings
@@ -94,11 +96,12 @@ from .tap import TapTransport
 from .tool_runner import CallbackRunner, ToolRunner, run_tool_runner
 from .transcripts import resumed_cost
 
-TransportFactory = Callable[[ClaudeAgentOptions], Transport]
-
 CLOSED_EARLY = "the session was closed before the execution ended"
 DEFAULT_CONFIG = DriverConfig()
 """The deadlines of a session opened without ``config`` (frozen: one for all of them)."""
+
+MIN_BUFFER_SIZE = 1024
+"""The smallest ``max_buffer_size`` (bytes of one CLI output line) a session takes."""
 
 
 @attrs.frozen(kw_only=True)
@@ -304,27 +307,17 @@ def _check_options(
         if value is not None and not callable(value):
             raise InvalidParamsError(name, value, "None or a callable")
     if env is not None:
-        if not isinstance(env, Mapping):
-            raise InvalidParamsError("env", env, "None or a mapping of str to str")
-        for key, value in env.items():
-            if not isinstance(key, str) or not isinstance(value, str):
-                raise InvalidParamsError(f"env[{key!r}]", value, "a str key with a str value")
-            if "\0" in key or "\0" in value:
-                raise InvalidParamsError(f"env[{key!r}]", value, "no NUL character")
-    if cli_path is not None and (not isinstance(cli_path, str) or not cli_path.strip()):
-        raise InvalidParamsError("cli_path", cli_path, "None or a path to the claude binary")
-    if max_buffer_size is not None and (
-        not isinstance(max_buffer_size, int)
-        or isinstance(max_buffer_size, bool)
-        or max_buffer_size < 1024
-    ):
-        raise InvalidParamsError("max_buffer_size", max_buffer_size, "None or an int >= 1024")
+        check_env("env", env)
+    if cli_path is not None:
+        check_text("cli_path", cli_path, allowed="None or a path to the claude binary")
+    if max_buffer_size is not None:
+        allowed = f"None or an int >= {MIN_BUFFER_SIZE}"
+        check_int("max_buffer_size", max_buffer_size, MIN_BUFFER_SIZE, allowed=allowed)
     if config is not None and not isinstance(config, DriverConfig):
         raise InvalidParamsError("config", config, "None or a DriverConfig")
     if pool is not None and not isinstance(pool, CLIPool):
         raise InvalidParamsError("pool", pool, "None or a CLIPool (open_cli_pool)")
-    if not isinstance(passthrough, bool):
-        raise InvalidParamsError("passthrough", passthrough, "True or False")
+    check_bool("passthrough", passthrough)
     if record_to is not None:
         check_record_to(record_to)
         if pool is not None:

@@ -1,394 +1,166 @@
 """claude-trio: trio-native Claude Code agent sessions as one stream of unified events.
 
-The names below load on first use (PEP 562), so that ``import claude_trio.protocol`` - the
-sans-I/O layer, also used by websocket clients - does not import trio or the SDK's runtime.
+The names here are what a user of sessions, fleets, the gateway client and the stream helpers
+needs. Everything else public is in a named module, each a thin face over the implementation
+(whose layout may change underneath):
+
+=========================  =================================================================
+``claude_trio.session``    one session: controls, answers, approvals, hooks, tools, CLI pools
+``claude_trio.params``     what a session is told, and the checks to run before it starts
+``claude_trio.events``     every event, the values they carry, usage, transcripts
+``claude_trio.errors``     every exception, drawn as one tree under ``ClaudeTrioError``
+``claude_trio.streams``    helpers for consuming a stream: collect, filter, wait, observe, tee
+``claude_trio.fleet``      many sessions in one process, and subscriptions to them
+``claude_trio.gateway``    serving sessions to websocket clients
+``claude_trio.client``     the gateway client: remote sessions
+``claude_trio.cluster``    sessions across machines, on Redis
+``claude_trio.batch``      many prompts, with retries, a budget and a results file
+``claude_trio.skills``     the skills on disk a session would load
+``claude_trio.offline``    the built-in offline model: sessions with no key and no network
+``claude_trio.testing``    the testing kit: a fake CLI, cassettes, the contract, fixtures
+=========================  =================================================================
+
+The list below is written once. Type checkers read the imports under ``TYPE_CHECKING``; at run
+time the same block, read from this file the first time a name is asked for, tells which
+module holds each name, which is imported then (PEP 562). So ``import claude_trio.protocol`` -
+the sans-I/O layer, also used by websocket clients - imports neither trio nor the SDK's
+runtime, and ``__all__`` is that list.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from claude_trio.actors.adapter import ClaudeCodeAdapter
-    from claude_trio.actors.broker import AnswerAccepted, AnswerRejected, UserInputHandler
-    from claude_trio.actors.driver import DriverConfig
-    from claude_trio.actors.event_stream import EventStream
-    from claude_trio.actors.fleet import (
-        Fleet,
-        FleetSession,
-        FleetStatistics,
-        ResyncRequired,
-        SlowSubscriberError,
-        Subscription,
-        UnknownSessionError,
-        open_fleet,
+    # The public names, by what they are for. isort would regroup them by module.
+    # isort: off
+    # -- one session
+    from claude_trio.session import (
+        open_session as open_session,
+        Session as Session,
+        SessionUsage as SessionUsage,
+        DriverConfig as DriverConfig,
+        Accepted as Accepted,
+        Rejected as Rejected,
+        AnswerAccepted as AnswerAccepted,
+        AnswerRejected as AnswerRejected,
+        allow_tool as allow_tool,
+        always_allow_tool as always_allow_tool,
+        deny_tool as deny_tool,
+        custom_tool as custom_tool,
+        hook as hook,
+        HookInput as HookInput,
+        HookDecision as HookDecision,
+        open_cli_pool as open_cli_pool,
+        ClaudeCodeAdapter as ClaudeCodeAdapter,
     )
-    from claude_trio.actors.gateway import GatewayLimits, Principal, serve_gateway
-    from claude_trio.actors.pool import CLIPool, PoolStatistics, open_cli_pool
-    from claude_trio.actors.redis_fleet import RedisFleet, open_redis_fleet
-    from claude_trio.actors.redis_store import RedisSessionStore
-    from claude_trio.actors.redis_worker import WorkerConfig, serve_worker
-    from claude_trio.actors.session import Session, SessionUsage, open_session
-    from claude_trio.batch import BatchItem, BatchReport, BatchResult, RetryPolicy, run_batch
-    from claude_trio.client import (
-        ClientConfig,
-        GatewayClient,
-        GatewayError,
-        RemoteSession,
-        connect_gateway,
+    # -- what a session is told
+    from claude_trio.params import (
+        ExecuteParams as ExecuteParams,
+        ArchitectureConfig as ArchitectureConfig,
+        ImageInput as ImageInput,
+        SubagentDefinition as SubagentDefinition,
+        InlineSkill as InlineSkill,
+        find_resume_violations as find_resume_violations,
+        redact_secrets as redact_secrets,
     )
-    from claude_trio.offline import open_offline_model
-    from claude_trio.protocol.approvals import (
-        ApprovalAnswer,
-        allow_tool,
-        always_allow_tool,
-        deny_tool,
+    # -- what it reports
+    from claude_trio.events import (
+        Event as Event,
+        is_terminal as is_terminal,
+        AdapterReady as AdapterReady,
+        TextDelta as TextDelta,
+        ThinkingDelta as ThinkingDelta,
+        ToolUse as ToolUse,
+        ToolResult as ToolResult,
+        UserInputRequest as UserInputRequest,
+        UserInputResolved as UserInputResolved,
+        Result as Result,
+        Aborted as Aborted,
+        Error as Error,
+        Usage as Usage,
+        Transcript as Transcript,
     )
-    from claude_trio.protocol.capabilities import (
-        ArchitectureCapabilities,
-        architecture_capabilities,
-    )
-    from claude_trio.protocol.controls import ContextUsage, McpServerStatus
-    from claude_trio.protocol.custom_tools import CustomTool, custom_tool
-    from claude_trio.protocol.errors import (
-        ClaudeTrioError,
-        CLIError,
-        ControlFailedError,
-        ControlRefusedError,
-        InvalidParamsError,
-        LocalProtocolError,
-        RemoteProtocolError,
-    )
-    from claude_trio.protocol.events import (
-        Aborted,
-        AssistantMessage,
-        ControlApplied,
-        Error,
-        Event,
-        Flush,
-        HookInvoked,
-        NormalizedMessage,
-        Passthrough,
-        Question,
-        Result,
-        Retry,
-        SkillInvoked,
-        SubagentCompleted,
-        SubagentProgress,
-        SubagentStarted,
-        TextDelta,
-        ThinkingDelta,
-        TodoItem,
-        TodoListUpdated,
-        ToolResult,
-        ToolUse,
-        TurnStarted,
-        UserInputRequest,
-        UserInputResolved,
-        UserMessage,
-        WarningEvent,
-        is_terminal,
-    )
-    from claude_trio.protocol.hooks import Hook, HookDecision, HookInput, hook
-    from claude_trio.protocol.lifecycle import Accepted, Rejected
-    from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, UnknownModelError, resolve_model
-    from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-    from claude_trio.protocol.permissions import PERMISSION_MODES, PermissionMode
-    from claude_trio.protocol.resume import (
-        ResumeViolation,
-        find_resume_violations,
-        get_session_resume_constraints,
-    )
-    from claude_trio.protocol.skills import InlineSkill, SkillInfo
-    from claude_trio.protocol.transcript import Exchange, SubagentRun, ToolCall, Transcript
-    from claude_trio.protocol.usage import Usage, add_usage, normalize_usage, sum_usage
-    from claude_trio.protocol.wire import WireError
-    from claude_trio.skills import list_skills
+    # -- consuming a stream
     from claude_trio.streams import (
-        ConsoleObserver,
-        EventFilter,
-        ObservedStream,
-        StreamEndedError,
-        SubagentSplit,
-        SubagentStream,
-        TeeOutput,
-        collect,
-        console_observer,
-        filter_events,
-        observe,
-        open_subagent_split,
-        open_tee,
-        wait_for,
+        collect as collect,
+        observe as observe,
+        console_observer as console_observer,
+        filter_events as filter_events,
+        wait_for as wait_for,
+        open_tee as open_tee,
+        open_subagent_split as open_subagent_split,
     )
-
-_LAZY: dict[str, str] = {
-    "ApprovalAnswer": "claude_trio.protocol.approvals",
-    "allow_tool": "claude_trio.protocol.approvals",
-    "always_allow_tool": "claude_trio.protocol.approvals",
-    "deny_tool": "claude_trio.protocol.approvals",
-    "PERMISSION_MODES": "claude_trio.protocol.permissions",
-    "PermissionMode": "claude_trio.protocol.permissions",
-    "ADAPTIVE_THINKING_ONLY": "claude_trio.protocol.models",
-    "Aborted": "claude_trio.protocol.events",
-    "Accepted": "claude_trio.protocol.lifecycle",
-    "AnswerAccepted": "claude_trio.actors.broker",
-    "AnswerRejected": "claude_trio.actors.broker",
-    "ArchitectureCapabilities": "claude_trio.protocol.capabilities",
-    "ArchitectureConfig": "claude_trio.protocol.params",
-    "AssistantMessage": "claude_trio.protocol.events",
-    "CLIError": "claude_trio.protocol.errors",
-    "CustomTool": "claude_trio.protocol.custom_tools",
-    "custom_tool": "claude_trio.protocol.custom_tools",
-    "ContextUsage": "claude_trio.protocol.controls",
-    "McpServerStatus": "claude_trio.protocol.controls",
-    "ControlFailedError": "claude_trio.protocol.errors",
-    "ControlRefusedError": "claude_trio.protocol.errors",
-    "ControlApplied": "claude_trio.protocol.events",
-    "Hook": "claude_trio.protocol.hooks",
-    "HookDecision": "claude_trio.protocol.hooks",
-    "HookInput": "claude_trio.protocol.hooks",
-    "hook": "claude_trio.protocol.hooks",
-    "HookInvoked": "claude_trio.protocol.events",
-    "InlineSkill": "claude_trio.protocol.skills",
-    "SkillInfo": "claude_trio.protocol.skills",
-    "list_skills": "claude_trio.skills",
-    "ClaudeCodeAdapter": "claude_trio.actors.adapter",
-    "ClaudeTrioError": "claude_trio.protocol.errors",
-    "DriverConfig": "claude_trio.actors.driver",
-    "Error": "claude_trio.protocol.events",
-    "Event": "claude_trio.protocol.events",
-    "EventStream": "claude_trio.actors.event_stream",
-    "Fleet": "claude_trio.actors.fleet",
-    "FleetSession": "claude_trio.actors.fleet",
-    "FleetStatistics": "claude_trio.actors.fleet",
-    "ResyncRequired": "claude_trio.actors.fleet",
-    "SlowSubscriberError": "claude_trio.actors.fleet",
-    "Subscription": "claude_trio.actors.fleet",
-    "WireError": "claude_trio.protocol.wire",
-    "open_fleet": "claude_trio.actors.fleet",
-    "open_redis_fleet": "claude_trio.actors.redis_fleet",
-    "RedisFleet": "claude_trio.actors.redis_fleet",
-    "RedisSessionStore": "claude_trio.actors.redis_store",
-    "WorkerConfig": "claude_trio.actors.redis_worker",
-    "serve_worker": "claude_trio.actors.redis_worker",
-    "UnknownSessionError": "claude_trio.actors.fleet",
-    "Principal": "claude_trio.actors.gateway",
-    "BatchItem": "claude_trio.batch",
-    "BatchReport": "claude_trio.batch",
-    "BatchResult": "claude_trio.batch",
-    "RetryPolicy": "claude_trio.batch",
-    "run_batch": "claude_trio.batch",
-    "ClientConfig": "claude_trio.client",
-    "GatewayClient": "claude_trio.client",
-    "GatewayError": "claude_trio.client",
-    "RemoteSession": "claude_trio.client",
-    "connect_gateway": "claude_trio.client",
-    "open_offline_model": "claude_trio.offline",
-    "CLIPool": "claude_trio.actors.pool",
-    "PoolStatistics": "claude_trio.actors.pool",
-    "open_cli_pool": "claude_trio.actors.pool",
-    "ExecuteParams": "claude_trio.protocol.params",
-    "Flush": "claude_trio.protocol.events",
-    "InvalidParamsError": "claude_trio.protocol.errors",
-    "LocalProtocolError": "claude_trio.protocol.errors",
-    "NormalizedMessage": "claude_trio.protocol.events",
-    "Passthrough": "claude_trio.protocol.events",
-    "Question": "claude_trio.protocol.events",
-    "Rejected": "claude_trio.protocol.lifecycle",
-    "RemoteProtocolError": "claude_trio.protocol.errors",
-    "Result": "claude_trio.protocol.events",
-    "ResumeViolation": "claude_trio.protocol.resume",
-    "Retry": "claude_trio.protocol.events",
-    "Session": "claude_trio.actors.session",
-    "SessionUsage": "claude_trio.actors.session",
-    "SkillInvoked": "claude_trio.protocol.events",
-    "SubagentCompleted": "claude_trio.protocol.events",
-    "SubagentProgress": "claude_trio.protocol.events",
-    "SubagentStarted": "claude_trio.protocol.events",
-    "TextDelta": "claude_trio.protocol.events",
-    "ThinkingDelta": "claude_trio.protocol.events",
-    "TodoItem": "claude_trio.protocol.events",
-    "TodoListUpdated": "claude_trio.protocol.events",
-    "ToolResult": "claude_trio.protocol.events",
-    "ToolUse": "claude_trio.protocol.events",
-    "TurnStarted": "claude_trio.protocol.events",
-    "UnknownModelError": "claude_trio.protocol.models",
-    "Usage": "claude_trio.protocol.usage",
-    "UserInputHandler": "claude_trio.actors.broker",
-    "UserInputRequest": "claude_trio.protocol.events",
-    "UserInputResolved": "claude_trio.protocol.events",
-    "UserMessage": "claude_trio.protocol.events",
-    "WarningEvent": "claude_trio.protocol.events",
-    "add_usage": "claude_trio.protocol.usage",
-    "architecture_capabilities": "claude_trio.protocol.capabilities",
-    "find_resume_violations": "claude_trio.protocol.resume",
-    "get_session_resume_constraints": "claude_trio.protocol.resume",
-    "is_terminal": "claude_trio.protocol.events",
-    "normalize_usage": "claude_trio.protocol.usage",
-    "open_session": "claude_trio.actors.session",
-    "resolve_model": "claude_trio.protocol.models",
-    "serve_gateway": "claude_trio.actors.gateway",
-    "GatewayLimits": "claude_trio.actors.gateway",
-    "sum_usage": "claude_trio.protocol.usage",
-    "Exchange": "claude_trio.protocol.transcript",
-    "SubagentRun": "claude_trio.protocol.transcript",
-    "ToolCall": "claude_trio.protocol.transcript",
-    "Transcript": "claude_trio.protocol.transcript",
-    "ConsoleObserver": "claude_trio.streams",
-    "EventFilter": "claude_trio.streams",
-    "ObservedStream": "claude_trio.streams",
-    "StreamEndedError": "claude_trio.streams",
-    "SubagentSplit": "claude_trio.streams",
-    "SubagentStream": "claude_trio.streams",
-    "TeeOutput": "claude_trio.streams",
-    "collect": "claude_trio.streams",
-    "console_observer": "claude_trio.streams",
-    "filter_events": "claude_trio.streams",
-    "observe": "claude_trio.streams",
-    "open_subagent_split": "claude_trio.streams",
-    "open_tee": "claude_trio.streams",
-    "wait_for": "claude_trio.streams",
-}
+    # -- many sessions
+    from claude_trio.fleet import (
+        open_fleet as open_fleet,
+        Fleet as Fleet,
+        FleetSession as FleetSession,
+    )
+    from claude_trio.batch import (
+        run_batch as run_batch,
+        BatchItem as BatchItem,
+        BatchReport as BatchReport,
+    )
+    # -- serving them, and reaching them from elsewhere
+    from claude_trio.gateway import (
+        serve_gateway as serve_gateway,
+    )
+    from claude_trio.client import (
+        connect_gateway as connect_gateway,
+        GatewayClient as GatewayClient,
+        RemoteSession as RemoteSession,
+    )
+    from claude_trio.cluster import (
+        open_redis_fleet as open_redis_fleet,
+        RedisFleet as RedisFleet,
+        serve_worker as serve_worker,
+    )
+    # -- helpers
+    from claude_trio.skills import (
+        list_skills as list_skills,
+    )
+    from claude_trio.offline import (
+        open_offline_model as open_offline_model,
+    )
+    # -- errors (all of them: claude_trio.errors)
+    from claude_trio.errors import (
+        ClaudeTrioError as ClaudeTrioError,
+        InvalidParamsError as InvalidParamsError,
+        CLIError as CLIError,
+        GatewayError as GatewayError,
+    )
+    # isort: on
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'claude_trio' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+@functools.cache
+def _homes() -> dict[str, str]:
+    """Each public name -> the module it is imported from: the ``TYPE_CHECKING`` block above."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    homes: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module is not None:
+                    homes.update((alias.name, statement.module) for alias in statement.names)
+    return homes
 
 
-def __dir__() -> list[str]:
-    return sorted(__all__)
+if not TYPE_CHECKING:  # type checkers see the imports above, and no catch-all attribute
 
-__all__ = [
-    "ADAPTIVE_THINKING_ONLY",
-    "PERMISSION_MODES",
-    "Aborted",
-    "Accepted",
-    "AnswerAccepted",
-    "AnswerRejected",
-    "ApprovalAnswer",
-    "ArchitectureCapabilities",
-    "ArchitectureConfig",
-    "AssistantMessage",
-    "BatchItem",
-    "BatchReport",
-    "BatchResult",
-    "CLIError",
-    "CLIPool",
-    "ClaudeCodeAdapter",
-    "ClaudeTrioError",
-    "ClientConfig",
-    "ConsoleObserver",
-    "ContextUsage",
-    "ControlApplied",
-    "ControlFailedError",
-    "ControlRefusedError",
-    "CustomTool",
-    "DriverConfig",
-    "Error",
-    "Event",
-    "EventFilter",
-    "EventStream",
-    "Exchange",
-    "ExecuteParams",
-    "Fleet",
-    "FleetSession",
-    "FleetStatistics",
-    "Flush",
-    "GatewayClient",
-    "GatewayError",
-    "GatewayLimits",
-    "Hook",
-    "HookDecision",
-    "HookInput",
-    "HookInvoked",
-    "InlineSkill",
-    "InvalidParamsError",
-    "LocalProtocolError",
-    "McpServerStatus",
-    "NormalizedMessage",
-    "ObservedStream",
-    "Passthrough",
-    "PermissionMode",
-    "PoolStatistics",
-    "Principal",
-    "Question",
-    "RedisFleet",
-    "RedisSessionStore",
-    "Rejected",
-    "RemoteProtocolError",
-    "RemoteSession",
-    "Result",
-    "ResumeViolation",
-    "ResyncRequired",
-    "Retry",
-    "RetryPolicy",
-    "Session",
-    "SessionUsage",
-    "SkillInfo",
-    "SkillInvoked",
-    "SlowSubscriberError",
-    "StreamEndedError",
-    "SubagentCompleted",
-    "SubagentProgress",
-    "SubagentRun",
-    "SubagentSplit",
-    "SubagentStarted",
-    "SubagentStream",
-    "Subscription",
-    "TeeOutput",
-    "TextDelta",
-    "ThinkingDelta",
-    "TodoItem",
-    "TodoListUpdated",
-    "ToolCall",
-    "ToolResult",
-    "ToolUse",
-    "Transcript",
-    "TurnStarted",
-    "UnknownModelError",
-    "UnknownSessionError",
-    "Usage",
-    "UserInputHandler",
-    "UserInputRequest",
-    "UserInputResolved",
-    "UserMessage",
-    "WarningEvent",
-    "WireError",
-    "WorkerConfig",
-    "add_usage",
-    "allow_tool",
-    "always_allow_tool",
-    "architecture_capabilities",
-    "collect",
-    "connect_gateway",
-    "console_observer",
-    "custom_tool",
-    "deny_tool",
-    "filter_events",
-    "find_resume_violations",
-    "get_session_resume_constraints",
-    "hook",
-    "is_terminal",
-    "list_skills",
-    "normalize_usage",
-    "observe",
-    "open_cli_pool",
-    "open_fleet",
-    "open_offline_model",
-    "open_redis_fleet",
-    "open_session",
-    "open_subagent_split",
-    "open_tee",
-    "resolve_model",
-    "run_batch",
-    "serve_gateway",
-    "serve_worker",
-    "sum_usage",
-    "wait_for",
-]
+    def __getattr__(name: str) -> Any:
+        if name == "__all__":
+            value: Any = list(_homes())
+        elif name in _homes():
+            value = getattr(importlib.import_module(_homes()[name]), name)
+        else:
+            raise AttributeError(f"module 'claude_trio' has no attribute {name!r}")
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(_homes())

@@ -108,19 +108,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="run it on a claude-trio server (ws://host:port/; token in CLAUDE_TRIO_TOKEN)",
     )
+    add_record_option(run)
+    add_offline_option(run, "the session talks to the built-in scripted model")
+
+    # `record PROMPT --out FILE` became `run PROMPT --record FILE`: the old command line still
+    # parses, so that it can be answered with the new one (cli.record_moved).
     record = commands.add_parser(
         "record",
         parents=[output, prompt],
-        help="run one prompt and record the CLI's traffic to a cassette",
-        description=(
-            "Run one prompt, as `run` does, and write a cassette of everything the CLI wrote "
-            "and was sent (secrets scrubbed), to replay in tests with "
-            "claude_trio.testing.replay()."
-        ),
+        help=f"(now: {RECORD_MOVED})",
+        description=f"Replaced: {RECORD_MOVED}.",
     )
-    record.add_argument(
-        "--out", required=True, metavar="FILE", help="the cassette to write (JSON lines)"
-    )
+    record.add_argument("--out", metavar="FILE", help=f"(now: {RECORD_MOVED})")
 
     demo = commands.add_parser(
         "demo",
@@ -128,15 +127,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="a scripted session: no API key, no network",
         description="Replay a scripted session through the real pipeline; no API key needed.",
     )
-    demo.add_argument(
-        "--record", metavar="FILE", help="also write a cassette of the CLI's traffic to FILE"
-    )
+    add_record_option(demo)
+    add_offline_option(demo, "(always so for the demo)")
     add_fanout_commands(commands)
     return parser
 
 
+RECORD_MOVED = "claude-trio run PROMPT --record FILE"
+"""What ``claude-trio record PROMPT --out FILE`` is now."""
+
+
+def add_record_option(command: argparse.ArgumentParser) -> None:
+    """``--record FILE``: the same option on every command that records a cassette."""
+    command.add_argument(
+        "--record",
+        metavar="FILE",
+        help="also write a cassette of everything the CLI wrote and was sent (secrets "
+        "scrubbed) to FILE, to replay in tests with claude_trio.testing.replay()",
+    )
+
+
+def add_offline_option(command: argparse.ArgumentParser, what: str) -> None:
+    """``--offline``: the same option on every command that runs sessions (``claude_trio.offline``:
+    the real CLI against a scripted model on 127.0.0.1)."""
+    command.add_argument("--offline", action="store_true", help=f"no API key, no network: {what}")
+
+
 def _add_prompt_options(run: argparse.ArgumentParser) -> None:
-    """The options of a command that runs one prompt (``run``, ``record``)."""
+    """The options of a command that runs one prompt (``run``; ``record`` parses them to say
+    that it became ``run --record``)."""
     run.add_argument("prompt", metavar="PROMPT", help="what to ask the agent")
     run.add_argument("--model", help="an alias (opus-4.6, sonnet, ...) or a full model id")
     run.add_argument(
@@ -214,11 +233,7 @@ def add_fanout_commands(commands: Any) -> None:
     serve.add_argument(
         "--tokens", metavar="FILE", help="a JSON list of {principal, token, admin} entries"
     )
-    serve.add_argument(
-        "--offline",
-        action="store_true",
-        help="every session talks to the built-in scripted model: no API key, no network",
-    )
+    add_offline_option(serve, "every session talks to the built-in scripted model")
     serve.add_argument(
         "--log-json", action="store_true", help="log lines as one JSON object per line"
     )
@@ -267,11 +282,7 @@ def add_fanout_commands(commands: Any) -> None:
         metavar="N",
         help="events kept per session (in the fleet, and in the session's stream)",
     )
-    worker.add_argument(
-        "--offline",
-        action="store_true",
-        help="every session talks to the built-in scripted model: no API key, no network",
-    )
+    add_offline_option(worker, "every session talks to the built-in scripted model")
     worker.add_argument("--worker-id", metavar="ID", help="this node's name (default: random)")
     worker.add_argument(
         "--dead-after",
@@ -326,11 +337,7 @@ def add_fanout_commands(commands: Any) -> None:
         help="retries of an item that hit 429, 529 or overloaded (default 4)",
     )
     batch.add_argument("--model", help="the model of items that do not name one")
-    batch.add_argument(
-        "--offline",
-        action="store_true",
-        help="run them against the built-in scripted model: no API key, no network",
-    )
+    add_offline_option(batch, "the items run against the built-in scripted model")
 
 
 def _non_negative_int(text: str) -> int:
@@ -546,8 +553,8 @@ def build_execute_params(args: argparse.Namespace) -> ExecuteParams:
 
 
 def cassette_path(args: argparse.Namespace) -> str | None:
-    """Where ``record --out`` or ``demo --record`` writes its cassette (``None``: nowhere)."""
-    path = getattr(args, "out", None) if args.command == "record" else getattr(args, "record", None)
+    """Where ``run --record`` or ``demo --record`` writes its cassette (``None``: nowhere)."""
+    path = getattr(args, "record", None)
     return None if path is None else str(path)
 
 

@@ -56,7 +56,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from claude_trio.actors.fleet import Fleet, SlowSubscriberError, Subscription, open_fleet
+from claude_trio.actors.fleet import Fleet, Subscription, open_fleet
 from claude_trio.args import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -65,17 +65,9 @@ from claude_trio.args import (
     NO_CREDENTIALS_MESSAGE,
     has_credentials,
 )
-from claude_trio.client import (
-    ConnectionLostError,
-    GatewayClient,
-    RemoteOpError,
-    ResyncRequiredError,
-    SessionLostError,
-    connect_gateway,
-)
+from claude_trio.client import GatewayClient, connect_gateway
 from claude_trio.protocol.batch import (
     Attempt,
-    BatchFileError,
     BatchItem,
     BatchProgress,
     BatchResult,
@@ -83,8 +75,18 @@ from claude_trio.protocol.batch import (
     parse_items,
     read_results,
 )
+from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.codec import dumps
-from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
+from claude_trio.protocol.errors import (
+    BatchFileError,
+    ClaudeTrioError,
+    ConnectionLostError,
+    InvalidParamsError,
+    RemoteOpError,
+    ResyncRequiredError,
+    SessionLostError,
+    SlowSubscriberError,
+)
 from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
 
 __all__ = [
@@ -245,10 +247,9 @@ async def run_batch(
     """
     if not isinstance(runner, Fleet | GatewayClient):
         raise InvalidParamsError("runner", runner, "a Fleet (open_fleet) or a GatewayClient")
-    if isinstance(max_live, bool) or not isinstance(max_live, int) or max_live < 1:
-        raise InvalidParamsError("max_live", max_live, "an int >= 1")
-    if budget is not None and not (isinstance(budget, int | float) and budget > 0):
-        raise InvalidParamsError("budget", budget, "a cost in USD > 0, or None")
+    check_int("max_live", max_live, 1)
+    if budget is not None:
+        check_number("budget", budget, above=0, allowed="a cost in USD > 0, or None")
     keys = [item.key for item in items]
     if len(set(keys)) != len(keys):
         raise InvalidParamsError("items", "duplicate keys", "items with unique keys")

@@ -1,8 +1,11 @@
 """The ``claude-trio`` command: argument parsing, parameter building and exit codes.
 
-``main`` is a thin shell: :func:`parse_args` and :func:`execute_params_kwargs` are pure, the
-session itself runs in ``claude_trio.runner.run_command(args, renderer)``, and ``main`` maps the
-outcome to an exit code:
+``main`` is a thin shell: it parses the arguments (:func:`parse_args`, pure) and calls the
+command's function, found in one table, :data:`COMMANDS` (its module imported then). ``run``
+and ``demo`` are :func:`session_command`: it checks what can be checked before anything starts
+(credentials, parameters, where a cassette goes), runs the session in
+``claude_trio.runner.run_command(args, renderer)`` and maps the outcome to an exit code;
+``serve``, ``batch`` and ``worker`` live in modules of their own and use the same codes:
 
 * 0 - the session succeeded (``--help`` and ``--version`` too);
 * 1 - the session ended in error (``run_command`` returned 1, or a claude-trio error escaped);
@@ -18,7 +21,7 @@ import importlib
 import importlib.metadata
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from rich.console import Console
@@ -32,6 +35,7 @@ from claude_trio.args import (
     EXIT_SESSION_ERROR,
     EXIT_USAGE,
     NO_CREDENTIALS_MESSAGE,
+    RECORD_MOVED,
     THINKING_MODES,
     build_execute_params,
     build_parser,
@@ -45,6 +49,7 @@ from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
 from claude_trio.render import EventSink, JsonLinesRenderer, Renderer
 
 __all__ = [
+    "COMMANDS",
     "CREDENTIAL_ENV_VARS",
     "EFFORT_LEVELS",
     "EXIT_INTERRUPTED",
@@ -58,10 +63,12 @@ __all__ = [
     "cassette_path",
     "execute_params_kwargs",
     "has_credentials",
+    "load_command",
     "main",
     "make_renderer",
     "parse_args",
     "read_stdin_line",
+    "session_command",
 ]
 
 
@@ -73,25 +80,35 @@ def make_renderer(args: argparse.Namespace, stream: TextIO) -> EventSink:
 
 
 RunCommand = Callable[[argparse.Namespace, EventSink], int]
+Command = Callable[[argparse.Namespace], int]
 
+COMMANDS: Mapping[str, str] = {
+    "run": "claude_trio.cli:session_command",
+    "demo": "claude_trio.cli:session_command",
+    "record": "claude_trio.cli:record_moved",
+    "serve": "claude_trio.serve:serve_command",
+    "batch": "claude_trio.batch:batch_command",
+    "worker": "claude_trio.worker:worker_command",
+}
+"""Every command -> ``module:function``, the function that runs it with the parsed arguments
+and returns the exit code. The module is imported when its command runs: the session
+machinery and the servers are more than ``--help``, ``--version`` and usage errors need."""
 
-def _load_run_command() -> RunCommand:
-    # Imported on use: the runner pulls in the whole session machinery, which `--help`,
-    # `--version` and usage errors never need.
-    runner = importlib.import_module("claude_trio.runner")
-    run_command: RunCommand = runner.run_command
-    return run_command
-
-
-FANOUT_COMMANDS = ("serve", "batch", "worker")
 TOKEN_ENV = "CLAUDE_TRIO_TOKEN"
 
 
-def _run_fanout_command(args: argparse.Namespace) -> int:
-    """``serve`` and ``batch``: their own modules, loaded on use (like the runner)."""
-    module = importlib.import_module(f"claude_trio.{args.command}")
-    command: Callable[[argparse.Namespace], int] = getattr(module, f"{args.command}_command")
-    return command(args)
+def load_command(name: str) -> Command:
+    """The function of command ``name`` (see :data:`COMMANDS`), its module imported now."""
+    module, _, function = COMMANDS[name].partition(":")
+    command: Command = getattr(importlib.import_module(module), function)
+    return command
+
+
+def _load_run_command() -> RunCommand:
+    # Imported on use: the runner pulls in the whole session machinery.
+    runner = importlib.import_module("claude_trio.runner")
+    run_command: RunCommand = runner.run_command
+    return run_command
 
 
 def _exit_code(code: object) -> int:
@@ -107,31 +124,60 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse_args(argv)
     except SystemExit as exit_:  # argparse has printed the usage error, help or version
         return _exit_code(exit_.code)
-    errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    if args.command in FANOUT_COMMANDS:
-        return _run_fanout_command(args)
+    return load_command(args.command)(args)
+
+
+def record_moved(args: argparse.Namespace) -> int:
+    """``claude-trio record PROMPT --out FILE``: now ``run PROMPT --record FILE``."""
+    _errors().print(
+        f"claude-trio: `record` is now `run --record`: {RECORD_MOVED}", markup=False
+    )
+    return EXIT_USAGE
+
+
+def _errors() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """Why ``run`` / ``demo`` cannot start as asked (``None``: it can); raises
+    ``InvalidParamsError`` for a bad parameter."""
     cassette = cassette_path(args)
+    if cassette is not None:
+        check_record_to(cassette)  # fail before anything starts
+    if args.command != "run":
+        return None
+    if args.remote is not None:
+        if args.offline or cassette is not None:
+            option = "--offline" if args.offline else "--record"
+            return (
+                f"{option} is for a session run here; with --remote the server runs it "
+                "(claude-trio serve --offline serves the offline model)"
+            )
+        if not os.environ.get(TOKEN_ENV):
+            return (
+                f"--remote needs the server's token in {TOKEN_ENV} "
+                "(claude-trio serve prints one, or set it on both sides)"
+            )
+    elif not args.offline and not has_credentials(
+        os.environ, ollama_base_url=args.ollama_base_url, provider=args.provider
+    ):
+        return NO_CREDENTIALS_MESSAGE.removeprefix("claude-trio: ")
+    build_execute_params(args)
+    return None
+
+
+def session_command(args: argparse.Namespace) -> int:
+    """``run`` and ``demo``: one session, its events shown as they come (``claude_trio.runner``)."""
+    errors = _errors()
     try:
-        if cassette is not None:
-            check_record_to(cassette)  # fail before anything starts
-        if args.command in ("run", "record"):
-            if getattr(args, "remote", None) is not None:
-                if not os.environ.get(TOKEN_ENV):
-                    errors.print(
-                        f"claude-trio: --remote needs the server's token in {TOKEN_ENV} "
-                        "(claude-trio serve prints one, or set it on both sides)",
-                        markup=False,
-                    )
-                    return EXIT_USAGE
-            elif not has_credentials(
-                os.environ, ollama_base_url=args.ollama_base_url, provider=args.provider
-            ):
-                errors.print(NO_CREDENTIALS_MESSAGE, markup=False)
-                return EXIT_USAGE
-            build_execute_params(args)
+        usage = _usage_problem(args)
     except InvalidParamsError as exc:
-        errors.print(f"claude-trio: {exc}", markup=False)
+        usage = str(exc)
+    if usage is not None:
+        errors.print(f"claude-trio: {usage}", markup=False)
         return EXIT_USAGE
+    cassette = cassette_path(args)
     renderer = make_renderer(args, sys.stdout)
     problem: str | None = None
     try:

@@ -73,9 +73,20 @@ from trio_websocket import (
 
 from claude_trio.actors.boundary import raise_unwrapped
 from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.channel import BaseReceiveChannel
 from claude_trio.protocol.approvals import ApprovalAnswer
 from claude_trio.protocol.checks import positive_int, seconds
-from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
+from claude_trio.protocol.errors import (
+    ConnectionLostError,
+    GatewayError,
+    GatewayRefusedError,
+    GatewayUnavailableError,
+    InvalidParamsError,
+    RemoteOpError,
+    ResyncRequiredError,
+    SessionLostError,
+    WireError,
+)
 from claude_trio.protocol.events import Event, is_terminal
 from claude_trio.protocol.follow import Follow, FollowError
 from claude_trio.protocol.lifecycle import Accepted, Rejected
@@ -105,23 +116,15 @@ from claude_trio.protocol.wire import (
     SessionsFrame,
     SetModelOp,
     SetPermissionModeOp,
-    WireError,
     decode_frame,
     encode_op,
 )
 
 __all__ = [
     "ClientConfig",
-    "ConnectionLostError",
     "GatewayClient",
-    "GatewayError",
-    "GatewayRefusedError",
-    "GatewayUnavailableError",
     "RemoteEvents",
-    "RemoteOpError",
     "RemoteSession",
-    "ResyncRequiredError",
-    "SessionLostError",
     "connect_gateway",
 ]
 
@@ -135,70 +138,6 @@ _TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
 #: Ops that may be sent again when their reply was lost with the connection.
 _REPEATABLE = (HelloOp, ListOp, AbortOp, SetModelOp, SetPermissionModeOp)
-
-
-# -- errors -------------------------------------------------------------------------------------
-
-
-class GatewayError(ClaudeTrioError):
-    """Something went wrong between this client and the gateway."""
-
-
-class GatewayRefusedError(GatewayError):
-    """The gateway refused the websocket handshake (``status``: 401 for a wrong token, 403
-    for an Origin it does not allow, 503 when it is over a connection cap)."""
-
-    def __init__(self, url: str, status: int, body: str) -> None:
-        self.status = status
-        self.body = body
-        super().__init__(f"the gateway at {url} refused the connection: HTTP {status} {body}")
-
-
-class GatewayUnavailableError(GatewayError):
-    """The client could not connect (again) after its attempts, or was closed."""
-
-
-class ConnectionLostError(GatewayError):
-    """The connection dropped after the op was sent and before its reply: the server may or
-    may not have acted on it (``open`` may have started a session: ``list`` shows it)."""
-
-
-class RemoteOpError(GatewayError):
-    """The gateway answered an op with an ``error`` frame: ``code`` is one of
-    ``protocol.wire.WireErrorCode``, the message is the server's."""
-
-    def __init__(self, op: str, code: str, message: str) -> None:
-        self.op = op
-        self.code = code
-        self.message = message
-        super().__init__(f"{op}: {code}: {message}")
-
-
-class ResyncRequiredError(GatewayError):
-    """The server's replay buffer no longer holds the events after ``last_seq``: they cannot
-    be replayed exactly (``oldest_seq`` is the oldest it holds)."""
-
-    def __init__(self, session_id: str, last_seq: int, oldest_seq: int | None) -> None:
-        self.session_id = session_id
-        self.last_seq = last_seq
-        self.oldest_seq = oldest_seq
-        super().__init__(
-            f"session {session_id}: the server no longer holds the events after seq "
-            f"{last_seq} (its replay buffer starts at {oldest_seq}); this client fell too far "
-            "behind to resume exactly. Attach again with last_seq=None for what is left, or "
-            "give the server a larger replay buffer"
-        )
-
-
-class SessionLostError(GatewayError):
-    """The server no longer knows the session (it restarted, or forgot it: keep_finished)."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        super().__init__(
-            f"session {session_id}: the server no longer knows it (it restarted, or forgot "
-            "the session after it ended)"
-        )
 
 
 # -- configuration ------------------------------------------------------------------------------
@@ -307,7 +246,7 @@ def _ends_execution(event: Event) -> bool:
     return is_terminal(event) and bool(getattr(event, "final", True))
 
 
-class RemoteEvents(trio.abc.ReceiveChannel[Event]):
+class RemoteEvents(BaseReceiveChannel[Event]):
     """One execution's events of a :class:`RemoteSession`; ends after its final terminal
     event (the first one with a seq of at least ``from_seq``).
 
@@ -315,15 +254,20 @@ class RemoteEvents(trio.abc.ReceiveChannel[Event]):
     Cancellation: ``receive()`` is a plain checkpoint; cancelling it loses nothing.
     Error handling: once the queue is empty, a session that cannot be followed any more
     raises its error (:class:`ResyncRequiredError`, :class:`SessionLostError`,
-    :class:`GatewayUnavailableError`, ``trio.ClosedResourceError`` after ``close()``).
+    :class:`GatewayUnavailableError`, ``trio.ClosedResourceError`` after the session's
+    ``close()``). Closing this channel (``aclose()``) stops reading it: ``receive()`` then
+    raises ``trio.ClosedResourceError``; the session goes on.
     """
 
+    _closed_message = "this execution's events were closed by their reader"
+
     def __init__(self, session: RemoteSession, from_seq: int) -> None:
+        super().__init__()
         self._session = session
         self._from_seq = from_seq
         self._done = False
 
-    def receive_nowait(self) -> Event:
+    def _take(self) -> Event:
         if self._done:
             raise trio.EndOfChannel
         event = self._session._take()
@@ -331,20 +275,14 @@ class RemoteEvents(trio.abc.ReceiveChannel[Event]):
             self._done = True
         return event
 
-    async def receive(self) -> Event:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        while True:
-            try:
-                event = self.receive_nowait()
-            except trio.WouldBlock:
-                await self._session._wait_readable()
-                continue
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            return event
+    async def _wait_readable(self) -> None:
+        await self._session._wait_readable()
 
-    async def aclose(self) -> None:
-        self._done = True
-        await trio.lowlevel.checkpoint()
+    def _wake(self) -> None:
+        self._session._wake()
+
+    def _queued(self) -> int:
+        return 0 if self._done else len(self._session._queue)
 
 
 class RemoteSession:

@@ -3,7 +3,7 @@
 The demo is meant to be a user's first command, so it needs no key and no network, finishes in a
 few seconds, and still runs the whole pipeline: the bundled CLI as a subprocess, the SDK, every
 actor of :func:`~claude_trio.actors.session.open_session`. Only the model is fake - a
-:class:`~claude_trio.testing.model_double.ModelDouble` served on 127.0.0.1 in the same nursery -
+:class:`~claude_trio.offline.model_double.ModelDouble` served on 127.0.0.1 in the same nursery -
 and real tools run in a throw-away project folder.
 
 The scripted model shows one event of every kind a session produces: it thinks, writes, plans a
@@ -30,10 +30,8 @@ import trio
 
 from claude_trio.actors.broker import UserInputHandler
 from claude_trio.actors.session import Session, open_session
-from claude_trio.protocol.events import UserInputRequest
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.testing.hermetic import hermetic_env
-from claude_trio.testing.model_double import (
+from claude_trio.offline.hermetic import hermetic_env
+from claude_trio.offline.model_double import (
     ModelRequest,
     Reply,
     ReplyText,
@@ -44,6 +42,8 @@ from claude_trio.testing.model_double import (
     Response,
     open_model_double,
 )
+from claude_trio.protocol.events import UserInputRequest
+from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
 
 DEMO_PROMPT = "Get to know the project in this folder and tell me what it does."
 

@@ -24,21 +24,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import trio
 
-__all__ = ["RedisUnavailableError", "RedisUsageError", "check_redis_url", "open_redis"]
+from claude_trio.protocol.errors import RedisUnavailableError, RedisUsageError
+
+__all__ = ["check_redis_url", "open_redis"]
 
 PASSWORD_ENV = "REDISCLI_AUTH"
 # How long the first PING may take: a server that accepts the connection and never answers
 # (a wrong port, a proxy) fails the command instead of hanging it.
 FIRST_PING_TIMEOUT = 10.0
-
-
-class RedisUsageError(Exception):
-    """A Redis URL that cannot be used; the message says what to do."""
-
-
-class RedisUnavailableError(Exception):
-    """The Redis of a URL could not be used at start (unreachable, TLS not verified, password
-    refused); the message says which, and never holds the password."""
 
 
 def check_redis_url(url: str) -> None:

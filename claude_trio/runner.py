@@ -1,11 +1,11 @@
 """The session side of the ``claude-trio`` command: ``run`` (``--remote URL``: on a
 ``claude-trio serve`` server, through :mod:`claude_trio.client`) and ``demo``.
 
-:func:`run_command` is what ``cli.main`` calls once the arguments are valid. Each command is
-one session whose every event goes to the renderer; they differ only in the session they open
-(``run``: the user's prompt on the real API; ``record``: the same, with a cassette of the CLI's
-traffic written to ``--out``; ``demo``: :mod:`claude_trio.demo`, with ``--record FILE`` a
-cassette too). The exit code
+:func:`run_command` is what ``cli.session_command`` calls once the arguments are valid. Each
+command is one session whose every event goes to the renderer; they differ only in the session
+they open (``run``: the user's prompt on the real API, or with ``--offline`` on the built-in
+offline model, :mod:`claude_trio.offline`; ``demo``: :mod:`claude_trio.demo`). With
+``--record FILE`` either writes a cassette of the CLI's traffic too. The exit code
 follows the execution's final terminal event: 0 for a result that is not an error, 1 for an
 error result, an abort, a fatal error, or a stream that ended without any terminal event; 130
 after Ctrl-C.
@@ -54,6 +54,7 @@ from rich.console import Console
 
 from claude_trio.actors.boundary import raise_unwrapped
 from claude_trio.actors.broker import UserInputHandler
+from claude_trio.actors.channel import SourceView
 from claude_trio.actors.session import open_session
 from claude_trio.args import (
     EXIT_INTERRUPTED,
@@ -65,6 +66,7 @@ from claude_trio.args import (
 )
 from claude_trio.client import RemoteSession, connect_gateway
 from claude_trio.demo import open_demo_session
+from claude_trio.offline import open_offline_model
 from claude_trio.protocol.approvals import ASKING_MODES
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
 from claude_trio.protocol.events import Event, Result, UserInputRequest, is_terminal
@@ -229,8 +231,9 @@ async def run_session(
 def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
     """The session ``args.command`` runs; raises ``InvalidParamsError`` for bad parameters."""
     cassette = cassette_path(args)
+    recording: dict[str, Any] = {} if cassette is None else {"record_to": cassette}
     match args.command:
-        case "run" | "record":
+        case "run":
             params = build_execute_params(args)
             handler = user_input_handler(args, sink, stdin_is_tty=sys.stdin.isatty())
             if getattr(args, "remote", None) is not None:
@@ -241,38 +244,56 @@ def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
                     params,
                     on_user_input=handler,
                 )
-            if cassette is None:
-                return functools.partial(open_session, params, on_user_input=handler)
-            return functools.partial(
-                open_session, params, on_user_input=handler, record_to=cassette
-            )
+            if getattr(args, "offline", False):
+                return functools.partial(
+                    open_offline_session, params, on_user_input=handler, **recording
+                )
+            return functools.partial(open_session, params, on_user_input=handler, **recording)
         case "demo":
-            if cassette is None:
-                return open_demo_session
-            return functools.partial(open_demo_session, record_to=cassette)
+            return functools.partial(open_demo_session, **recording)
         case other:
-            raise InvalidParamsError("command", other, "'run', 'record' or 'demo'")
+            raise InvalidParamsError("command", other, "'run' or 'demo'")
+
+
+@asynccontextmanager
+async def open_offline_session(
+    params: ExecuteParams,
+    *,
+    on_user_input: UserInputHandler | None = None,
+    record_to: str | None = None,
+) -> AsyncIterator[RunnableSession]:
+    """``run --offline``: the session's CLI talks to the built-in offline model, served on
+    127.0.0.1 for as long as the session runs (:func:`claude_trio.offline.open_offline_model`)."""
+    async with (
+        open_offline_model() as offline,
+        open_session(
+            params, on_user_input=on_user_input, env=offline.env, record_to=record_to
+        ) as session,
+    ):
+        yield session
 
 
 REMOTE_ABORT_GRACE = 10.0
 """How long leaving ``run --remote`` early may wait for the server to abort the session."""
 
 
-class _AnsweredEvents(trio.abc.ReceiveChannel[Event]):
+class _AnsweredEvents(SourceView[Event]):
     """A remote session's events; each question is answered in a task of its own, by the
-    handler or, without one (nobody at a terminal), with "no answer"."""
+    handler or, without one (nobody at a terminal), with "no answer". Closing it closes the
+    session's events too."""
 
     def __init__(
         self, session: RemoteSession, handler: UserInputHandler | None, nursery: trio.Nursery
     ) -> None:
+        super().__init__(session.events)
         self._session = session
         self._handler = handler
         self._nursery = nursery
         #: The execution's final terminal event came (nothing left to stop on the server).
         self.ended = False
 
-    async def receive(self) -> Event:
-        event = await self._session.events.receive()
+    def _admit(self, item: Any) -> Event:
+        event: Event = item
         if isinstance(event, UserInputRequest):
             self._nursery.start_soon(self._answer, event)
         if is_terminal(event) and getattr(event, "final", True):
@@ -289,8 +310,9 @@ class _AnsweredEvents(trio.abc.ReceiveChannel[Event]):
             answer = {} if request.source == "model-tool" else {"action": "decline"}
         await self._session.answer(request.request_id, answer)
 
-    async def aclose(self) -> None:
-        await self._session.events.aclose()
+    def _discard(self) -> None:
+        super()._discard()
+        self._session.events.close()
 
 
 @attrs.define(eq=False)
@@ -337,7 +359,7 @@ async def open_remote_session(
 
 
 def run_command(args: argparse.Namespace, renderer: EventSink) -> int:
-    """Run ``claude-trio run`` / ``record`` / ``demo``; return the exit code."""
+    """Run ``claude-trio run`` / ``demo``; return the exit code."""
     opener = session_opener(args, renderer)
     return trio.run(
         functools.partial(run_session, opener, renderer, on_output_closed=_silence_stdout)

@@ -57,7 +57,7 @@ from claude_trio.args import (
     has_credentials,
 )
 from claude_trio.logs import configure_logging
-from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.errors import InvalidParamsError, ServeUsageError
 from claude_trio.protocol.remote import Principal, check_token
 
 log = logging.getLogger(__name__)
@@ -65,10 +65,6 @@ log = logging.getLogger(__name__)
 TOKEN_ENV = "CLAUDE_TRIO_TOKEN"
 """The environment variable holding the gateway token (``serve``, and clients: ``run
 --remote``, ``batch --remote``)."""
-
-
-class ServeUsageError(Exception):
-    """A ``serve`` command line that cannot run; the message says what to do."""
 
 
 @attrs.frozen(kw_only=True, repr=False)  # no repr: it holds the tokens
@@ -349,7 +345,8 @@ def serve_command(args: argparse.Namespace) -> int:
                 file=errors,
             )
             return EXIT_USAGE
-        from claude_trio.redis_url import RedisUsageError, check_redis_url
+        from claude_trio.protocol.errors import RedisUsageError
+        from claude_trio.redis_url import check_redis_url
 
         try:
             check_redis_url(config.redis)
@@ -364,7 +361,7 @@ def serve_command(args: argparse.Namespace) -> int:
     configure_logging(errors, json_lines=args.log_json)
     if args.tokens is not None and _tokens_file_readable_by_others(args.tokens):
         log.warning("serve: the tokens file can be read by other users of this machine (chmod 600)")
-    from claude_trio.redis_url import RedisUnavailableError
+    from claude_trio.protocol.errors import RedisUnavailableError
 
     with contextlib.suppress(KeyboardInterrupt):
         try:

@@ -18,7 +18,7 @@ import trio
 
 from claude_trio.protocol.skills import SkillInfo, SkillSource, scan_skills
 
-__all__ = ["list_skills"]
+__all__ = ["SkillInfo", "list_skills"]
 
 
 async def list_skills(

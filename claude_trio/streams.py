@@ -40,7 +40,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from types import TracebackType
 from typing import Any, TypeVar, overload
 
 import attrs
@@ -48,9 +47,14 @@ import trio
 from rich.console import Console
 
 from claude_trio.actors.boundary import open_block_nursery
-from claude_trio.actors.event_stream import QueueReceiveChannel
-from claude_trio.actors.fleet import DEFAULT_SUBSCRIBER_BYTES, SlowSubscriberError
-from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
+from claude_trio.actors.channel import BaseReceiveChannel, SourceView, check_source
+from claude_trio.actors.fleet import DEFAULT_SUBSCRIBER_BYTES
+from claude_trio.protocol.checks import check_int
+from claude_trio.protocol.errors import (
+    InvalidParamsError,
+    SlowSubscriberError,
+    StreamEndedError,
+)
 from claude_trio.protocol.events import (
     EVENT_KINDS,
     EVENT_TYPES,
@@ -68,7 +72,6 @@ __all__ = [
     "ConsoleObserver",
     "EventFilter",
     "ObservedStream",
-    "StreamEndedError",
     "SubagentSplit",
     "SubagentStream",
     "TeeOutput",
@@ -91,10 +94,6 @@ Observer = Callable[[Event], object]
 
 DEFAULT_TEE_QUEUE = 1000
 """Events a tee consumer may lag behind by default before its deltas are merged."""
-
-
-class StreamEndedError(ClaudeTrioError):
-    """The stream ended before the event that was waited for (:func:`wait_for`)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,67 +142,12 @@ def _describe(kinds: Sequence[Kind], where: object) -> str:
     return what + (" event matching where=" if where is not None and names else " event")
 
 
-def _check_source(events: object) -> None:
-    if not hasattr(events, "__aiter__"):
-        raise InvalidParamsError(
-            "events",
-            events,
-            "a stream of events: session.events, a subscription, any async iterable of events",
-        )
-
-
 # ---------------------------------------------------------------------------------------------
 # Views: receive channels over a source, with no task and no buffer
 # ---------------------------------------------------------------------------------------------
 
 
-class _View(trio.abc.ReceiveChannel[E]):
-    """A receive channel that reads its source on demand. Closing it leaves the source open."""
-
-    def __init__(self, events: EventSource) -> None:
-        _check_source(events)
-        self._source = events
-        self._iterator: AsyncIterator[Event] = aiter(events)
-        self._closed = False
-        self._ended = False
-
-    async def _next(self) -> Event:
-        """The source's next event; ``trio.EndOfChannel`` at its end."""
-        if self._closed:
-            raise trio.ClosedResourceError("this view was closed")
-        if self._ended:
-            raise trio.EndOfChannel
-        try:
-            return await anext(self._iterator)
-        except StopAsyncIteration:
-            self._ended = True
-            self._source_ended()
-            raise trio.EndOfChannel from None
-
-    def _source_ended(self) -> None:
-        pass
-
-    def close(self) -> None:
-        """Stop reading through this view (the source stays open). Idempotent."""
-        self._closed = True
-
-    async def aclose(self) -> None:
-        self.close()
-        await trio.lowlevel.checkpoint()
-
-    def __enter__(self) -> _View[E]:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class EventFilter(_View[E]):
+class EventFilter(SourceView[E]):
     """The events of a source that match (:func:`filter_events`); the others are read and
     passed over.
 
@@ -218,11 +162,8 @@ class EventFilter(_View[E]):
         super().__init__(events)
         self._matches = matches
 
-    async def receive(self) -> E:
-        while True:
-            event = await self._next()
-            if self._matches(event):
-                return event  # type: ignore[return-value]
+    def _admit(self, item: Any) -> E | None:
+        return item if self._matches(item) else None
 
 
 # One class gives a typed view; the overlap with the general form (a class is also a Kind) is
@@ -279,7 +220,7 @@ async def wait_for(
     bound the wait, put it under ``trio.fail_after``.
     """
     matches = _matcher(kinds, where)
-    _check_source(events)
+    check_source(events)
     await trio.lowlevel.checkpoint()
     last: Event | None = None
     async for event in events:
@@ -299,7 +240,7 @@ async def collect(events: EventSource) -> Transcript:
     ``aborted``, a fatal ``error``) arrives, whichever is first. Everything read is held until
     then (it is what the transcript holds). See ``protocol/transcript.py`` for the rules.
     """
-    _check_source(events)
+    check_source(events)
     await trio.lowlevel.checkpoint()
     got: list[Event] = []
     async for event in events:
@@ -314,7 +255,7 @@ async def collect(events: EventSource) -> Transcript:
 # ---------------------------------------------------------------------------------------------
 
 
-class ObservedStream(_View[Event]):
+class ObservedStream(SourceView[Event]):
     """The source's events, each shown to the observers first (:func:`observe`).
 
     Channels: a view, no task and no buffer. At the end of the source each observer that has
@@ -329,11 +270,10 @@ class ObservedStream(_View[Event]):
         self._observers = tuple(observers)
         self._observers_closed = False
 
-    async def receive(self) -> Event:
-        event = await self._next()
+    def _admit(self, item: Any) -> Event:
         for observer in self._observers:
-            observer(event)
-        return event
+            observer(item)
+        return item  # type: ignore[no-any-return]
 
     def _source_ended(self) -> None:
         self._close_observers()
@@ -347,9 +287,10 @@ class ObservedStream(_View[Event]):
             if callable(close):
                 close()
 
-    def close(self) -> None:
-        """Stop reading through this view and close the observers (the source stays open)."""
-        super().close()
+    def _discard(self) -> None:
+        # close(): stop reading through this view and close the observers (the source stays
+        # open).
+        super()._discard()
         self._close_observers()
 
 
@@ -407,7 +348,7 @@ def console_observer(
 # ---------------------------------------------------------------------------------------------
 
 
-class TeeOutput(QueueReceiveChannel):
+class TeeOutput(BaseReceiveChannel[Event]):
     """One consumer's copy of the stream (:func:`open_tee`).
 
     Channels: the consumer owns it; ``close()`` (or ``with out:``) stops its copy, and the
@@ -420,10 +361,11 @@ class TeeOutput(QueueReceiveChannel):
     ``trio.EndOfChannel``.
     """
 
+    _closed_message = "this tee output was closed"
+
     def __init__(self, *, max_queue: int, max_bytes: int) -> None:
+        super().__init__()
         self._queue = SubscriberQueue(max_events=max_queue, max_bytes=max_bytes)
-        self._readable = trio.Event()
-        self._closed = False
         self._ended = False
         self._failure: BaseException | None = None
         #: Why this consumer was dropped (``None`` while it is not).
@@ -448,16 +390,14 @@ class TeeOutput(QueueReceiveChannel):
             return
         if not self._queue.offer(entry):
             self.dropped_reason = self._queue.dropped_reason
-        self._readable.set()
+        self._wake()
 
     def _end(self, failure: BaseException | None = None) -> None:
         self._ended = True
         self._failure = failure
-        self._readable.set()
+        self._wake()
 
-    def receive_nowait(self) -> Event:
-        if self._closed:
-            raise trio.ClosedResourceError("this tee output was closed")
+    def _take(self) -> Event:
         if self.dropped_reason is not None:
             raise SlowSubscriberError(self.dropped_reason)
         entry = self._queue.take()
@@ -471,32 +411,12 @@ class TeeOutput(QueueReceiveChannel):
             raise trio.EndOfChannel
         raise trio.WouldBlock
 
-    def close(self) -> None:
-        """Stop this copy and discard what it holds. Idempotent."""
-        self._closed = True
+    def _discard(self) -> None:
+        # close(): stop this copy and discard what it holds.
         self._queue.clear()
-        self._readable.set()
 
-    async def aclose(self) -> None:
-        self.close()
-        await trio.lowlevel.checkpoint()
-
-    def __enter__(self) -> TeeOutput:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-def _check_count(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidParamsError(name, value, f"an int >= {minimum}")
-    return value
+    def _queued(self) -> int:
+        return len(self._queue)
 
 
 async def _run_tee(events: EventSource, outputs: tuple[TeeOutput, ...]) -> None:
@@ -541,10 +461,10 @@ async def open_tee(
     The task stops at the end of the source (each copy then ends after what it holds), when
     every copy was closed or dropped, or when the block is left: nothing outlives it.
     """
-    _check_source(events)
-    _check_count("consumers", consumers, 1)
-    _check_count("max_queue", max_queue, 1)
-    _check_count("max_bytes", max_bytes, 1)
+    check_source(events)
+    check_int("consumers", consumers, 1)
+    check_int("max_queue", max_queue, 1)
+    check_int("max_bytes", max_bytes, 1)
     outputs = tuple(TeeOutput(max_queue=max_queue, max_bytes=max_bytes) for _ in range(consumers))
     async with open_block_nursery() as nursery:
         nursery.start_soon(_run_tee, events, outputs)
@@ -685,7 +605,7 @@ async def open_subagent_split(events: EventSource) -> AsyncIterator[SubagentSpli
     Cancellation: leaving the block stops the task reading the source; nothing outlives it.
     Error handling: an error of the source comes out of the ``async with``.
     """
-    _check_source(events)
+    check_source(events)
     splitter = _Splitter()
     async with open_block_nursery() as nursery:
         nursery.start_soon(splitter.run, events)

@@ -32,12 +32,8 @@ from claude_trio.args import (
     has_credentials,
 )
 from claude_trio.logs import configure_logging
-from claude_trio.redis_url import (
-    RedisUnavailableError,
-    RedisUsageError,
-    check_redis_url,
-    open_redis,
-)
+from claude_trio.protocol.errors import RedisUnavailableError, RedisUsageError
+from claude_trio.redis_url import check_redis_url, open_redis
 from claude_trio.serve import _sessions_env
 
 log = logging.getLogger(__name__)

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 import attrs
 from claude_agent_sdk import ResultMessage
 
+from .checks import finite_float
 from .usage import ZERO_USAGE, Usage, add_usage, normalize_usage
 
 
@@ -79,13 +80,14 @@ class UsageLedger:
 
     def _turn_cost(self, cumulative: float | None) -> float:
         """The cost of the turn whose result reports ``cumulative``, and remember it (rule 3, 4)."""
-        if cumulative is None or isinstance(cumulative, bool) or cumulative < 0:
+        total = finite_float(cumulative)
+        if total is None or total < 0:
             return 0.0
         previous = self._last_cumulative_cost
-        self._last_cumulative_cost = float(cumulative)
-        if previous is None or cumulative < previous:
-            return float(cumulative)
-        return float(cumulative) - previous
+        self._last_cumulative_cost = total
+        if previous is None or total < previous:
+            return total
+        return total - previous
 
     def record_result(self, result: ResultMessage) -> TurnUsage:
         """Count one result and return the turn's usage with the running totals."""
@@ -109,7 +111,7 @@ def transcript_cost(lines: Iterable[str]) -> float | None:
             continue
         if not isinstance(row, dict) or row.get("type") != "cost-state":
             continue
-        value = row.get("totalCostUSD")
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-            cost = float(value)
+        value = finite_float(row.get("totalCostUSD"))
+        if value is not None and value >= 0:
+            cost = value
     return cost

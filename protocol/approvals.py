@@ -41,6 +41,7 @@ import attrs
 from claude_agent_sdk import PermissionResult, PermissionResultAllow, PermissionResultDeny
 from claude_agent_sdk.types import PermissionRuleValue, PermissionUpdate
 
+from .checks import check_bool
 from .errors import InvalidParamsError
 from .events import UserInputRequest
 from .permissions import PermissionMode
@@ -113,8 +114,7 @@ def _check_message(_inst: object, attribute: attrs.Attribute[Any], value: Any) -
 
 
 def _check_interrupt(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, bool):
-        raise InvalidParamsError("answer.interrupt", value, "true or false")
+    check_bool("answer.interrupt", value, allowed="true or false")
 
 
 def _check_decision(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:

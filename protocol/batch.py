@@ -35,24 +35,15 @@ from typing import Any
 
 import attrs
 
-from .checks import seconds
+from .checks import check_bool, check_int, finite_float, seconds, validator
 from .codec import to_json_safe
-from .errors import ClaudeTrioError
+from .errors import BatchFileError, WireError
 from .events import Aborted, Error, Event, Result, Retry, is_terminal
 from .params import ExecuteParams
 from .usage import ZERO_USAGE, Usage, add_usage
-from .wire import PARAMS_FIELDS, WireError, params_from_json
+from .wire import PARAMS_FIELDS, params_from_json
 
 RETRY_STATUSES = frozenset({429, 529})
-
-
-class BatchFileError(ClaudeTrioError, ValueError):
-    """A batch file line that is not an item; the message names the line and the problem."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        self.where = where
-        self.problem = problem
-        super().__init__(f"{where}: {problem}")
 
 
 @attrs.frozen(kw_only=True)
@@ -107,10 +98,10 @@ def parse_items(
 class RetryPolicy:
     """How often, and after how long, an attempt is tried again (rule 3)."""
 
-    retries: int = attrs.field(default=4, validator=attrs.validators.ge(0))
+    retries: int = attrs.field(default=4, validator=validator(check_int, minimum=0))
     base: float = attrs.field(default=2.0, validator=seconds)
     cap: float = attrs.field(default=60.0, validator=seconds)
-    jitter: bool = True
+    jitter: bool = attrs.field(default=True, validator=validator(check_bool))
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first)."""
@@ -258,8 +249,8 @@ def read_results(data: bytes) -> ResultsSoFar:
             continue
         lines += 1
         last[obj["key"]] = obj.get("ok") is True
-        cost = obj.get("cost_usd")
-        if isinstance(cost, int | float) and math.isfinite(cost) and cost > 0:
+        cost = finite_float(obj.get("cost_usd"))
+        if cost is not None and cost > 0:
             spent += cost
     return ResultsSoFar(
         done=frozenset(k for k, ok in last.items() if ok), spent=spent, whole_bytes=end, lines=lines
@@ -293,7 +284,6 @@ class BatchProgress:
 
 __all__ = [
     "Attempt",
-    "BatchFileError",
     "BatchItem",
     "BatchProgress",
     "BatchResult",

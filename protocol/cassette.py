@@ -32,14 +32,14 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from .errors import ClaudeTrioError
+from .checks import finite_float, is_int
+from .errors import CassetteError
 
 __all__ = [
     "FORMAT_VERSION",
     "HEADER_KEY",
     "WRITE_KINDS",
     "Cassette",
-    "CassetteError",
     "CassetteHeader",
     "Record",
     "RecordKind",
@@ -66,10 +66,6 @@ _KINDS: tuple[RecordKind, ...] = (
 )
 WRITE_KINDS: tuple[RecordKind, ...] = ("write", "write_text")
 """The kinds of record that are lines written to the CLI."""
-
-
-class CassetteError(ClaudeTrioError):
-    """A cassette that cannot be read: the message names the file, the line and the problem."""
 
 
 @attrs.frozen(kw_only=True)
@@ -155,7 +151,7 @@ def _header(text: str, source: str) -> CassetteHeader:
             source,
             1,
             f'not a claude-trio cassette: the first line must be its header, {{"{HEADER_KEY}": '
-            f"{FORMAT_VERSION}, ...}} (record one with `claude-trio record` or "
+            f"{FORMAT_VERSION}, ...}} (record one with `claude-trio run PROMPT --record FILE` or "
             "open_session(record_to=...))",
         )
     if obj[HEADER_KEY] != FORMAT_VERSION:
@@ -180,9 +176,10 @@ def _record(text: str, number: int, source: str, after: float) -> Record:
     if not isinstance(obj, dict):
         raise _problem(source, number, f"a record must be a JSON object, not {text[:80]!r}")
     t = obj.get("t")
-    if isinstance(t, bool) or not isinstance(t, int | float) or not t >= 0:
+    seconds = finite_float(t)
+    if seconds is None or seconds < 0:
         raise _problem(source, number, f'"t" must be the seconds since connect (>= 0), not {t!r}')
-    if t < after:
+    if seconds < after:
         raise _problem(source, number, f'"t" goes back in time ({t} after {after})')
     kinds = [k for k in obj if k != "t"]
     if len(kinds) != 1 or kinds[0] not in _KINDS:
@@ -203,13 +200,13 @@ def _record(text: str, number: int, source: str, after: float) -> Record:
         "error": dict,
     }.get(kind)
     if kind == "exit":
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_int(value):
             raise _problem(source, number, f'"exit" must be an exit code (an int), not {value!r}')
     elif expected is not None and not isinstance(value, expected):
         raise _problem(
             source, number, f'"{kind}" must be a JSON {expected.__name__}, not {value!r}'[:200]
         )
-    return Record(t=float(t), kind=kind, value=value, line=number)
+    return Record(t=seconds, kind=kind, value=value, line=number)
 
 
 def parse_cassette(text: str, *, source: str = "<cassette>") -> Cassette:

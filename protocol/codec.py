@@ -38,6 +38,7 @@ from typing import Any, Literal, TypeVar, Union
 
 import attrs
 
+from .checks import is_int, is_number
 from .errors import RemoteProtocolError
 from .events import EVENT_KINDS, Event, EventBase
 from .usage import Usage
@@ -227,9 +228,9 @@ def _decode_union(value: Any, members: tuple[Any, ...], where: str) -> Any:
 
 def _decode_scalar(value: Any, annotation: Any, where: str) -> Any:
     # bool is an int subclass: neither int nor float fields take true/false.
-    if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
+    if annotation is float and is_number(value):
         return float(value)
-    if annotation is int and isinstance(value, int) and not isinstance(value, bool):
+    if annotation is int and is_int(value):
         return value
     if annotation in (str, bool) and isinstance(value, annotation):
         return value

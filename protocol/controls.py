@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from .checks import finite_float, is_int
 from .errors import InvalidParamsError
 from .models import resolve_model
 
@@ -76,7 +77,7 @@ def control_refusal(
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_int(value) else None
 
 
 @attrs.frozen(kw_only=True)
@@ -104,9 +105,7 @@ def context_usage_from(answer: Mapping[str, Any]) -> ContextUsage:
     return ContextUsage(
         total_tokens=_int(answer.get("totalTokens")),
         max_tokens=_int(answer.get("maxTokens")),
-        percentage=float(percentage)
-        if isinstance(percentage, int | float) and not isinstance(percentage, bool)
-        else None,
+        percentage=finite_float(percentage),
         model=model if isinstance(model, str) else None,
         categories=tuple(categories),
         data=MappingProxyType(dict(answer)),

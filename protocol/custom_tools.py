@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
@@ -34,6 +33,7 @@ import attrs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from .checks import check_number
 from .errors import InvalidParamsError
 
 __all__ = [
@@ -147,14 +147,13 @@ def _is_async_callable(value: object) -> bool:
 
 
 def _check_timeout(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-    if number is None or not math.isfinite(number) or not 0 < number <= MAX_TIMEOUT:
-        raise InvalidParamsError(
+    if value is not None:
+        check_number(
             f"custom tool {getattr(inst, 'name', '?')!r} timeout",
             value,
-            "seconds > 0 (at most 30 days), or None for the session's tool_timeout",
+            above=0,
+            maximum=MAX_TIMEOUT,
+            allowed="seconds > 0 (at most 30 days), or None for the session's tool_timeout",
         )
 
 

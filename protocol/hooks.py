@@ -32,7 +32,6 @@ session's nursery. Rules:
 from __future__ import annotations
 
 import inspect
-import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
@@ -40,7 +39,8 @@ from typing import Any, Literal, TypeAlias, get_args
 
 import attrs
 
-from .errors import InvalidParamsError
+from .checks import check_number
+from .errors import HookDecisionError, InvalidParamsError
 
 __all__ = [
     "HOOK_EVENTS",
@@ -240,14 +240,14 @@ def _check_callback(inst: Any, attribute: attrs.Attribute[Any], value: object) -
 
 
 def _check_timeout(inst: Any, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-    if number is None or not math.isfinite(number) or not 0 < number <= MAX_TIMEOUT:
-        raise InvalidParamsError(
+    if value is not None:
+        check_number(
             "hook timeout",
             value,
-            f"seconds > 0 (at most {MAX_TIMEOUT:g}), or None for ExecuteParams.hook_timeout",
+            above=0,
+            maximum=MAX_TIMEOUT,
+            allowed=f"seconds > 0 (at most {MAX_TIMEOUT:g}), or None for "
+            "ExecuteParams.hook_timeout",
         )
 
 
@@ -316,10 +316,6 @@ def check_hooks(value: object) -> tuple[Hook, ...]:
     if len(hooks) > MAX_HOOKS:
         raise InvalidParamsError("hooks", f"{len(hooks)} hooks", f"at most {MAX_HOOKS}")
     return hooks
-
-
-class HookDecisionError(ValueError):
-    """A hook returned something its event cannot take (rule 2)."""
 
 
 def _text(value: object, what: str) -> str:

@@ -128,6 +128,7 @@ from jsonschema import Draft202012Validator
 
 from . import todos
 from .accounting import UsageLedger
+from .checks import is_int
 from .errors import LocalProtocolError
 from .events import (
     Aborted,
@@ -188,7 +189,7 @@ class _Buffer:
 
 
 def _opt_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_int(value) else None
 
 
 def _opt_str(value: Any) -> str | None:
@@ -471,7 +472,7 @@ class Mapper:
                 cls(
                     text=text if isinstance(text, str) else "",
                     message_id=self._stream_message_ids.get(parent),
-                    index=index if type(index) is int else None,
+                    index=index if is_int(index) else None,
                     raw=message,
                 ),
                 parent=parent,
@@ -981,7 +982,7 @@ class Mapper:
             entry = next(iter(model_usage.values()))
         if isinstance(entry, Mapping):
             window = entry.get("contextWindow")
-            if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+            if is_int(window) and window > 0:
                 return window
         return context_window(self._model)
 

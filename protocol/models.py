@@ -27,7 +27,7 @@ from typing import Literal, TypeAlias, assert_never
 
 from claude_agent_sdk.types import ThinkingConfig, ThinkingConfigAdaptive, ThinkingConfigEnabled
 
-from .errors import InvalidParamsError
+from .errors import InvalidParamsError, UnknownModelError
 
 ThinkingMode: TypeAlias = Literal["adaptive", "enabled"]
 ThinkingDisplay: TypeAlias = Literal["summarized", "omitted"]
@@ -85,23 +85,20 @@ def context_window(model_id: str | None) -> int | None:
     return None
 
 
-class UnknownModelError(InvalidParamsError):
-    """A model name is neither a known alias, a CLI family alias, nor a full ``claude-`` id."""
-
-    def __init__(self, value: object) -> None:
-        known = ", ".join(sorted([*MODEL_ALIASES, *CLI_FAMILY_ALIASES]))
-        super().__init__(
-            "model",
-            value,
-            f"unknown model alias; use one of {known} or a full model id starting with "
-            f"{FULL_ID_PREFIX!r}",
-        )
+def _unknown_model(value: object) -> UnknownModelError:
+    known = ", ".join(sorted([*MODEL_ALIASES, *CLI_FAMILY_ALIASES]))
+    return UnknownModelError(
+        "model",
+        value,
+        f"unknown model alias; use one of {known} or a full model id starting with "
+        f"{FULL_ID_PREFIX!r}",
+    )
 
 
 def resolve_model(model: str) -> str:
     """The model id to hand the CLI for ``model`` (an alias or a full id); see the module rules."""
     if not isinstance(model, str):
-        raise UnknownModelError(model)
+        raise _unknown_model(model)
     if model.startswith(FULL_ID_PREFIX) and len(model) > len(FULL_ID_PREFIX):
         return model
     if model in CLI_FAMILY_ALIASES:
@@ -109,7 +106,7 @@ def resolve_model(model: str) -> str:
     try:
         return MODEL_ALIASES[model]
     except KeyError:
-        raise UnknownModelError(model) from None
+        raise _unknown_model(model) from None
 
 
 def _member(model_id: str | None, table: frozenset[str]) -> bool:

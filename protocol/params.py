@@ -22,7 +22,6 @@ mode, which denies shell and edits without asking.
 
 from __future__ import annotations
 
-import math
 import typing
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -34,6 +33,15 @@ from claude_agent_sdk.types import EffortLevel, ThinkingConfig
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from .checks import (
+    MAX_ARGUMENT_BYTES,
+    check_bool,
+    check_env,
+    check_int,
+    check_number,
+    optional,
+    validator,
+)
 from .errors import InvalidParamsError
 from .images import ImageInput, check_images
 from .models import ThinkingDisplay, ThinkingMode, effective_thinking, resolve_model
@@ -138,39 +146,21 @@ MAX_COUNT = 2**31 - 1
 """The largest value of an int parameter (turns, token budgets): what the CLI can take."""
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _finite_float(value: object) -> float | None:
-    """``value`` as a finite float, or ``None`` when it is not a number, not finite, or an int
-    too large for a float (never ``OverflowError``: a huge int is just an invalid value)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _check_optional_positive_int(
     _inst: object, attribute: attrs.Attribute[Any], value: object
 ) -> None:
-    if value is not None and not (_is_int(value) and 0 < value <= MAX_COUNT):  # type: ignore[operator]
-        raise InvalidParamsError(
-            _label(attribute), value, f"a positive int (at most {MAX_COUNT}) or None"
-        )
+    if value is not None:
+        allowed = f"a positive int (at most {MAX_COUNT}) or None"
+        check_int(_label(attribute), value, 1, MAX_COUNT, allowed=allowed)
 
 
 def _check_optional_bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise InvalidParamsError(_label(attribute), value, "True, False or None")
+    if value is not None:
+        check_bool(_label(attribute), value, allowed="True, False or None")
 
 
 def _check_bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, bool):
-        raise InvalidParamsError(_label(attribute), value, "True or False")
+    check_bool(_label(attribute), value)
 
 
 def _check_optional_nonempty_str(
@@ -215,25 +205,13 @@ def _check_skill_overrides(_inst: object, attribute: attrs.Attribute[Any], value
 
 
 def _check_fraction(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    number = _finite_float(value)
-    if number is None or not 0 < number <= 1:
-        raise InvalidParamsError(_label(attribute), value, "a number x with 0 < x <= 1, or None")
+    if value is not None:
+        allowed = "a number x with 0 < x <= 1, or None"
+        check_number(_label(attribute), value, above=0, maximum=1, allowed=allowed)
 
 
 def _check_env(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    allowed = "a mapping of non-empty str -> str"
-    if not isinstance(value, Mapping):
-        raise InvalidParamsError(_label(attribute), value, allowed)
-    for key, item in value.items():
-        if not (isinstance(key, str) and key and "=" not in key) or not isinstance(item, str):
-            raise InvalidParamsError(f"{_label(attribute)}[{key!r}]", item, allowed)
-        if "\0" in key or "\0" in item:
-            raise InvalidParamsError(
-                f"{_label(attribute)}[{key!r}]", item, "no NUL character (an environment "
-                "variable cannot hold one)"
-            )
+    check_env(_label(attribute), value)
 
 
 def _check_base_url(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -377,10 +355,6 @@ def _check_optional_str(_inst: object, attribute: attrs.Attribute[Any], value: o
         raise InvalidParamsError(attribute.name, value, "a string or None")
 
 
-MAX_ARGUMENT_BYTES = 128 * 1024 - 1
-"""The longest single command-line argument Linux takes (``MAX_ARG_STRLEN``, with its NUL)."""
-
-
 def _check_argument(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """A string the CLI gets as a command-line argument: no NUL, within the system's limit."""
     _check_optional_str(_inst, attribute, value)
@@ -409,20 +383,12 @@ def _check_model(_inst: object, attribute: attrs.Attribute[Any], value: object) 
         raise InvalidParamsError(attribute.name, value, "a model id or alias, or None")
 
 
-def _check_optional_seconds(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    number = _finite_float(value)
-    if number is None or not 0 < number <= 30 * 86_400:
-        raise InvalidParamsError(attribute.name, value, "seconds > 0 (at most 30 days), or None")
-
-
-def _check_budget(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    number = _finite_float(value)
-    if number is None or not 0 < number <= 1_000_000:
-        raise InvalidParamsError(attribute.name, value, "US dollars > 0, or None")
+_check_optional_seconds = optional(
+    validator(check_number, above=0, maximum=30 * 86_400, allowed="seconds > 0 (at most 30 days)")
+)
+_check_budget = optional(
+    validator(check_number, above=0, maximum=1_000_000, allowed="US dollars > 0")
+)
 
 
 def _check_provider(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -548,9 +514,7 @@ def _check_mcp_servers(_inst: object, attribute: attrs.Attribute[Any], value: ob
 
 
 def _check_timeout(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    number = _finite_float(value)
-    if number is None or number <= 0:
-        raise InvalidParamsError(attribute.name, value, "a finite number of seconds > 0")
+    check_number(attribute.name, value, above=0, allowed="a finite number of seconds > 0")
 
 
 def _check_permission_mode(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:

@@ -60,7 +60,7 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from .checks import positive_int, seconds
+from .checks import check_bool, check_number, positive_int, seconds
 from .errors import InvalidParamsError
 from .events import Error, Event
 from .params import ExecuteParams
@@ -78,8 +78,7 @@ def _check_tools(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
 
 
 def _check_flag(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, bool):
-        raise InvalidParamsError(attribute.name, value, "True or False (a bool, not a string)")
+    check_bool(attribute.name, value, allowed="True or False (a bool, not a string)")
 
 
 def _check_root(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -326,9 +325,9 @@ def _decrement(counter: Counter[str], key: str) -> None:
 
 
 def _rate(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (ok and 0 < value <= 1e9):
-        raise InvalidParamsError(attribute.name, value, "a number of operations per second > 0")
+    check_number(
+        attribute.name, value, above=0, maximum=1e9, allowed="a number of operations per second > 0"
+    )
 
 
 @attrs.frozen(kw_only=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 import attrs
 
+from .checks import check_bool, check_int
 from .errors import InvalidParamsError
 from .models import CLI_FAMILY_ALIASES, FULL_ID_PREFIX, MODEL_ALIASES
 from .tools import check_tool_names
@@ -72,13 +73,9 @@ class SubagentDefinition:
                 "inherit, sonnet, opus, haiku, one of " + ", ".join(sorted(MODEL_ALIASES))
                 + ", or a full claude- id",
             )
-        turns = self.max_turns
-        if turns is not None and not (
-            isinstance(turns, int) and not isinstance(turns, bool) and 0 < turns <= 10_000
-        ):
-            raise InvalidParamsError(f"{field}.max_turns", turns, "an int from 1 to 10000")
-        if not isinstance(self.background, bool):
-            raise InvalidParamsError(f"{field}.background", self.background, "True or False")
+        if self.max_turns is not None:
+            check_int(f"{field}.max_turns", self.max_turns, 1, 10_000)
+        check_bool(f"{field}.background", self.background)
 
     def to_sdk(self) -> dict[str, Any]:
         """The SDK's ``AgentDefinition`` fields."""

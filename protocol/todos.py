@@ -30,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from .checks import is_int
 from .events import TodoItem
 
 TODO_WRITE = "TodoWrite"
@@ -152,7 +153,7 @@ def apply_task_create_result(
 def apply_task_update(state: TodoState, tool_input: Mapping[str, Any]) -> TodoState:
     """A ``TaskUpdate`` call: delete, merge into the known task, or add an unknown one."""
     raw_id = tool_input.get("taskId")
-    if not isinstance(raw_id, str | int) or isinstance(raw_id, bool):
+    if not (isinstance(raw_id, str) or is_int(raw_id)):
         return state
     task_id = str(raw_id)
     status = _str(tool_input.get("status"))

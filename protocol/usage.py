@@ -18,6 +18,8 @@ from typing import Any
 
 import attrs
 
+from .checks import finite_float
+
 
 @attrs.frozen(kw_only=True)
 class Usage:
@@ -42,10 +44,8 @@ ZERO_USAGE = Usage()
 
 
 def _int(raw: Mapping[str, Any], key: str) -> int:
-    value = raw.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    return int(value)
+    number = finite_float(raw.get(key))
+    return 0 if number is None else int(number)
 
 
 def normalize_usage(raw: Mapping[str, Any] | None, *, cost_usd: float = 0.0) -> Usage:

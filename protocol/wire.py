@@ -59,7 +59,8 @@ Rules:
    before anything is spawned (``invalid_params``, naming the field): no NUL character in any
    string but the prompt (which travels on stdin), a ``system_prompt`` under
    ``MAX_ARGUMENT_BYTES`` (the kernel's limit for one argument), environment entries under it
-   too. Error messages quote a client's value at most ``MAX_QUOTE`` characters long.
+   too (the one rule of ``checks.check_env``, as for a local session). Error messages quote
+   a client's value at most ``MAX_QUOTE`` characters long.
 6. Encoding never fails (the event codec never does, and :func:`~.codec.dumps` escapes what
    UTF-8 cannot carry) and emits compact JSON without NaN/Infinity.
 """
@@ -74,32 +75,15 @@ from typing import Any, ClassVar, Literal, NoReturn, TypeAlias, assert_never
 
 import attrs
 
+from .checks import is_int
 from .codec import attrs_from_json, dumps, event_from_json, event_to_json, json_type, to_json_safe
-from .errors import InvalidParamsError, RemoteProtocolError
+from .errors import InvalidParamsError, RemoteProtocolError, WireError, WireErrorCode
 from .events import Event
 from .images import MAX_IMAGE_BYTES, ImageInput
 from .params import ArchitectureConfig, ExecuteParams
 from .permissions import PermissionMode, check_permission_mode
 from .subagents import subagent_from_mapping
 from .usage import Usage
-
-WireErrorCode = Literal[
-    "malformed_json",  # not JSON (or nested too deeply)
-    "invalid_message",  # JSON, but not an object (or not text)
-    "unknown_op",  # "op" missing from the known set
-    "missing_field",  # a required field is absent
-    "invalid_field",  # a field has the wrong type or value
-    "unknown_field",  # a key the op does not know
-    "invalid_params",  # ExecuteParams refused the params (the message names params.<field>)
-    "forbidden_field",  # allowed in ExecuteParams, not from a remote client (rule 3)
-    "unknown_session",  # (gateway) no session with that id (or not one of this principal's)
-    "cannot_continue",  # (gateway) continue while the session runs, or with nothing to resume
-    "control_refused",  # (gateway) a live control of a session that has stopped
-    "control_failed",  # (gateway) the CLI refused a live control or did not answer it in time
-    "limit_reached",  # (gateway) a per-client or server limit; the message names it
-    "internal",  # (gateway) a bug of ours
-    "unavailable",  # (gateway) the cluster behind it (Redis) does not answer: try again later
-]
 
 MAX_IMAGE_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4
 """The longest base64 text of one image (``images.MAX_IMAGE_BYTES`` once decoded)."""
@@ -165,19 +149,6 @@ MAX_ARGUMENT_BYTES = 128 * 1024
 (``MAX_ARG_STRLEN``); a ``system_prompt`` is one argument of the CLI."""
 MAX_QUOTE = 80
 """Error messages quote at most this many characters of a client's value."""
-
-
-class WireError(RemoteProtocolError):
-    """A client sent an op we cannot accept. ``code`` is a :data:`WireErrorCode`."""
-
-    def __init__(self, code: WireErrorCode, message: str, id: str | None = None) -> None:
-        self.code: WireErrorCode = code
-        self.message = message if len(message) <= 1000 else message[:999] + "\u2026"
-        self.id = id
-        super().__init__(f"{code}: {message}")
-
-    def to_frame(self) -> ErrorFrame:
-        return ErrorFrame(id=self.id, code=self.code, message=self.message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,6 +400,11 @@ class ErrorFrame:
     type: ClassVar[str] = "error"
 
 
+def error_frame(error: WireError) -> ErrorFrame:
+    """The ``error`` frame that answers an op refused with ``error``."""
+    return ErrorFrame(id=error.id, code=error.code, message=error.message)
+
+
 Frame: TypeAlias = (
     OpenedFrame
     | EventFrame
@@ -584,19 +560,7 @@ def _check_arguments(params: Mapping[str, Any], op_id: str | None) -> None:
                 f"argument, which must be under {MAX_ARGUMENT_BYTES} bytes",
                 op_id,
             )
-    config = params.get("architecture_config")
-    env = config.get("custom_env") if isinstance(config, dict) else None
-    if isinstance(env, dict):
-        for name, item in env.items():
-            if isinstance(name, str) and isinstance(item, str):
-                size = len(name.encode("utf-8")) + 1 + len(item.encode("utf-8"))
-                if size >= MAX_ARGUMENT_BYTES:
-                    raise WireError(
-                        "invalid_params",
-                        f"params.architecture_config.custom_env[{quote(name)}]: {size} bytes; "
-                        f"an environment entry must be under {MAX_ARGUMENT_BYTES} bytes",
-                        op_id,
-                    )
+    # The environment's entries are checked by ArchitectureConfig (checks.check_env).
 
 
 def _no_nul(value: Any, where: str, op_id: str | None) -> None:
@@ -695,7 +659,7 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
         case "attach":
             fields.only("op", "id", "session", "last_seq")
             last_seq = obj.get("last_seq")
-            if last_seq is not None and not (_is_int(last_seq) and last_seq >= 0):
+            if last_seq is not None and not (is_int(last_seq) and last_seq >= 0):
                 fields.fail(
                     "invalid_field", f"last_seq={quote(last_seq)}: expected an int >= 0 or null"
                 )
@@ -985,7 +949,3 @@ def decode_frame(text: str) -> Frame:
 
 def _dumps(obj: Any) -> str:
     return dumps(obj)
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -467,11 +467,11 @@ def test_skill_folders_become_inline_skills(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_record_takes_the_run_options_and_an_out_file(tmp_path: Path) -> None:
+def test_run_and_demo_record_a_cassette_with_the_same_option(tmp_path: Path) -> None:
     out = tmp_path / "c.jsonl"
-    args = cli.parse_args(["record", "fix it", "--model", "sonnet", "--out", str(out)])
-    assert (args.command, args.prompt, args.model, args.out) == (
-        "record",
+    args = cli.parse_args(["run", "fix it", "--model", "sonnet", "--record", str(out)])
+    assert (args.command, args.prompt, args.model, args.record) == (
+        "run",
         "fix it",
         "sonnet",
         str(out),
@@ -483,12 +483,23 @@ def test_record_takes_the_run_options_and_an_out_file(tmp_path: Path) -> None:
     assert cli.cassette_path(cli.parse_args(["run", "hi"])) is None
 
 
-def test_record_without_out_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["record", "hi"]) == 2
-    assert "the following arguments are required: --out" in capsys.readouterr().err
+def test_record_is_now_run_record_and_says_so(
+    with_key: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake = install_runner(monkeypatch, lambda: 0)
+    assert cli.main(["record", "hi", "--model", "sonnet", "--out", str(tmp_path / "c.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "claude-trio run PROMPT --record FILE" in err
+    assert fake.calls == []
+    assert not (tmp_path / "c.jsonl").exists()
+    assert cli.main(["--help"]) == 0
+    assert "(now: claude-trio run PROMPT --record FILE)" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command", [["record", "hi", "--out"], ["demo", "--record"]])
+@pytest.mark.parametrize("command", [["run", "hi", "--record"], ["demo", "--record"]])
 def test_a_cassette_path_that_cannot_be_written_is_refused_before_anything_starts(
     command: list[str],
     with_key: None,
@@ -504,16 +515,87 @@ def test_a_cassette_path_that_cannot_be_written_is_refused_before_anything_start
     assert fake.calls == []
 
 
-def test_record_needs_credentials_as_run_does(
+def test_run_record_needs_credentials_as_run_does(
     no_credentials: None,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     fake = install_runner(monkeypatch, lambda: 0)
-    assert cli.main(["record", "hi", "--out", str(tmp_path / "c.jsonl")]) == 2
+    assert cli.main(["run", "hi", "--record", str(tmp_path / "c.jsonl")]) == 2
     assert "no credentials" in capsys.readouterr().err
     assert fake.calls == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Offline, and one table of commands
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "hi"],
+        ["demo"],
+        ["serve"],
+        ["batch", "prompts.jsonl"],
+        ["worker", "--redis", "redis://127.0.0.1:6379/0"],
+    ],
+)
+def test_every_command_that_runs_sessions_takes_offline(argv: list[str]) -> None:
+    assert cli.parse_args(argv).offline is False
+    assert cli.parse_args([*argv, "--offline"]).offline is True
+
+
+def test_run_offline_needs_no_credentials(
+    no_credentials: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake = install_runner(monkeypatch, lambda: 0)
+    assert cli.main(["run", "hi", "--offline"]) == 0
+    [(args, _renderer)] = fake.calls
+    assert (args.prompt, args.offline) == ("hi", True)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("extra", "option"), [(["--offline"], "--offline"), (["--record", "c.jsonl"], "--record")]
+)
+def test_a_remote_run_is_neither_offline_nor_recorded_here(
+    extra: list[str],
+    option: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLAUDE_TRIO_TOKEN", "a-token-chosen-on-purpose-0123")
+    fake = install_runner(monkeypatch, lambda: 0)
+    assert cli.main(["run", "hi", "--remote", "ws://127.0.0.1:1/", *extra]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"claude-trio: {option} is for a session run here; with --remote the server runs it" in err
+    )
+    assert fake.calls == []
+
+
+def test_one_table_holds_every_command() -> None:
+    parser = cli.build_parser()
+    [commands] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(cli.COMMANDS) == set(commands.choices)
+    for name in cli.COMMANDS:
+        assert callable(cli.load_command(name)), name
+
+
+def test_main_runs_the_command_the_table_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[argparse.Namespace] = []
+    module = types.ModuleType("claude_trio.serve")
+    module.serve_command = lambda args: ran.append(args) or 7  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "claude_trio.serve", module)
+    assert cli.main(["serve", "--port", "0"]) == 7
+    [args] = ran
+    assert (args.command, args.port) == ("serve", 0)
 
 
 @pytest.mark.parametrize(("code", "said"), [(0, True), (1, True), (130, False)])

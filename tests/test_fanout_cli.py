@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from claude_trio import cli
+from claude_trio.errors import ServeUsageError
 from claude_trio.logs import JsonLogFormatter, configure_logging
 from claude_trio.protocol.remote import Principal
-from claude_trio.serve import ServeUsageError, is_loopback, read_tokens, serve_config, url_for
+from claude_trio.serve import is_loopback, read_tokens, serve_config, url_for
 
 TOKEN = "a-token-chosen-on-purpose-0123"
 

@@ -118,3 +118,21 @@ def test_no_module_imports_itself_through_others() -> None:
     for name in graph:
         graph[name] = {dep for dep in graph[name] if not name.startswith(dep + ".")}
     assert _cycles(graph) == []
+
+
+def test_the_product_never_imports_its_testing_kit() -> None:
+    # What both need (the offline model, the hermetic environment) lives in the product,
+    # claude_trio.offline, and the kit re-exports it: `serve --offline` must not run on a
+    # test module, and the kit may change for its tests' sake alone.
+    modules = _modules()
+    known = set(modules)
+    kit = {name for name in modules if name.startswith("claude_trio.testing")}
+    assert "claude_trio.offline.model_double" in known
+    # The scan sees the kit's own imports of itself (relative ones included):
+    assert kit & _imports("claude_trio.testing", modules["claude_trio.testing"], known)
+    offenders = {
+        name: sorted(_imports(name, path, known) & kit)
+        for name, path in modules.items()
+        if name not in kit
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}

@@ -13,6 +13,7 @@ import json
 import math
 import signal
 import sys
+import types
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -351,14 +352,43 @@ def test_run_opens_a_session_with_the_built_params(monkeypatch: pytest.MonkeyPat
     assert sink.events == [TEXT, result()]
 
 
-def test_record_opens_the_session_with_record_to(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_record_opens_the_session_with_record_to(monkeypatch: pytest.MonkeyPatch) -> None:
     spy = OpenSessionSpy([TEXT, result()])
     monkeypatch.setattr(runner, "open_session", spy)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    assert runner.run_command(_args("record", "hi", "--out", "/tmp/c.jsonl"), RecordingSink()) == 0
+    assert runner.run_command(_args("run", "hi", "--record", "/tmp/c.jsonl"), RecordingSink()) == 0
     [(params, kwargs)] = spy.calls
     assert params.prompt == "hi"
     assert kwargs == {"on_user_input": None, "record_to": "/tmp/c.jsonl"}
+
+
+@pytest.mark.parametrize("record", [[], ["--record", "/tmp/o.jsonl"]])
+def test_run_offline_points_the_session_at_the_offline_model(
+    record: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served: list[str] = []
+
+    @asynccontextmanager
+    async def fake_offline_model() -> AsyncIterator[Any]:
+        served.append("start")
+        yield types.SimpleNamespace(env={"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+        served.append("stop")
+
+    spy = OpenSessionSpy([TEXT, result()])
+    monkeypatch.setattr(runner, "open_offline_model", fake_offline_model)
+    monkeypatch.setattr(runner, "open_session", spy)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    sink = RecordingSink()
+    assert runner.run_command(_args("run", "hi", "--offline", *record), sink) == 0
+    [(params, kwargs)] = spy.calls
+    assert params.prompt == "hi"
+    assert kwargs == {
+        "on_user_input": None,
+        "env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"},
+        "record_to": record[1] if record else None,
+    }
+    assert served == ["start", "stop"]  # served for as long as the session ran
+    assert sink.events == [TEXT, result()]
 
 
 def test_demo_record_opens_the_demo_session_with_record_to(
@@ -383,7 +413,7 @@ def test_demo_opens_the_demo_session(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_an_unknown_command_is_refused() -> None:
-    with pytest.raises(InvalidParamsError, match="'run', 'record' or 'demo'"):
+    with pytest.raises(InvalidParamsError, match="'run' or 'demo'"):
         runner.run_command(argparse.Namespace(command="fly", json=False), RecordingSink())
 
 

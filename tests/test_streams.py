@@ -11,14 +11,9 @@ import trio.testing
 from rich.console import Console
 
 from claude_trio import (
-    AssistantMessage,
     Event,
     ExecuteParams,
     Result,
-    SlowSubscriberError,
-    StreamEndedError,
-    SubagentCompleted,
-    SubagentStarted,
     TextDelta,
     ToolResult,
     ToolUse,
@@ -32,6 +27,8 @@ from claude_trio import (
     open_tee,
     wait_for,
 )
+from claude_trio.errors import SlowSubscriberError, StreamEndedError
+from claude_trio.events import AssistantMessage, SubagentCompleted, SubagentStarted
 from claude_trio.protocol.contract import contract_violations
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import TextContent

@@ -6,12 +6,14 @@
 * ``frames`` builds the CLI's stream-JSON frames as plain dicts, to feed the SDK's
   ``parse_message`` or anything else that reads CLI output (:mod:`claude_trio.testing.frames`).
 * ``ModelDouble`` is a scripted Anthropic Messages API served on 127.0.0.1, and ``hermetic_env``
-  points the real bundled CLI at it with no key and no network
-  (:mod:`claude_trio.testing.model_double`, :mod:`claude_trio.testing.hermetic`).
-* ``replay(cassette)`` plays a recorded CLI session (a cassette, from ``claude-trio record`` or
-  ``open_session(record_to=...)``) back through the real SDK, and fails when a test writes
-  what was not recorded (:mod:`claude_trio.testing.cassette`); ``DEMO_CASSETTE`` is one of
-  ``claude-trio demo``.
+  points the real bundled CLI at it with no key and no network. Both live in the product,
+  :mod:`claude_trio.offline` (the offline model of ``serve --offline`` is built on them), and
+  are re-exported here (and as :mod:`claude_trio.testing.model_double`,
+  :mod:`claude_trio.testing.hermetic`).
+* ``replay(cassette)`` plays a recorded CLI session (a cassette, from ``claude-trio run
+  --record FILE`` or ``open_session(record_to=...)``) back through the real SDK, and fails when
+  a test writes what was not recorded (:mod:`claude_trio.testing.cassette`); ``DEMO_CASSETTE``
+  is one of ``claude-trio demo``.
 * ``check_contract`` checks that a captured event stream keeps the invariants of every
   execution's stream, and reports every violation with its seq
   (:mod:`claude_trio.testing.contract`).
@@ -24,7 +26,28 @@
   ``claude_trio.testing.pytest_plugin.assert_contract``.
 """
 
-from claude_trio.protocol.cassette import Cassette, CassetteError
+from claude_trio.offline.hermetic import DUMMY_API_KEY, bundled_cli_path, hermetic_env
+from claude_trio.offline.model_double import (
+    HttpError,
+    ModelDouble,
+    ModelRequest,
+    Reply,
+    ReplyText,
+    ReplyThinking,
+    ReplyToolUse,
+    ReplyUsage,
+    Rule,
+    Script,
+    StreamError,
+    is_main_agent,
+    is_subagent,
+    open_model_double,
+    prompt_too_long,
+    turns,
+)
+from claude_trio.offline.model_double import Responder as ModelResponder
+from claude_trio.protocol.cassette import Cassette
+from claude_trio.protocol.errors import ModelDoubleRunaway
 
 from .cassette import (
     DEMO_ABORT_CASSETTE,
@@ -59,27 +82,6 @@ from .fake_cli import (
     prompt_stream,
     user_message,
 )
-from .hermetic import DUMMY_API_KEY, bundled_cli_path, hermetic_env
-from .model_double import (
-    HttpError,
-    ModelDouble,
-    ModelDoubleRunaway,
-    ModelRequest,
-    Reply,
-    ReplyText,
-    ReplyThinking,
-    ReplyToolUse,
-    ReplyUsage,
-    Rule,
-    Script,
-    StreamError,
-    is_main_agent,
-    is_subagent,
-    open_model_double,
-    prompt_too_long,
-    turns,
-)
-from .model_double import Responder as ModelResponder
 from .redis_server import RedisServer, RedisServerError, RedisTLS, open_redis_server
 
 __all__ = [
@@ -89,7 +91,6 @@ __all__ = [
     "DEMO_CASSETTE",
     "DUMMY_API_KEY",
     "Cassette",
-    "CassetteError",
     "CassetteMismatchError",
     "CassetteVersionWarning",
     "ContractRecorder",

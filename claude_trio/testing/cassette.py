@@ -6,7 +6,7 @@
         async for event in s.events:
             ...
 
-Record one with ``claude-trio record "prompt" --out PATH`` or ``open_session(...,
+Record one with ``claude-trio run "prompt" --record PATH`` or ``open_session(...,
 record_to=PATH)`` (``actors/recorder.py``). The replay is the CLI the cassette heard: the SDK
 gets the recorded frames, the session maps them as it would the live CLI's, and what the
 session writes (the prompt, pushes, answers, interrupts) is compared with what was recorded.
@@ -51,10 +51,15 @@ from claude_agent_sdk import (
 )
 
 from claude_trio.actors.sdk_private import BUNDLED_CLI_VERSION
-from claude_trio.protocol.cassette import Cassette, CassetteError, parse_cassette, version_notice
+from claude_trio.protocol.cassette import Cassette, parse_cassette, version_notice
 from claude_trio.protocol.cassette_player import Emit, Finish, Mismatch, Player, Wait
-from claude_trio.protocol.checks import MAX_SECONDS
-from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError, LocalProtocolError
+from claude_trio.protocol.checks import MAX_SECONDS, check_number
+from claude_trio.protocol.errors import (
+    CassetteError,
+    ClaudeTrioError,
+    InvalidParamsError,
+    LocalProtocolError,
+)
 from claude_trio.protocol.scrub import Scrubber
 
 __all__ = [
@@ -104,7 +109,7 @@ def load_cassette(path: str | os.PathLike[str]) -> Cassette:
         text = Path(source).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CassetteError(
-            f"{source}: no such cassette (record one with `claude-trio record`)"
+            f"{source}: no such cassette (record one with `claude-trio run PROMPT --record FILE`)"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CassetteError(f"{source}: cannot be read ({exc})") from None
@@ -156,19 +161,20 @@ def replay(
     """
     if timing not in ("recorded", "asap"):
         raise InvalidParamsError("timing", timing, "'recorded' or 'asap'")
-    if (
-        isinstance(patience, bool)
-        or not isinstance(patience, int | float)
-        or not 0 < patience <= MAX_SECONDS
-    ):
-        raise InvalidParamsError("patience", patience, "a number of seconds > 0 (at most a day)")
+    seconds = check_number(
+        "patience",
+        patience,
+        above=0,
+        maximum=MAX_SECONDS,
+        allowed="a number of seconds > 0 (at most a day)",
+    )
     loaded = cassette if isinstance(cassette, Cassette) else load_cassette(cassette)
     notice = version_notice(
         loaded.header, cli_version=BUNDLED_CLI_VERSION, sdk_version=claude_agent_sdk.__version__
     )
     if notice is not None:
         warnings.warn(CassetteVersionWarning(f"{loaded.source}: {notice}"), stacklevel=2)
-    return Replay(loaded, timing=timing, patience=float(patience))
+    return Replay(loaded, timing=timing, patience=seconds)
 
 
 class ReplayTransport(Transport):

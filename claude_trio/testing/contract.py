@@ -27,6 +27,7 @@ from claude_trio.protocol.contract import (
     contract_violations,
     describe_violations,
 )
+from claude_trio.protocol.errors import ClaudeTrioError
 from claude_trio.protocol.events import Event
 
 __all__ = [
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 
-class ContractViolationError(AssertionError):
+class ContractViolationError(ClaudeTrioError, AssertionError):
     """A stream broke the contract. ``violations`` lists every break, in order; the message
     has one line per violation, starting with the ``seq`` of the event at fault."""
 

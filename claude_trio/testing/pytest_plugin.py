@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from claude_trio.offline.hermetic import hermetic_env
+from claude_trio.offline.model_double import ModelDouble, Script
 from claude_trio.protocol.contract import contract_violations, describe_violations
 from claude_trio.protocol.events import Event
 
 from .cassette import Replay, replay
 from .contract import ContractRecorder
 from .fake_cli import FakeCLI
-from .hermetic import hermetic_env
-from .model_double import ModelDouble, Script
 from .redis_server import RedisServer, open_redis_server
 
 if TYPE_CHECKING:

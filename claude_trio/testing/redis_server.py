@@ -23,13 +23,15 @@ from urllib.parse import quote
 import attrs
 import trio
 
+from claude_trio.protocol.errors import ClaudeTrioError
+
 __all__ = ["RedisServer", "RedisServerError", "RedisTLS", "open_redis_server"]
 
 _START_TIMEOUT = 10.0
 _STOP_GRACE = 5.0
 
 
-class RedisServerError(RuntimeError):
+class RedisServerError(ClaudeTrioError, RuntimeError):
     """``redis-server`` is missing or did not start (the message says what to do)."""
 
 

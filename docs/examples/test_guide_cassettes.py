@@ -42,8 +42,8 @@ async def test_record_once_then_replay(
 ) -> None:
     cassette = tmp_path / "hello.jsonl"
     params = ExecuteParams(prompt="say hello")
-    # Recorded here from a scripted CLI; from the real one: `claude-trio record "say hello"
-    # --out hello.jsonl`, or open_session(params, record_to="hello.jsonl").
+    # Recorded here from a scripted CLI; from the real one: `claude-trio run "say hello"
+    # --record hello.jsonl`, or open_session(params, record_to="hello.jsonl").
     async with open_session(
         params, transport_factory=FakeCLI(says_hello), record_to=cassette
     ) as session:

@@ -40,8 +40,8 @@ from claude_trio import (
     Result,
     UserInputRequest,
     UserInputResolved,
-    WarningEvent,
 )
+from claude_trio.events import WarningEvent
 from claude_trio.testing import FakeCLI, FakeTurn
 from claude_trio.testing.fake_cli import RequestCancelledError, SDKControlError
 

@@ -11,13 +11,8 @@ import trio
 import trio.testing
 from session_kit import CONFIG, check_stream, collect, fake_session
 
-from claude_trio import (
-    ControlFailedError,
-    ControlRefusedError,
-    ExecuteParams,
-    InvalidParamsError,
-    Result,
-)
+from claude_trio import ExecuteParams, InvalidParamsError, Result
+from claude_trio.errors import ControlFailedError, ControlRefusedError
 from claude_trio.protocol.events import ControlApplied, Event, TurnStarted
 from claude_trio.testing import FakeCLI, FakeTurn
 

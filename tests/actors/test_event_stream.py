@@ -6,7 +6,8 @@ import pytest
 import trio
 import trio.testing
 
-from claude_trio import EventStream, TextDelta
+from claude_trio import TextDelta
+from claude_trio.session import EventStream
 
 
 def deltas(n: int, start: int = 0) -> list[TextDelta]:

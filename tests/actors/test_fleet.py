@@ -5,6 +5,7 @@ Everything runs under ``autojump_clock``, so times are exact.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,6 @@ from claude_trio import (
     Event,
     ExecuteParams,
     InvalidParamsError,
-    LocalProtocolError,
     Rejected,
     Result,
     TextDelta,
@@ -30,14 +30,8 @@ from claude_trio import (
     UserInputResolved,
     open_cli_pool,
 )
-from claude_trio.actors.fleet import (
-    FleetSession,
-    ResyncRequired,
-    SlowSubscriberError,
-    Subscription,
-    UnknownSessionError,
-    open_fleet,
-)
+from claude_trio.actors.fleet import FleetSession, ResyncRequired, Subscription, open_fleet
+from claude_trio.errors import LocalProtocolError, SlowSubscriberError, UnknownSessionError
 from claude_trio.protocol import replay as replay_module
 from claude_trio.protocol.images import ImageInput
 from claude_trio.testing import FakeCLI, FakeTurn
@@ -841,6 +835,7 @@ async def test_drain_aborts_what_is_still_running_at_the_deadline(
 
 async def test_drain_refuses_a_deadline_that_is_not_a_time() -> None:
     async with open_fleet(transport_factory=FakeCLI()) as fleet:
-        for bad in ("soon", True, float("nan")):
+        for bad in ("soon", True, float("nan"), -math.inf, 10**400):
             with pytest.raises(InvalidParamsError, match="deadline"):
                 await fleet.drain(bad)  # type: ignore[arg-type]
+        await fleet.drain(math.inf)  # no deadline: nothing running, returns at once

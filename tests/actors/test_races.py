@@ -28,8 +28,8 @@ from claude_trio import (
     Session,
     UserInputRequest,
     UserInputResolved,
-    WarningEvent,
 )
+from claude_trio.events import WarningEvent
 from claude_trio.testing import FakeCLI, FakeTurn
 
 

@@ -20,9 +20,8 @@ from claude_trio import (
     Result,
     TextDelta,
     ToolUse,
-    UserMessage,
-    WarningEvent,
 )
+from claude_trio.events import UserMessage, WarningEvent
 from claude_trio.testing import FakeCLI, FakeTurn
 
 

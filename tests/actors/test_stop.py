@@ -27,9 +27,9 @@ from claude_trio import (
     Session,
     TextDelta,
     ToolUse,
-    WarningEvent,
     open_session,
 )
+from claude_trio.events import WarningEvent
 from claude_trio.testing import FakeCLI, FakeTurn
 from claude_trio.testing.fake_cli import SIGKILL_EXIT_CODE
 

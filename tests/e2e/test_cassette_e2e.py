@@ -95,12 +95,12 @@ async def test_a_real_session_recorded_replays_to_the_same_events(
     assert ended == pytest.approx(result_at)
 
 
-async def test_the_record_command_writes_a_cassette_that_replays(
+async def test_run_record_writes_a_cassette_that_replays(
     model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
 ) -> None:
     model_double.responder = turns(Reply.text("Recorded by the command."))
     cassette = tmp_path / "cmd.jsonl"
-    argv = ["record", "say something", "--cwd", str(tmp_path), "--out", str(cassette)]
+    argv = ["run", "say something", "--cwd", str(tmp_path), "--record", str(cassette)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     with trio.fail_after(60):
         done = await trio.run_process(

@@ -146,6 +146,25 @@ async def test_run_prints_the_models_answer(
     assert request.last_user_text == "hi"
 
 
+async def test_run_offline_answers_with_the_built_in_model_and_no_credentials(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "offline.jsonl"
+    done = await claude_trio(
+        "run", "what is trio?", "--offline", "--json", "--cwd", str(tmp_path),
+        "--record", str(cassette), env=command_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, _show(done)
+    events = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    # the offline model's turn: it thinks, plans a todo list, and echoes the prompt
+    assert {"thinking", "todo_list_updated", "result"} <= {e["kind"] for e in events}
+    final = events[-1]
+    assert (final["kind"], final["is_error"]) == ("result", False)
+    assert final["text"] == "You said: what is trio?"
+    assert f"cassette written to {cassette}" in done.stderr.decode()
+    assert cassette.stat().st_size > 0
+
+
 async def test_run_with_a_skill_folder_offers_it_as_an_inline_skill(
     model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
 ) -> None:

@@ -24,7 +24,8 @@ import pytest
 import trio
 
 from claude_trio import ExecuteParams
-from claude_trio.client import ClientConfig, SessionLostError, connect_gateway
+from claude_trio.client import ClientConfig, connect_gateway
+from claude_trio.errors import SessionLostError
 from claude_trio.protocol.events import Result, TextDelta
 
 pytestmark = pytest.mark.e2e

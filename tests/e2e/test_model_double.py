@@ -10,11 +10,11 @@ import h11
 import pytest
 import trio
 
+from claude_trio.errors import ModelDoubleRunaway
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.testing.model_double import (
     HttpError,
     ModelDouble,
-    ModelDoubleRunaway,
     ModelRequest,
     Reply,
     ReplyText,

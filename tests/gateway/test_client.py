@@ -19,16 +19,14 @@ from claude_trio import ExecuteParams, allow_tool
 from claude_trio.actors import gateway as gateway_module
 from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fleet import Fleet, Subscription, open_fleet
-from claude_trio.client import (
-    ClientConfig,
+from claude_trio.client import ClientConfig, GatewayClient, connect_gateway
+from claude_trio.errors import (
     ConnectionLostError,
-    GatewayClient,
     GatewayRefusedError,
     GatewayUnavailableError,
     RemoteOpError,
     ResyncRequiredError,
     SessionLostError,
-    connect_gateway,
 )
 from claude_trio.protocol.codec import event_to_json
 from claude_trio.protocol.errors import InvalidParamsError

@@ -11,7 +11,8 @@ import trio
 from gateway_kit import TOKEN, gateway
 
 from claude_trio import ExecuteParams
-from claude_trio.client import ClientConfig, RemoteOpError, connect_gateway
+from claude_trio.client import ClientConfig, connect_gateway
+from claude_trio.errors import RemoteOpError
 from claude_trio.protocol.events import ControlApplied, Event, Result, TurnStarted
 from claude_trio.protocol.remote import RemotePolicy
 from claude_trio.protocol.wire import decode_op, encode_op
@@ -94,7 +95,8 @@ async def test_an_operator_who_allows_all_tools_lets_clients_switch_to_any_mode(
 
 
 def test_the_control_ops_round_trip_and_bad_ones_are_refused_naming_the_field() -> None:
-    from claude_trio.protocol.wire import SetModelOp, SetPermissionModeOp, WireError
+    from claude_trio.errors import WireError
+    from claude_trio.protocol.wire import SetModelOp, SetPermissionModeOp
 
     for op in (
         SetModelOp(id="1", session="s", model="opus"),

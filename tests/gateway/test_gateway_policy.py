@@ -370,6 +370,7 @@ def test_bad_limits_are_refused_by_name(limits: dict[str, Any], field: str) -> N
         ({"transport_factory": "fake"}, "transport_factory"),
         ({"stderr": print.__name__}, "stderr"),
         ({"max_buffer_size": True}, "max_buffer_size"),
+        ({"max_buffer_size": 512}, "max_buffer_size"),  # what every session would refuse
         ({"config": {"connect_timeout": 1}}, "config"),
         ({"replay_bytes": 0}, "replay_bytes"),
     ],

@@ -7,14 +7,8 @@ import random
 
 import pytest
 
-from claude_trio.protocol.batch import (
-    Attempt,
-    BatchFileError,
-    BatchResult,
-    RetryPolicy,
-    parse_items,
-    read_results,
-)
+from claude_trio.errors import BatchFileError
+from claude_trio.protocol.batch import Attempt, BatchResult, RetryPolicy, parse_items, read_results
 from claude_trio.protocol.events import Aborted, Error, Result, Retry, TextDelta
 from claude_trio.protocol.usage import Usage
 

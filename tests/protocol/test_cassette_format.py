@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from claude_trio.errors import CassetteError
 from claude_trio.protocol.cassette import (
     Cassette,
-    CassetteError,
     CassetteHeader,
     Record,
     encode_header,

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from claude_trio.errors import HookDecisionError
 from claude_trio.protocol.controls import (
     context_usage_from,
     control_refusal,
@@ -22,7 +23,6 @@ from claude_trio.protocol.hooks import (
     MAX_HOOKS,
     Hook,
     HookDecision,
-    HookDecisionError,
     check_hooks,
     decision_name,
     failure_output,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from claude_trio.errors import UnknownModelError
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.models import (
     ADAPTIVE_THINKING_ONLY,
     MODEL_ALIASES,
     REJECTS_DISABLED_THINKING,
-    UnknownModelError,
     effective_thinking,
     is_adaptive_only,
     rejects_disabled_thinking,

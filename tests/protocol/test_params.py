@@ -7,8 +7,8 @@ from typing import Any
 import attrs
 import pytest
 
+from claude_trio.errors import UnknownModelError
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.models import UnknownModelError
 from claude_trio.protocol.params import (
     CONFIG_KEYS,
     ArchitectureConfig,

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from claude_trio.actors.sdk_private import SubprocessCLITransport
+from claude_trio.errors import WireError
 from claude_trio.protocol.capabilities import architecture_capabilities
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.options import build_options
@@ -28,7 +29,7 @@ from claude_trio.protocol.scope import (
     scope_settings,
     scope_widenings,
 )
-from claude_trio.protocol.wire import WireError, params_from_json, params_to_json
+from claude_trio.protocol.wire import params_from_json, params_to_json
 
 
 def params(**kwargs: Any) -> ExecuteParams:

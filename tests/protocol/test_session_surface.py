@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from claude_trio.errors import UnknownModelError
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.images import MAX_IMAGE_BYTES, ImageInput, message_content
-from claude_trio.protocol.models import UnknownModelError
 from claude_trio.protocol.options import IMAGE_LINE_BYTES, build_options
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.providers import PROVIDERS, provider_env
@@ -207,6 +207,18 @@ def test_redaction_masks_secret_keys_urls_auth_values_and_api_keys() -> None:
         "headers": [f"Authorization: Bearer {MASK}", "x"],
         "note": f"use {MASK}",
     }
+
+
+def test_a_url_with_a_long_scheme_still_has_its_userinfo_masked() -> None:
+    assert redact_secrets("x" * 40 + "://user:pw@host") == "x" * 40 + f"://{MASK}@host"
+
+
+def test_redaction_of_a_value_as_large_as_the_cli_takes_is_linear() -> None:
+    # One 128 KiB run of letters took about a minute when the URL scheme was unbounded (every
+    # start scanned to the end); now it is a moment. No clock here: a regression shows as a
+    # test that runs for a minute.
+    value = "v" * (128 * 1024 - 3)
+    assert redact_secrets({"K": value}) == {"K": value}
 
 
 SECRET_KEYS = st.sampled_from(

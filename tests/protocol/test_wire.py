@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from claude_trio.errors import WireError
 from claude_trio.protocol.events import Question, Result, TextDelta, UserInputRequest
 from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
@@ -33,11 +34,11 @@ from claude_trio.protocol.wire import (
     ResyncRequiredFrame,
     SessionInfo,
     SessionsFrame,
-    WireError,
     decode_frame,
     decode_op,
     encode_frame,
     encode_op,
+    error_frame,
     params_from_json,
     params_to_json,
 )
@@ -287,7 +288,7 @@ def test_malformed_ops_raise_their_code_with_the_id_and_the_field(
     assert error.code == code
     assert error.id == op_id
     assert names in error.message
-    frame = error.to_frame()
+    frame = error_frame(error)
     assert frame == ErrorFrame(id=op_id, code=code, message=error.message)
     assert decode_frame(encode_frame(frame)) == frame
 

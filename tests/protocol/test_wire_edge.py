@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from claude_trio.errors import WireError
 from claude_trio.protocol.codec import dumps, event_to_json
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.events import ToolResult, UserInputResolved, UserMessage
@@ -29,9 +30,9 @@ from claude_trio.protocol.wire import (
     OpenOp,
     PushOp,
     ReplyFrame,
-    WireError,
     decode_op,
     encode_frame,
+    error_frame,
     params_to_json,
 )
 
@@ -45,7 +46,7 @@ def sendable(text: str) -> None:
 def refused(obj: Any, **kwargs: Any) -> WireError:
     with pytest.raises(WireError) as caught:
         decode_op(json.dumps(obj), **kwargs)
-    sendable(encode_frame(caught.value.to_frame()))
+    sendable(encode_frame(error_frame(caught.value)))
     return caught.value
 
 
@@ -323,5 +324,5 @@ def test_fuzzed_ops_are_accepted_or_refused_and_every_resulting_frame_can_be_sen
         for frame in _frames_for(op):
             sendable(encode_frame(frame))
         return
-    sendable(encode_frame(error.to_frame()))
+    sendable(encode_frame(error_frame(error)))
     assert len(error.message) <= 1000

@@ -12,7 +12,8 @@ from cluster_kit import TOKEN, RunningWorker, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
-from claude_trio.client import ClientConfig, RemoteOpError, SessionLostError, connect_gateway
+from claude_trio.client import ClientConfig, connect_gateway
+from claude_trio.errors import RemoteOpError, SessionLostError
 from claude_trio.protocol.cluster import Job, SessionRecord, decode_event
 from claude_trio.protocol.events import (
     Aborted,

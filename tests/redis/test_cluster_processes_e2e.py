@@ -27,7 +27,8 @@ import pytest
 import trio
 
 from claude_trio import ExecuteParams
-from claude_trio.client import ClientConfig, RemoteOpError, RemoteSession, connect_gateway
+from claude_trio.client import ClientConfig, RemoteSession, connect_gateway
+from claude_trio.errors import RemoteOpError
 from claude_trio.protocol.cluster import SessionRecord, decode_event, is_final
 from claude_trio.protocol.events import Event, Result
 from claude_trio.protocol.lifecycle import Accepted

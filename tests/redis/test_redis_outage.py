@@ -12,7 +12,8 @@ import trio
 from cluster_kit import FAST, TOKEN, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
-from claude_trio.client import ClientConfig, RemoteOpError, connect_gateway
+from claude_trio.client import ClientConfig, connect_gateway
+from claude_trio.errors import RemoteOpError
 from claude_trio.protocol.cluster import WorkerStatus, decode_event
 from claude_trio.protocol.events import Result
 from claude_trio.protocol.redis_keys import RedisKeys

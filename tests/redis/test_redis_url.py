@@ -8,12 +8,8 @@ from pathlib import Path
 import pytest
 
 from claude_trio.cli import main
-from claude_trio.redis_url import (
-    RedisUnavailableError,
-    RedisUsageError,
-    check_redis_url,
-    open_redis,
-)
+from claude_trio.errors import RedisUnavailableError, RedisUsageError
+from claude_trio.redis_url import check_redis_url, open_redis
 from claude_trio.testing import open_redis_server
 
 

@@ -27,11 +27,11 @@ from claude_trio import (
 from claude_trio.actors.pool import open_cli_pool
 from claude_trio.actors.sdk_private import BUNDLED_CLI_VERSION
 from claude_trio.demo import FINAL_ANSWERS, answer_demo_question, demo_params
+from claude_trio.errors import CassetteError
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.testing import (
     DEMO_ABORT_CASSETTE,
     DEMO_CASSETTE,
-    CassetteError,
     CassetteMismatchError,
     CassetteVersionWarning,
     FakeCLI,

@@ -7,6 +7,7 @@ from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions
 
+from claude_trio.protocol.checks import check_number
 from claude_trio.protocol.errors import InvalidParamsError, LocalProtocolError
 
 from ._errors import ScriptError
@@ -61,9 +62,7 @@ class FakeCLI:
         self.replay_user_messages = replay_user_messages
         self.line_ending = line_ending
         self.extra_initialize_response = dict(extra_initialize_response or {})
-        if not isinstance(init_delay, int | float) or init_delay < 0:
-            raise InvalidParamsError("init_delay", init_delay, "seconds, >= 0")
-        self.init_delay = float(init_delay)
+        self.init_delay = check_number("init_delay", init_delay, minimum=0, allowed="seconds, >= 0")
         self.cancel_queued = cancel_queued
         self.ignores_interrupts = ignores_interrupts
         #: Every process this fake started, oldest first.

@@ -9,11 +9,12 @@ your choosing, so a test can find it again in the echo and in the result's
 from __future__ import annotations
 
 import uuid as uuid_module
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
-import trio
+
+from claude_trio.actors.input_channel import MessageStream
 
 from .. import frames
 
@@ -43,22 +44,6 @@ def user_message(
     return frames.user_input(text, uuid=message_uuid, session_id=session_id)
 
 
-class _MessageStream:
-    """An async iterable over fixed dicts, for ``ClaudeSDKClient.query(prompt=...)``."""
-
-    def __init__(self, messages: Sequence[dict[str, Any]]) -> None:
-        self._messages = list(messages)
-
-    def __aiter__(self) -> _MessageStream:
-        return self
-
-    async def __anext__(self) -> dict[str, Any]:
-        await trio.lowlevel.checkpoint()
-        if not self._messages:
-            raise StopAsyncIteration
-        return self._messages.pop(0)
-
-
-def prompt_stream(*messages: dict[str, Any]) -> _MessageStream:
+def prompt_stream(*messages: dict[str, Any]) -> MessageStream:
     """Wrap message dicts so ``client.query(prompt_stream(user_message("hi", uuid=u)))`` works."""
-    return _MessageStream(messages)
+    return MessageStream(*messages)

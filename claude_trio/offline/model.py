@@ -30,8 +30,8 @@ from typing import Any
 import attrs
 
 from claude_trio.actors.boundary import open_block_nursery
-from claude_trio.testing.hermetic import hermetic_env
-from claude_trio.testing.model_double import (
+from claude_trio.offline.hermetic import hermetic_env
+from claude_trio.offline.model_double import (
     HttpError,
     ModelDouble,
     ModelRequest,
@@ -43,6 +43,16 @@ from claude_trio.testing.model_double import (
     Responder,
     Response,
 )
+
+__all__ = [
+    "OFFLINE_ENV",
+    "OVERLOADED_MARK",
+    "RATE_LIMITED_MARK",
+    "Offline",
+    "OfflineModel",
+    "offline_responder",
+    "open_offline_model",
+]
 
 OVERLOADED_MARK = "#overloaded"
 RATE_LIMITED_MARK = "#rate-limited"

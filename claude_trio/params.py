@@ -1,0 +1,51 @@
+"""What a session is told: its parameters, and the checks you can run on them before it starts.
+
+:class:`ExecuteParams` carries the prompt, the model and every option of an execution (each
+checked when it is made, with an error that names the field); :class:`ArchitectureConfig` the
+CLI-specific settings (thinking, effort, the system prompt preset, ``custom_env``).
+:class:`ImageInput`, :class:`SubagentDefinition` and :class:`InlineSkill` are the values of
+its ``images``, ``subagents`` and ``inline_skills``.
+
+Before starting: :func:`resolve_model` (an alias to the model id the CLI gets),
+:func:`find_resume_violations` (whether resuming with new parameters would be refused),
+:func:`architecture_capabilities` (what this architecture supports), and
+:func:`redact_secrets` (a configuration with its secrets masked, as ``adapter_ready`` shows it).
+
+This module imports no trio.
+"""
+
+from claude_trio.protocol.capabilities import ArchitectureCapabilities, architecture_capabilities
+from claude_trio.protocol.images import ImageInput
+from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, resolve_model
+from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.permissions import PERMISSION_MODES, PermissionMode
+from claude_trio.protocol.redact import redact_secrets
+from claude_trio.protocol.resume import (
+    ResumeConstraints,
+    ResumeViolation,
+    ScopeWidening,
+    find_resume_violations,
+    get_session_resume_constraints,
+)
+from claude_trio.protocol.skills import InlineSkill
+from claude_trio.protocol.subagents import SubagentDefinition
+
+__all__ = [
+    "ADAPTIVE_THINKING_ONLY",
+    "PERMISSION_MODES",
+    "ArchitectureCapabilities",
+    "ArchitectureConfig",
+    "ExecuteParams",
+    "ImageInput",
+    "InlineSkill",
+    "PermissionMode",
+    "ResumeConstraints",
+    "ResumeViolation",
+    "ScopeWidening",
+    "SubagentDefinition",
+    "architecture_capabilities",
+    "find_resume_violations",
+    "get_session_resume_constraints",
+    "redact_secrets",
+    "resolve_model",
+]
