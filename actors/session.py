@@ -74,7 +74,6 @@ from .broker import (
     AnswerRejected,
     UserInputBroker,
     UserInputHandler,
-    run_user_input_broker,
 )
 from .core import STDERR_TAIL, STOPPED, DriverConfig, Emitter, SessionCore, stop_gate
 from .driver import root_refusal, run_sdk_driver, subprocess_transport
@@ -672,12 +671,12 @@ async def _start(
     *,
     scope_problem: str | None = None,
 ) -> None:
-    """Start the actors: broker, tool runner, driver (connects), then the input channel with
-    the prompt.
+    """Start the actors: broker (its task starts with the first request), tool runner, driver
+    (connects), then the input channel with the prompt.
     Once the CLI is connected and before anything is written to it, the execution reports its
     configuration: warnings about it, then ``adapter_ready``."""
     if broker is not None:
-        await nursery.start(run_user_input_broker, broker)
+        broker.serve_in(nursery)  # its task starts with the first request
     if runner is not None:
         await nursery.start(run_tool_runner, runner)
     client: ClaudeSDKClient | None = await nursery.start(driver)
