@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
-from functools import partial
 from typing import Any
 
 import attrs
@@ -116,8 +115,8 @@ class UserInputBroker:
         self._finished: dict[str, Outcome] = {}
         self._inbox_send, self._inbox_recv = trio.open_memory_channel[_Pending](_INBOX_SIZE)
         self._closed = False
-        # Set by serve_in(): starts the broker's task, once, when the first request comes.
-        self._start_serving: Callable[[], None] | None = None
+        # Set by serve_in(): where the broker's task starts, once, when the first request comes.
+        self._serve_nursery: trio.Nursery | None = None
 
     def serve_in(self, nursery: trio.Nursery) -> None:
         """Have :func:`run_user_input_broker` run in ``nursery`` from the first request on.
@@ -126,7 +125,7 @@ class UserInputBroker:
         the nursery it needs) would be a cost every one of them pays. Requests wait in the
         inbox meanwhile, as they would for a running broker busy elsewhere.
         """
-        self._start_serving = partial(nursery.start_soon, run_user_input_broker, self)
+        self._serve_nursery = nursery
 
     # -- entry points called from the SDK's tasks ----------------------------------------------
 
@@ -236,9 +235,9 @@ class UserInputBroker:
 
     def _serve_first(self) -> None:
         """Start the broker's task if ``serve_in`` asked for it and it has not started yet."""
-        start, self._start_serving = self._start_serving, None
-        if start is not None:
-            start()
+        nursery, self._serve_nursery = self._serve_nursery, None
+        if nursery is not None:
+            nursery.start_soon(run_user_input_broker, self)
 
     def _reply(self, reply: ControlReply | None) -> None:
         if reply is not None:

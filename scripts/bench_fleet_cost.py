@@ -57,15 +57,29 @@ PROMPT = "Say something short."
 _HERE = os.path.abspath(__file__)
 
 
-class ForgetfulFakeCLI(FakeCLI):
-    """The kit's ``FakeCLI`` without its record of every process it started.
+class LeanFakeTransport(FakeTransport):
+    """One fake process that lets go of itself once closed.
 
-    ``FakeCLI.transports`` keeps each fake process, and so the options it was given (with a
-    fleet session's callbacks: its broker, its stop gate, and through them its mapper and
-    stream) for the tests' asserts. Over a thousand sessions that record costs the garbage
-    collector more than some of what is measured; it is the kit's cost, not the fleet's, and a
-    real CLI's transport is let go when its session ends. Both sides use this fake unless
-    ``--recording-fake``.
+    A fake process's parts point back at it (its control protocol and its turn runner), a
+    cycle that only the garbage collector frees, and it holds the options it was given: for a
+    session, its callbacks (the broker, the stop gate) and through them the session's mapper,
+    stream and the rest. So every session would outlive its end until a collection, because of
+    the fake. A real CLI is another process and keeps nothing of ours. Once closed (nothing is
+    asked of it any more), this one drops the two back references.
+    """
+
+    async def close(self) -> None:
+        await super().close()
+        if not self.process_alive:
+            self.__dict__.pop("_control", None)
+            self.__dict__.pop("_runner", None)
+
+
+class LeanFakeCLI(FakeCLI):
+    """The kit's ``FakeCLI`` as a stand-in for a CLI process that costs this process nothing
+    once it is gone: it keeps no record of the processes it started (``FakeCLI.transports``
+    keeps every one for a test's asserts), and each of them is a :class:`LeanFakeTransport`.
+    Both sides use it unless ``--recording-fake`` (then both use the kit's own).
     """
 
     def __init__(self) -> None:
@@ -74,13 +88,13 @@ class ForgetfulFakeCLI(FakeCLI):
 
     def transport_for(self, options: ClaudeAgentOptions | None = None) -> FakeTransport:
         self._made += 1
-        return FakeTransport(self, options or ClaudeAgentOptions(), self._made)
+        return LeanFakeTransport(self, options or ClaudeAgentOptions(), self._made)
 
     __call__ = transport_for
 
 
 def _fake(recording: bool) -> FakeCLI:
-    return FakeCLI() if recording else ForgetfulFakeCLI()
+    return FakeCLI() if recording else LeanFakeCLI()
 
 
 async def _allow(*_: Any) -> PermissionResultAllow:
@@ -278,7 +292,7 @@ def run(
     for i in range(rounds):
         for mode in modes if i % 2 == 0 else modes[::-1]:
             runs[mode].append(_run_side(mode, sessions, max_live, recording))
-    fake = "the recording FakeCLI" if recording else "a FakeCLI that keeps no record"
+    fake = "the kit's recording FakeCLI" if recording else "the lean fake CLI"
     print(f"  {sessions} sessions, max_live={max_live}, {fake}; medians of {rounds} rounds")
     out: dict[str, float] = {}
     for mode, results in runs.items():
