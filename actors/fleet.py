@@ -393,6 +393,9 @@ class _Execution:
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     slot: trio.Event = attrs.field(factory=trio.Event)  # granted a slot
     requested: bool = False  # asked the fleet's SlotQueue for a slot
+    #: Its task was spawned: at once for a continued execution that waits for the previous
+    #: one's CLI, else when it is granted a slot (a session waiting in the queue has no task).
+    has_task: bool = False
     ended: trio.Event = attrs.field(factory=trio.Event)  # its final event is in the buffer
     done: trio.Event = attrs.field(factory=trio.Event)  # its CLI is gone, its slot released
     session: Session | None = None
@@ -574,7 +577,12 @@ class FleetSession:
 
     def _cancel_waiting(self, x: _Execution, reason: str) -> None:
         x.cancel_reason = reason
-        x.scope.cancel()
+        if x.has_task:
+            x.scope.cancel()
+            return
+        # Still in the slot queue, with no task: it ends here and now.
+        self._fleet._withdraw(self)
+        self._close_execution(x)
 
     def subscribe(
         self,
@@ -714,13 +722,18 @@ class FleetSession:
                 x, Error(message=f"the session failed: {exc!r}", code="internal", fatal=True)
             )
         finally:
-            self._publish_final(x, Aborted(reason=x.cancel_reason))
-            self._end(x)
-            # The CLI is gone: let go of the execution's session (its mapper, stream, broker,
-            # options...), which an ended execution never uses again.
-            x.session = None
-            x.done.set()
-            fleet._finished_session(self, x)
+            self._close_execution(x)
+
+    def _close_execution(self, x: _Execution) -> None:
+        """The execution is over and its CLI gone (or it never had one): its final event if
+        it has none yet, its end, and its slot's bookkeeping."""
+        self._publish_final(x, Aborted(reason=x.cancel_reason))
+        self._end(x)
+        # Let go of the execution's session (its mapper, stream, broker, options...), which
+        # an ended execution never uses again.
+        x.session = None
+        x.done.set()
+        self._fleet._finished_session(self, x)
 
     async def _run_session(self, x: _Execution) -> None:
         async with open_session(self.params, on_user_input="manual", **self._options) as session:
@@ -828,10 +841,7 @@ class Fleet:
         )
         self._sessions[session.id] = session
         self._active[owner] = self._active.get(owner, 0) + 1
-        self._request_slot(session, session._x)
-        self._nursery.start_soon(
-            session._run, session._x, None, name=f"fleet session {session.id}"
-        )
+        self._request_slot(session, session._x)  # its task starts with its slot
         return session
 
     async def continue_(self, session_id: str, prompt: str) -> FleetSession:
@@ -877,13 +887,9 @@ class Fleet:
         self._idle.pop(session.id, None)
         self._active[session.owner] = self._active.get(session.owner, 0) + 1
         if previous.done.is_set():
-            self._request_slot(session, x)
-            wait_for: trio.Event | None = None
+            self._request_slot(session, x)  # its task starts with its slot
         else:  # the previous CLI is still being closed: ask for the slot once it is gone
-            wait_for = previous.done
-        self._nursery.start_soon(
-            session._run, x, wait_for, name=f"fleet session {session.id} execution {x.number}"
-        )
+            self._spawn(session, x, previous.done)
         return session
 
     async def drain(self, deadline: float) -> None:
@@ -982,7 +988,29 @@ class Fleet:
     def _request_slot(self, session: FleetSession, x: _Execution) -> None:
         x.requested = True
         if self._slots.request(session, session.owner):
-            x.slot.set()
+            self._granted(session, x)
+
+    def _granted(self, session: FleetSession, x: _Execution) -> None:
+        """``x`` holds a slot: wake its task, or start it. A session waiting in the queue has
+        no task of its own (a fleet with hundreds queued holds no task for each)."""
+        x.slot.set()
+        if not x.has_task:
+            self._spawn(session, x, None)
+
+    def _spawn(self, session: FleetSession, x: _Execution, previous: trio.Event | None) -> None:
+        x.has_task = True
+        name = f"fleet session {session.id}"
+        if x.number > 1:
+            name += f" execution {x.number}"
+        self._nursery.start_soon(session._run, x, previous, name=name)
+
+    def _close_waiting(self) -> None:
+        """The fleet closes: end every execution still queued for a slot (they have no task
+        for the nursery's cancellation to reach)."""
+        for session in list(self._sessions.values()):
+            x = session._x
+            if not x.has_task and not x.ended.is_set():
+                session._cancel_waiting(x, "the fleet was closed")
 
     def statistics(self) -> FleetStatistics:
         return FleetStatistics(
@@ -1000,7 +1028,7 @@ class Fleet:
     def _release_slot(self, session: FleetSession) -> None:
         granted = self._slots.release(session)
         if granted is not None:
-            granted._x.slot.set()  # handed over: the count of used slots stays
+            self._granted(granted, granted._x)  # handed over: the count of used slots stays
 
     def _withdraw(self, session: FleetSession) -> None:
         """A waiting session gave up (aborted, or the fleet closed) before it got a slot."""
@@ -1074,3 +1102,4 @@ async def open_fleet(
             yield fleet
         finally:
             fleet._closed = True
+            fleet._close_waiting()
