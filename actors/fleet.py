@@ -14,10 +14,12 @@ Why it is built this way:
 
 * **The cap.** Each session runs in its own task in the fleet's nursery and holds one of
   ``max_live`` slots for as long as its CLI exists (``open_session`` from connect to
-  disconnect). ``start()`` asks for the slot synchronously and only spawns the task, so it never
-  waits. A freed slot is handed straight to a waiting session: the owners that wait take turns
-  (``start(params, owner=...)``; the gateway passes its client), and each owner's sessions go
-  in ``start()`` order (``protocol/slots.py``). With one owner that is simply start order.
+  disconnect). ``start()`` asks for the slot synchronously, so it never waits; the session's
+  task is spawned when it gets its slot (a session waiting in the queue is only its
+  ``FleetSession``, not a suspended task). A freed slot is handed straight to a waiting
+  session: the owners that wait take turns (``start(params, owner=...)``; the gateway passes
+  its client), and each owner's sessions go in ``start()`` order (``protocol/slots.py``).
+  With one owner that is simply start order.
   (Not ``trio.CapacityLimiter``: it is FIFO in the order its waiters *ran*, and trio
   deliberately shuffles the order in which newly spawned tasks first run.)
 * **Fan-out never slows a session.** The session task drains ``session.events`` (everything
