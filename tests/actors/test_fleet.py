@@ -30,7 +30,13 @@ from claude_trio import (
     UserInputResolved,
     open_cli_pool,
 )
-from claude_trio.actors.fleet import FleetSession, ResyncRequired, Subscription, open_fleet
+from claude_trio.actors.fleet import (
+    FleetSession,
+    FleetStatistics,
+    ResyncRequired,
+    Subscription,
+    open_fleet,
+)
 from claude_trio.errors import LocalProtocolError, SlowSubscriberError, UnknownSessionError
 from claude_trio.protocol import replay as replay_module
 from claude_trio.protocol.images import ImageInput
@@ -129,6 +135,47 @@ async def test_slots_are_granted_in_start_order(autojump_clock: trio.testing.Moc
             await fs.wait_ended()
     prompts = [t.user_messages[0]["message"]["content"] for t in fake.transports]
     assert prompts == [f"job {i}" for i in range(6)]
+    assert_no_leak(fake)
+
+
+def fleet_session_tasks() -> int:
+    """How many tasks of fleet sessions exist in this run (named ``fleet session ...``)."""
+    count = 0
+    todo = [trio.lowlevel.current_root_task()]
+    while todo:
+        task = todo.pop()
+        count += task.name.startswith("fleet session")
+        todo.extend(t for nursery in task.child_nurseries for t in nursery.child_tasks)
+    return count
+
+
+async def test_a_session_queued_for_a_slot_has_no_task_until_it_gets_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def one_second(cli: FakeTurn) -> None:
+        await cli.sleep(1.0)
+        await cli.text("ok")
+
+    fake = FakeCLI(one_second)
+    async with open_fleet(max_live=2, transport_factory=fake, config=CONFIG) as fleet:
+        sessions = [await fleet.start(ExecuteParams(prompt=f"job {i}")) for i in range(6)]
+        await trio.testing.wait_all_tasks_blocked()
+        assert fleet.statistics() == FleetStatistics(live=2, waiting=4, finished=0)
+        assert fleet_session_tasks() == 2  # the four queued ones are only their FleetSession
+        await sessions[1].wait_closed()
+        await trio.testing.wait_all_tasks_blocked()
+        # both first sessions ended at t=1 and handed their slots to the next two in order
+        assert [fs.state for fs in sessions] == ["ended"] * 2 + ["live"] * 2 + ["waiting"] * 2
+        assert fleet_session_tasks() == 2
+        await sessions[5].abort()  # still queued: it ends at once, without a task or a CLI
+        assert sessions[5].ended
+        (event,) = await drain(subscribe(sessions[5]))
+        assert event == Aborted(reason="aborted before it started", turn=0, seq=1)
+        for fs in sessions[:5]:
+            await fs.wait_closed()
+    # (two CLIs started in the same instant may spawn in either order: trio shuffles them)
+    prompts = sorted(t.user_messages[0]["message"]["content"] for t in fake.transports)
+    assert prompts == [f"job {i}" for i in range(5)]  # job 5 never ran
     assert_no_leak(fake)
 
 
