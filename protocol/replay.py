@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -81,60 +81,70 @@ def slim(event: Event) -> Event:
     return attrs.evolve(event, raw=None)
 
 
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
-"""The field names walked for each class seen (attrs: all but ``raw``; dataclasses: all), or
-``None`` for a class that is neither: looked up once per class, not once per value."""
+# How each class of value is counted, decided once per class (the walk below then looks the
+# class up instead of asking isinstance questions of every value): strings, scalars, objects
+# walked by field (attrs: all fields but ``raw``; dataclasses: all), mappings, sequences, and
+# anything else (counted by its repr).
+_STR, _SCALAR, _OBJECT, _MAPPING, _SEQUENCE, _OTHER = range(6)
+_KINDS: dict[type, tuple[int, tuple[str, ...]]] = {}
 
 
-def _fields_of(cls: type) -> tuple[str, ...] | None:
-    try:
-        return _FIELDS[cls]
-    except KeyError:
-        pass
-    names: tuple[str, ...] | None = None
-    if attrs.has(cls):
-        names = tuple(f.name for f in attrs.fields(cls) if f.name != "raw")
+def _kind_of(cls: type) -> tuple[int, tuple[str, ...]]:
+    known = _KINDS.get(cls)
+    if known is not None:
+        return known
+    kind: tuple[int, tuple[str, ...]]
+    if issubclass(cls, str):
+        kind = (_STR, ())
+    elif cls is type(None) or issubclass(cls, (bool, int, float)):
+        kind = (_SCALAR, ())
+    elif attrs.has(cls):
+        kind = (_OBJECT, tuple(f.name for f in attrs.fields(cls) if f.name != "raw"))
     elif dataclasses.is_dataclass(cls):
-        names = tuple(f.name for f in dataclasses.fields(cls))
-    if len(_FIELDS) < 4096:  # classes are few; never let a stream of new ones grow it
-        _FIELDS[cls] = names
-    return names
+        kind = (_OBJECT, tuple(f.name for f in dataclasses.fields(cls)))
+    elif issubclass(cls, Mapping):
+        kind = (_MAPPING, ())
+    elif issubclass(cls, (list, tuple, set, frozenset)):
+        kind = (_SEQUENCE, ())
+    else:
+        kind = (_OTHER, ())
+    if len(_KINDS) < 4096:  # classes are few; never let a stream of new ones grow it
+        _KINDS[cls] = kind
+    return kind
 
 
 def _value_bytes(value: Any, depth: int) -> int:
-    cls = type(value)
-    # Exact types first: they are nearly all of what an event holds (isinstance below still
-    # counts their subclasses the same way).
-    if cls is str:
-        return STRING_OVERHEAD + 2 * (len(value) if value.isascii() else text_bytes(value))
-    if value is None or cls is int or cls is float or cls is bool:
-        return SCALAR_BYTES
-    if isinstance(value, str):
+    kind, names = _kind_of(type(value))
+    if kind == _STR:
         return STRING_OVERHEAD + 2 * text_bytes(value)
-    if isinstance(value, _SCALARS):
+    if kind == _SCALAR:
         return SCALAR_BYTES
     if depth >= MAX_WALK_DEPTH:
         return DEEP_VALUE_BYTES
     depth += 1
-    total = SCALAR_BYTES
-    names = _fields_of(cls)
-    if names is not None:
-        for name in names:
-            total += _value_bytes(getattr(value, name), depth)
-        return total
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            total += _value_bytes(key, depth) + _value_bytes(item, depth)
-        return total
-    if isinstance(value, _SEQUENCES):
-        for item in value:
+    if kind == _OBJECT:
+        return SCALAR_BYTES + _items_bytes([getattr(value, name) for name in names], depth)
+    if kind == _MAPPING:
+        return SCALAR_BYTES + _items_bytes([*value.keys(), *value.values()], depth)
+    if kind == _SEQUENCE:
+        return SCALAR_BYTES + _items_bytes(value, depth)
+    return SCALAR_BYTES + 2 * len(repr(value))  # what the codec sends for it (its repr)
+
+
+def _items_bytes(items: Iterable[Any], depth: int) -> int:
+    """The counted bytes of values one level down (``depth``): the leaves (strings, numbers,
+    None), which are most of them, without a call each."""
+    total = 0
+    kinds = _KINDS
+    for item in items:
+        known = kinds.get(type(item))
+        if known is not None and known[0] == _SCALAR:
+            total += SCALAR_BYTES
+        elif known is not None and known[0] == _STR:
+            total += STRING_OVERHEAD + 2 * text_bytes(item)
+        else:
             total += _value_bytes(item, depth)
-        return total
-    return total + 2 * len(repr(value))  # what the codec sends for it (its repr)
-
-
-_SCALARS = (bool, int, float)
-_SEQUENCES = (list, tuple, set, frozenset)
+    return total
 
 
 def entry_size(event: Event) -> int:

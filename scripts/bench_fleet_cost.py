@@ -25,6 +25,7 @@ its time goes, grouped by area.
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import gc
 import json
@@ -46,7 +47,7 @@ from claude_agent_sdk import (
 )
 
 from claude_trio import ExecuteParams, open_session
-from claude_trio.actors.fleet import open_fleet
+from claude_trio.actors.fleet import FleetSession, Subscription, open_fleet
 from claude_trio.protocol.events import Result
 from claude_trio.protocol.options import build_options
 from claude_trio.testing import FakeCLI
@@ -135,23 +136,29 @@ async def raw_side(sessions: int, max_live: int, recording: bool = False) -> dic
 
 
 async def fleet_side(sessions: int, max_live: int, recording: bool = False) -> dict[str, float]:
-    """``sessions`` fleet sessions over the fake CLI through ``open_fleet(max_live=...)``."""
+    """``sessions`` fleet sessions over the fake CLI through ``open_fleet(max_live=...)``, all
+    started at once, each handle let go once its CLI is gone (the raw side keeps nothing of a
+    session either; the fleet itself keeps ``keep_finished`` of them)."""
     fake = _fake(recording)
     params = ExecuteParams(prompt=PROMPT)
+    ok = 0
     start, cpu = time.perf_counter(), time.process_time()
     async with open_fleet(max_live=max_live, transport_factory=fake) as fleet:
-        started = [await fleet.start(params) for _ in range(sessions)]
-        for session in started:
+        started = collections.deque([await fleet.start(params) for _ in range(sessions)])
+        while started:
+            session = started.popleft()
             await session.wait_closed()
-    wall, used = time.perf_counter() - start, time.process_time() - cpu
-    ok = 0
-    for session in started:
-        subscription = session.subscribe(None, max_queue=10_000)
-        with subscription:  # type: ignore[union-attr]
-            events = [event async for event in subscription]  # type: ignore[union-attr]
-        last = events[-1] if events else None
-        ok += isinstance(last, Result) and last.final and not last.is_error
-    return {"wall": wall, "cpu": used, "ok": ok}
+            ok += _ended_well(session)
+    return {"wall": time.perf_counter() - start, "cpu": time.process_time() - cpu, "ok": ok}
+
+
+def _ended_well(session: FleetSession) -> bool:
+    """The session's final event (replayed from its buffer) is a final, successful result."""
+    subscription = session.subscribe(session.last_seq - 1, max_queue=10)
+    assert isinstance(subscription, Subscription)
+    with subscription:
+        last = subscription.receive_nowait()
+    return isinstance(last, Result) and last.final and not last.is_error
 
 
 async def session_side(sessions: int, max_live: int, recording: bool = False) -> dict[str, float]:
