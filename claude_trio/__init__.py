@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         open_fleet,
     )
     from claude_trio.actors.gateway import GatewayLimits, Principal, serve_gateway
+    from claude_trio.actors.hosts import SessionHandle, SessionHost
     from claude_trio.actors.pool import CLIPool, PoolStatistics, open_cli_pool
     from claude_trio.actors.redis_fleet import RedisFleet, open_redis_fleet
     from claude_trio.actors.redis_store import RedisSessionStore
@@ -202,6 +203,8 @@ _LAZY: dict[str, str] = {
     "Retry": "claude_trio.protocol.events",
     "Session": "claude_trio.actors.session",
     "SessionUsage": "claude_trio.actors.session",
+    "SessionHandle": "claude_trio.actors.hosts",
+    "SessionHost": "claude_trio.actors.hosts",
     "SkillInvoked": "claude_trio.protocol.events",
     "SubagentCompleted": "claude_trio.protocol.events",
     "SubagentProgress": "claude_trio.protocol.events",
@@ -329,6 +332,8 @@ __all__ = [
     "Retry",
     "RetryPolicy",
     "Session",
+    "SessionHandle",
+    "SessionHost",
     "SessionUsage",
     "SkillInfo",
     "SkillInvoked",

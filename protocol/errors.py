@@ -49,3 +49,23 @@ class ControlRefusedError(LocalProtocolError):
 class ControlFailedError(CLIError):
     """The CLI refused a live control (its message is quoted) or did not answer it within
     ``DriverConfig.control_timeout``."""
+
+
+class ReplayGapError(ClaudeTrioError):
+    """A session host no longer holds every event after ``last_seq`` (its replay buffer, or a
+    cluster's trimmed stream, starts at ``oldest_seq``): they cannot be replayed exactly.
+    Subscribe again with ``last_seq=None`` for what is left. A gateway client raises its
+    subclass ``ResyncRequiredError``."""
+
+    def __init__(self, session_id: str, last_seq: int, oldest_seq: int | None) -> None:
+        self.session_id = session_id
+        self.last_seq = last_seq
+        self.oldest_seq = oldest_seq
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return (
+            f"session {self.session_id}: the events after seq {self.last_seq} are no longer "
+            f"held (the replay starts at seq {self.oldest_seq}); subscribe again with "
+            "last_seq=None for what is left, or keep a larger replay buffer"
+        )

@@ -256,7 +256,7 @@ async def test_errors_that_name_server_paths_are_withheld_from_remote_clients() 
             async with client(port) as c:
                 sid = await c.open(ExecuteParams(prompt="hi"))
                 frames = await c.receive_until(_final)
-            local = fleet.get(sid).subscribe(None, max_queue=10)
+            local = fleet.get_nowait(sid).subscribe_nowait(None, max_queue=10)
             assert isinstance(local, Subscription)
             with local:
                 kept = [e async for e in local]
