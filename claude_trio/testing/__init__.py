@@ -15,6 +15,9 @@
 * ``check_contract`` checks that a captured event stream keeps the invariants of every
   execution's stream, and reports every violation with its seq
   (:mod:`claude_trio.testing.contract`).
+* ``run_host_conformance(make_host)`` checks that a session host (a fleet, a Redis cluster's,
+  a gateway client, yours) keeps every contract of the session-host interface; its sessions
+  run ``conformance_cli()`` (:mod:`claude_trio.testing.host_conformance`).
 * ``open_redis_server`` runs a real ``redis-server`` on a free loopback port, in a directory of
   its own, for the Redis mode's tests; with ``tls=RedisTLS(...)`` it serves TLS only and its
   ``url`` is a ``rediss://`` URL trusting the given CA (:mod:`claude_trio.testing.redis_server`).
@@ -60,6 +63,7 @@ from .fake_cli import (
     user_message,
 )
 from .hermetic import DUMMY_API_KEY, bundled_cli_path, hermetic_env
+from .host_conformance import HostConformanceError, conformance_cli, run_host_conformance
 from .model_double import (
     HttpError,
     ModelDouble,
@@ -97,6 +101,7 @@ __all__ = [
     "FakeCLI",
     "FakeTransport",
     "FakeTurn",
+    "HostConformanceError",
     "HttpError",
     "ModelDouble",
     "ModelDoubleRunaway",
@@ -125,6 +130,7 @@ __all__ = [
     "Violation",
     "bundled_cli_path",
     "check_contract",
+    "conformance_cli",
     "contract_violations",
     "hermetic_env",
     "is_main_agent",
@@ -135,6 +141,7 @@ __all__ = [
     "prompt_stream",
     "prompt_too_long",
     "replay",
+    "run_host_conformance",
     "turns",
     "user_message",
 ]
