@@ -66,23 +66,23 @@ async def test_subscribe_after_open_reads_what_the_client_queued() -> None:
 async def test_a_session_found_with_get_is_followed_from_subscribe_on() -> None:
     """Another client's handle (``get``) follows nothing until asked: then its result, its
     usage and a continue are the same as the opener's."""
-    url_of = "ws://127.0.0.1:{}/".format
     with trio.fail_after(20):
-        async with gateway(conformance_cli()) as (_, port):
-            async with (
-                connect_gateway(url_of(port), token=TOKEN, config=CONFIG) as a,
-                connect_gateway(url_of(port), token=TOKEN, config=CONFIG) as b,
-            ):
-                opened = await a.open(ExecuteParams(prompt="say:shared"))
-                first = await opened.result()
-                found = await b.get(opened.id)
-                assert found is not opened and found.id == opened.id
-                assert found.usage == opened.usage == first.usage
-                assert (await found.result()).text == "shared"
-                continued = await b.continue_(opened.id, "say:by b")
-                assert continued is found
-                assert (await continued.result()).text == "by b"
-                (info,) = await a.list()
-                assert info.executions == 2
-                assert continued.usage == info.usage
-                assert await b.get(opened.id) is found
+        async with (
+            gateway(conformance_cli()) as (_, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CONFIG) as a,
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CONFIG) as b,
+        ):
+            opened = await a.open(ExecuteParams(prompt="say:shared"))
+            first = await opened.result()
+            found = await b.get(opened.id)
+            assert found is not opened
+            assert found.id == opened.id
+            assert found.usage == opened.usage == first.usage
+            assert (await found.result()).text == "shared"
+            continued = await b.continue_(opened.id, "say:by b")
+            assert continued is found
+            assert (await continued.result()).text == "by b"
+            (info,) = await a.list()
+            assert info.executions == 2
+            assert continued.usage == info.usage
+            assert await b.get(opened.id) is found
