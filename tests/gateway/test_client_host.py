@@ -10,7 +10,14 @@ from typing import Any
 import trio
 from gateway_kit import TOKEN, gateway
 
-from claude_trio.client import ClientConfig, GatewayClient, connect_gateway
+from claude_trio.client import (
+    ClientConfig,
+    GatewayClient,
+    GatewayError,
+    ResyncRequiredError,
+    connect_gateway,
+)
+from claude_trio.protocol.errors import ReplayGapError
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.testing import conformance_cli, run_host_conformance
 
@@ -86,3 +93,11 @@ async def test_a_session_found_with_get_is_followed_from_subscribe_on() -> None:
             assert info.executions == 2
             assert continued.usage == info.usage
             assert await b.get(opened.id) is found
+
+
+def test_a_gateway_resync_is_the_replay_gap_every_host_raises() -> None:
+    error = ResyncRequiredError("s-1", 7, 12)
+    assert isinstance(error, ReplayGapError)
+    assert isinstance(error, GatewayError)
+    assert (error.session_id, error.last_seq, error.oldest_seq) == ("s-1", 7, 12)
+    assert "the server no longer holds the events after seq 7" in str(error)
