@@ -1,4 +1,6 @@
-"""``serve_gateway``: the websocket front of a :class:`~claude_trio.actors.fleet.Fleet`.
+"""``serve_gateway``: the websocket front of a session host (a
+:class:`~claude_trio.actors.hosts.ServedHost`: a local ``Fleet``, or a cluster's ``RedisFleet``).
+The gateway never asks which it serves: what differs is declared on the interface.
 
 ::
 
@@ -74,7 +76,7 @@ Cancellation: cancelling ``serve_gateway`` closes every connection with 1001 (bo
 a connection: a client that disconnects leaves its sessions running, to attach to again.
 
 Error handling: a bad message is the client's problem and gets an ``error`` frame; a refused
-``fleet.start`` (invalid params) too. A broken connection ends that connection only, and so
+``fleet.open`` (invalid params) too. A broken connection ends that connection only, and so
 does an unexpected exception while serving one (logged, close 1011).
 """
 

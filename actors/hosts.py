@@ -167,10 +167,6 @@ class ServedSession(SessionHandle, Protocol):
     @property
     def last_seq(self) -> int: ...
 
-    def info(self) -> SessionInfo:
-        """The session as ``host.list()`` shows it."""
-        ...
-
     def live_controls(self) -> LiveControls | None:
         """The session's live controls, or ``None`` when its host offers none."""
         ...
