@@ -3,12 +3,17 @@
 ::
 
     async with open_fleet(max_live=4, transport_factory=...) as fleet:
-        fs = await fleet.start(ExecuteParams(prompt="..."))      # never waits for a slot
-        sub = fs.subscribe(None, max_queue=1000)                 # Subscription | ResyncRequired
-        with sub:
-            async for event in sub:
+        fs = await fleet.open(ExecuteParams(prompt="..."))       # never waits for a slot
+        async with fs.subscribe() as events:                     # replay, then live events
+            async for event in events:
                 ...
+        transcript = await fs.result()                           # once its final event is out
         fs.push_nowait("more"); await fs.answer(request_id, answer); await fs.abort()
+
+A fleet is a session host (``actors/hosts.py``): ``open``, ``continue_``, ``get``, ``list``,
+and on each session ``push``, ``answer``, ``abort``, ``subscribe``, ``result``, ``usage``, as
+on a Redis cluster's fleet and a gateway client. (``start`` is ``open`` with per-session
+options; ``subscribe_nowait`` is the subscription a serving layer uses, decided at once.)
 
 Why it is built this way:
 
@@ -31,8 +36,8 @@ Why it is built this way:
   ``protocol/replay.py``: events are kept without their ``raw`` field (subscribers get
   ``raw=None``). Memory per session is bounded by ``replay_bytes`` plus ``max_bytes`` per
   subscriber.
-* **Reattach.** ``subscribe(last_seq)`` replays exactly the buffered events after ``last_seq``
-  (or says ``ResyncRequired`` when some of them were evicted), preceded by the user-input
+* **Reattach.** ``subscribe_nowait(last_seq)`` replays exactly the buffered events after
+  ``last_seq`` (or says ``ResyncRequired`` when some were evicted), preceded by the user-input
   requests still pending that the replay would not include, so a reconnecting client sees its
   open questions again.
 * **Isolation.** A session that fails (its ``open_session`` raises) ends with one ``error``
@@ -58,11 +63,12 @@ Sessions always run with ``on_user_input="manual"``: remote clients answer throu
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import math
 import time
 import uuid as uuid_module
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, Protocol
 
@@ -82,6 +88,7 @@ from claude_trio.protocol.errors import (
     ControlRefusedError,
     InvalidParamsError,
     LocalProtocolError,
+    ReplayGapError,
     SlowSubscriberError,
     UnknownSessionError,
 )
@@ -96,17 +103,21 @@ from claude_trio.protocol.events import (
     is_terminal,
 )
 from claude_trio.protocol.hooks import check_hooks
+from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.permissions import PermissionMode
 from claude_trio.protocol.replay import Entry, ReplayBuffer, SubscriberQueue
 from claude_trio.protocol.slots import SlotQueue
+from claude_trio.protocol.transcript import Transcript, ends_execution
 from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
+from claude_trio.protocol.wire import SessionInfo
 
 from .boundary import open_block_nursery
 from .broker import AnswerAccepted, AnswerRejected
 from .channel import BaseReceiveChannel
 from .driver import DriverConfig
+from .owners import principal_of
 from .pool import CLIPool
 from .session import MIN_BUFFER_SIZE, Session, check_session_store, open_session
 
@@ -134,6 +145,9 @@ DEFAULT_REPLAY_BYTES = 8 * 2**20
 """Counted bytes a session's replay buffer keeps by default (``protocol/replay.py``)."""
 DEFAULT_SUBSCRIBER_BYTES = 8 * 2**20
 """Counted bytes a subscriber's queue may hold by default before it is dropped."""
+DEFAULT_SUBSCRIBER_QUEUE = 1000
+"""Live events a ``subscribe()`` channel queues before its consumer is dropped and served a
+replay from its last seq (it sees a pause, not an error)."""
 
 SessionState = Literal["waiting", "live", "ended"]
 
@@ -168,6 +182,24 @@ class OwnerStatistics:
     live: int
     waiting: int
     active: int
+
+
+@attrs.frozen(kw_only=True)
+class HostLoad:
+    """How busy a served host is, overall (``total``) and for one owner (``owner``): what a
+    gateway's per-client and server limits count."""
+
+    total: FleetStatistics
+    owner: OwnerStatistics
+
+
+@attrs.frozen(kw_only=True)
+class HostDescription:
+    """What a gateway's ``hello`` says of the host it serves: its bounds by name (``limits``)
+    and, for a cluster, the summary of its workers (``cluster``; ``None`` for one process)."""
+
+    limits: Mapping[str, int]
+    cluster: Mapping[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -369,6 +401,116 @@ class Subscription(BaseReceiveChannel[Event]):
         return self.queued
 
 
+
+class FollowSource(SubscriptionSource, Protocol):
+    """What ``subscribe()`` and ``result()`` follow: a session that hands out subscriptions
+    decided at once (:class:`FleetSession`, a cluster's ``RedisSession``)."""
+
+    @property
+    def first_seq(self) -> int: ...
+
+    def subscribe_nowait(
+        self,
+        last_seq: int | None,
+        *,
+        max_queue: int,
+        max_bytes: int = DEFAULT_SUBSCRIBER_BYTES,
+        notify: Callable[[], None] | None = None,
+    ) -> Subscription | ResyncRequired: ...
+
+
+class FollowingChannel(trio.abc.ReceiveChannel[Event]):
+    """The channel of ``subscribe()``: one execution's events, from a subscription that is
+    renewed from the last seq received whenever its consumer fell behind and was dropped, so
+    the consumer sees a pause, never a :class:`SlowSubscriberError`.
+
+    Channels: owns its subscription (closed with it). Cancellation: ``receive()`` is the
+    subscription's (cancelling it loses nothing). Error handling: ``ReplayGapError`` when a
+    renewal finds the events after the last one received evicted; ``trio.EndOfChannel``
+    after the final event of the execution current when it was made.
+    """
+
+    def __init__(
+        self, source: FollowSource, subscription: Subscription, last_seq: int | None
+    ) -> None:
+        self._source = source
+        self._subscription = subscription
+        self._last = last_seq
+        self._first_seq = source.first_seq
+        self._renewed = False
+        self._done = False
+
+    async def receive(self) -> Event:
+        while True:
+            if self._done:
+                await trio.lowlevel.checkpoint()
+                raise trio.EndOfChannel
+            try:
+                event = await self._subscription.receive()
+            except SlowSubscriberError:
+                self._renew()
+                await trio.lowlevel.checkpoint()
+                continue
+            last = self._last
+            if self._renewed and last is not None and event.seq <= last:
+                continue  # a question shown again by the renewed subscription: seen already
+            self._last = event.seq if last is None else max(last, event.seq)
+            if ends_execution(event) and event.seq >= self._first_seq:
+                self._done = True
+            return event
+
+    def _renew(self) -> None:
+        subscribed = self._source.subscribe_nowait(
+            self._last, max_queue=DEFAULT_SUBSCRIBER_QUEUE
+        )
+        if isinstance(subscribed, ResyncRequired):
+            raise ReplayGapError(self._source.id, self._last or 0, subscribed.oldest_seq)
+        self._subscription.close()
+        self._subscription = subscribed
+        self._renewed = True
+
+    def close(self) -> None:
+        self._done = True
+        self._subscription.close()
+
+    async def aclose(self) -> None:
+        self.close()
+        await trio.lowlevel.checkpoint()
+
+
+@asynccontextmanager
+async def open_following(
+    source: FollowSource, last_seq: int | None
+) -> AsyncIterator[trio.abc.ReceiveChannel[Event]]:
+    """``subscribe(last_seq)`` of a :class:`FollowSource`; ``ReplayGapError`` at once when the
+    events after ``last_seq`` are no longer held."""
+    await trio.lowlevel.checkpoint()
+    subscribed = source.subscribe_nowait(last_seq, max_queue=DEFAULT_SUBSCRIBER_QUEUE)
+    if isinstance(subscribed, ResyncRequired):
+        raise ReplayGapError(source.id, last_seq or 0, subscribed.oldest_seq)
+    channel = FollowingChannel(source, subscribed, last_seq)
+    try:
+        yield channel
+    finally:
+        channel.close()
+
+
+async def execution_transcript(source: FollowSource) -> Transcript:
+    """``result()``: the current execution's transcript, once its final event is out. When
+    its first events are no longer held (a replay buffer smaller than the execution), the
+    transcript holds what is left of it (its ``text`` and ``usage`` come from the final
+    event all the same)."""
+    first_seq = source.first_seq
+    events: list[Event] = []
+    try:
+        async with open_following(source, first_seq - 1) as channel:
+            events.extend([event async for event in channel])
+    except ReplayGapError:
+        async with open_following(source, None) as channel:
+            events = [event async for event in channel if event.seq >= first_seq]
+    return Transcript.of(events)
+
+
 def _outcome(event: Event) -> str:
     match event:
         case Result():
@@ -510,18 +652,19 @@ class FleetSession:
 
     # -- actions -------------------------------------------------------------------------------
 
-    def push_nowait(self, text: str) -> Accepted | Rejected:
-        """Offer a user message; decided at once (see ``Session.push_nowait``)."""
+    def push_nowait(self, text: str, *, images: Sequence[ImageInput] = ()) -> Accepted | Rejected:
+        """Offer a user message (and ``images``); decided at once (see
+        ``Session.push_nowait``)."""
         x = self._x
         if x.ended.is_set():
             return Rejected(reason="the execution has ended")
         if x.session is None:
             return Rejected(reason="the session has not started yet: it is waiting for a slot")
-        return x.session.push_nowait(text)
+        return x.session.push_nowait(text, images=images)
 
-    async def push(self, text: str) -> Accepted | Rejected:
+    async def push(self, text: str, *, images: Sequence[ImageInput] = ()) -> Accepted | Rejected:
         await trio.lowlevel.checkpoint_if_cancelled()
-        outcome = self.push_nowait(text)
+        outcome = self.push_nowait(text, images=images)
         await trio.lowlevel.cancel_shielded_checkpoint()
         return outcome
 
@@ -552,6 +695,11 @@ class FleetSession:
             await x.session.abort()
         await x.ended.wait()
 
+    def live_controls(self) -> FleetSession:
+        """The session itself: a local session takes live controls (``set_model``,
+        ``set_permission_mode``)."""
+        return self
+
     def running(self, control: str) -> Session:
         """The current execution's session, for a live control (``Session.set_model``, ...);
         ``ControlRefusedError`` when it has ended or not started yet."""
@@ -577,6 +725,37 @@ class FleetSession:
         x.scope.cancel()
 
     def subscribe(
+        self, last_seq: int | None = None
+    ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[Event]]:
+        """``async with session.subscribe(last_seq) as events:``: the events after
+        ``last_seq`` (all the replay buffer holds for ``None``), then live ones, until the
+        end of the current execution (:class:`~claude_trio.actors.hosts.SessionHandle`).
+        Pending questions the replay does not include come first. A consumer that falls
+        behind is served a replay from its last seq; ``ReplayGapError`` when the events after
+        ``last_seq`` were evicted."""
+        return open_following(self, last_seq)
+
+    async def result(self) -> Transcript:
+        """Wait for the current execution's final event; its
+        :class:`~claude_trio.protocol.transcript.Transcript`."""
+        return await execution_transcript(self)
+
+    def info(self) -> SessionInfo:
+        """The session as ``Fleet.list()`` shows it."""
+        return SessionInfo(
+            session=self.id,
+            label=self.label,
+            owner=principal_of(self.owner),
+            state=self.state,
+            executions=self.executions,
+            first_seq=self.first_seq,
+            last_seq=self.last_seq,
+            usage=self.usage,
+            created_at=self.created_at,
+            ended_at=self.ended_at,
+        )
+
+    def subscribe_nowait(
         self,
         last_seq: int | None,
         *,
@@ -584,8 +763,8 @@ class FleetSession:
         max_bytes: int = DEFAULT_SUBSCRIBER_BYTES,
         notify: Callable[[], None] | None = None,
     ) -> Subscription | ResyncRequired:
-        """A new subscription: the events after ``last_seq``, then live ones, until the end of
-        the current execution.
+        """A new subscription, decided at once: the events after ``last_seq``, then live ones,
+        until the end of the current execution.
 
         ``last_seq=None``: everything the replay buffer still holds (a new client; never a
         resync). Otherwise exactly the events with ``seq > last_seq``, or
@@ -849,7 +1028,7 @@ class Fleet:
         or once the fleet is draining or closed; ``InvalidParamsError`` for a bad prompt.
         """
         await trio.lowlevel.checkpoint()
-        session = self.get(session_id)
+        session = self.get_nowait(session_id)
         if not session.ended:
             raise LocalProtocolError(
                 f"session {session_id!r} is still running ({session.state}): push to it, or "
@@ -918,29 +1097,54 @@ class Fleet:
         for session in list(self._sessions.values()):
             await session.wait_closed()
 
-    async def refresh(self, session_id: str | None) -> None:
-        """Bring what ``get``, ``sessions`` and the statistics say up to date before a
-        synchronous look (a serving layer calls it before each op). A fleet in this process
-        always is: a checkpoint. (A cluster's view, ``RedisFleet``, reads Redis here.)"""
-        await trio.lowlevel.checkpoint()
+    # -- the session-host interface (actors/hosts.py) ---------------------------------------
 
-    async def refresh_active(self) -> None:
-        """Bring the statistics of the sessions not ended up to date (see ``refresh``)."""
-        await trio.lowlevel.checkpoint()
+    async def open(
+        self,
+        params: ExecuteParams,
+        *,
+        label: str | None = None,
+        owner: Hashable = None,
+        **session_options: Any,
+    ) -> FleetSession:
+        """Start a session (``SessionHost.open``): :meth:`start` under the interface's name."""
+        return await self.start(params, owner=owner, label=label, **session_options)
 
-    async def cluster_status(self) -> dict[str, Any] | None:
-        """What a gateway's ``hello`` says of the cluster: None, one process is no cluster
-        (``RedisFleet`` reads its workers' statuses)."""
+    async def get(self, session_id: str) -> FleetSession:
+        """The session with this id (``SessionHost.get``); see :meth:`get_nowait`."""
         await trio.lowlevel.checkpoint()
-        return None
+        return self.get_nowait(session_id)
 
-    def get(self, session_id: str) -> FleetSession:
+    def get_nowait(self, session_id: str) -> FleetSession:
         """The session with this id; :class:`UnknownSessionError` (a ``KeyError``) if there
         is none (or it was forgotten)."""
         try:
             return self._sessions[session_id]
         except KeyError:
             raise UnknownSessionError(session_id) from None
+
+    async def list(self) -> tuple[SessionInfo, ...]:
+        """Every session the fleet knows (not forgotten), oldest first, as ``SessionInfo``."""
+        await trio.lowlevel.checkpoint()
+        return tuple(session.info() for session in self._sessions.values())
+
+    async def load(self, owner: Hashable) -> HostLoad:
+        """The statistics and ``owner``'s (what a gateway's limits count)."""
+        await trio.lowlevel.checkpoint()
+        return HostLoad(total=self.statistics(), owner=self.owner_statistics(owner))
+
+    async def describe(self) -> HostDescription:
+        """What a gateway's ``hello`` says of this fleet: its bounds (one process: no
+        cluster)."""
+        await trio.lowlevel.checkpoint()
+        return HostDescription(
+            limits={
+                "max_live": self._max_live,
+                "replay_buffer": self._replay_buffer,
+                "replay_bytes": self._replay_bytes,
+                "keep_finished": self._keep_finished,
+            }
+        )
 
     @property
     def max_live(self) -> int:

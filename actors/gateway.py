@@ -1,4 +1,6 @@
-"""``serve_gateway``: the websocket front of a :class:`~claude_trio.actors.fleet.Fleet`.
+"""``serve_gateway``: the websocket front of a session host (a
+:class:`~claude_trio.actors.hosts.ServedHost`: a local ``Fleet``, or a cluster's ``RedisFleet``).
+The gateway never asks which it serves: what differs is declared on the interface.
 
 ::
 
@@ -74,7 +76,7 @@ Cancellation: cancelling ``serve_gateway`` closes every connection with 1001 (bo
 a connection: a client that disconnects leaves its sessions running, to attach to again.
 
 Error handling: a bad message is the client's problem and gets an ``error`` frame; a refused
-``fleet.start`` (invalid params) too. A broken connection ends that connection only, and so
+``fleet.open`` (invalid params) too. A broken connection ends that connection only, and so
 does an unexpected exception while serving one (logged, close 1011).
 """
 
@@ -88,11 +90,10 @@ import importlib.metadata
 import logging
 import os
 import resource
-import sys
 from collections import Counter
 from collections.abc import Collection, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias, assert_never
+from typing import Any, NoReturn, assert_never
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
@@ -164,14 +165,13 @@ from claude_trio.protocol.wire import (
 
 from ._websocket_private import clip_reason, run_reader, server_connection, wait_request
 from .broker import AnswerAccepted
-from .fleet import Fleet, FleetSession, ResyncRequired, Subscription
-from .owners import GatewayOwner
-
-if TYPE_CHECKING:
-    from .redis_fleet import RedisFleet, RedisSession
-
-    AnyFleet: TypeAlias = Fleet | RedisFleet
-    AnySession: TypeAlias = FleetSession | RedisSession
+from .fleet import (
+    HostDescription,
+    ResyncRequired,
+    Subscription,
+)
+from .hosts import ServedHost, ServedSession
+from .owners import GatewayOwner, principal_of
 
 __all__ = ["GatewayLimits", "GatewayOwner", "Principal", "serve_gateway"]
 
@@ -195,7 +195,7 @@ NOTICE_INTERVAL = 60.0
 
 @attrs.frozen(kw_only=True, repr=False)  # no repr: it holds the tokens
 class _Config:
-    fleet: AnyFleet
+    fleet: ServedHost
     #: Every token (UTF-8) with the principal it names.
     tokens: tuple[tuple[bytes, Principal], ...]
     allowed_origins: frozenset[str] | None
@@ -317,16 +317,8 @@ def _check_options(
         raise InvalidParamsError("limits", limits, "a GatewayLimits or None")
 
 
-def _is_fleet(fleet: object) -> bool:
-    if isinstance(fleet, Fleet):
-        return True
-    # A cluster's fleet; its module (and coredis) is imported only by those who use it.
-    redis_fleet = sys.modules.get("claude_trio.actors.redis_fleet")
-    return redis_fleet is not None and isinstance(fleet, redis_fleet.RedisFleet)
-
-
 async def serve_gateway(
-    fleet: AnyFleet,
+    fleet: ServedHost,
     *,
     host: str = "127.0.0.1",
     port: int = 0,
@@ -343,6 +335,9 @@ async def serve_gateway(
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> NoReturn:
     """Serve ``fleet`` over websockets on ``host:port`` until cancelled.
+
+    ``fleet``: the session host it serves (a :class:`~claude_trio.actors.hosts.ServedHost`:
+    the ``Fleet`` of an ``open_fleet`` block, or a cluster's ``RedisFleet``).
 
     ``task_status.started(port)`` gives the bound port (useful with ``port=0``) once the
     socket listens. ``token``: one secret of 16 to 4096 visible ASCII characters, whose
@@ -367,9 +362,12 @@ async def serve_gateway(
         client_queue=client_queue,
         limits=limits,
     )
-    if not _is_fleet(fleet):
+    if not isinstance(fleet, ServedHost):
         raise InvalidParamsError(
-            "fleet", fleet, "the Fleet of an open_fleet block (or an open_redis_fleet's)"
+            "fleet",
+            fleet,
+            "a session host a gateway can serve (actors/hosts.py, ServedHost): the Fleet of "
+            "an open_fleet block, or an open_redis_fleet's RedisFleet",
         )
     policy = RemotePolicy(
         tools=remote_tools,  # type: ignore[arg-type]  # checked by RemotePolicy
@@ -635,6 +633,9 @@ class _Attached:
     """One session this client follows: its subscription and its place in the writer's turn."""
 
     session_id: str
+    #: The session followed (the handle it was attached through, read again when its
+    #: execution ends: a continued one is followed on).
+    session: ServedSession
     subscription: Subscription
     ready: bool = False  # in the client's ready queue
     #: The seq of the last event sent (a continued session is re-subscribed from it).
@@ -663,7 +664,7 @@ class _Client:
         self._peer = peer
         self._host = host
         self._principal = principal
-        #: The key sessions are counted under (``Fleet.start(owner=...)``).
+        #: The key sessions are counted under (``ServedHost.open(owner=...)``).
         self._owner = GatewayOwner(principal.name, host)
         # Bounded: the reader waits for room before it handles the next op.
         self._replies: collections.deque[str] = collections.deque()
@@ -804,14 +805,11 @@ class _Client:
     def _follow_next_execution(self, attached: _Attached) -> bool:
         """A subscription ended with its execution; if the session was continued meanwhile,
         follow the next execution from the last event sent. False when there is none."""
-        try:
-            session = self._fleet.get(attached.session_id)
-        except UnknownSessionError:
-            return False
+        session = attached.session
         if session.ended and session.last_seq <= attached.last_sent:
             return False
         attached.subscription.close()
-        subscribed = session.subscribe(
+        subscribed = session.subscribe_nowait(
             attached.last_sent,
             max_queue=self._config.client_queue,
             max_bytes=self._limits.client_queue_bytes,
@@ -918,24 +916,19 @@ class _Client:
 
     async def _dispatch(self, op: Op) -> None:
         await trio.lowlevel.checkpoint()
-        # A cluster's fleet reads what the op looks at from Redis now (a local one: nothing).
-        if isinstance(op, ListOp):
-            await self._fleet.refresh(None)
-        elif isinstance(op, AttachOp | PushOp | AnswerOp | AbortOp | ContinueOp):
-            await self._fleet.refresh(op.session)
-        elif isinstance(op, OpenOp):
-            await self._fleet.refresh_active()
+        # Every look at the host is awaited: a cluster's reads Redis then (a local one
+        # looks at once).
         match op:
             case HelloOp():
-                self._reply(self._hello(op.id, await self._fleet.cluster_status()))
+                self._reply(self._hello(op.id, await self._fleet.describe()))
             case ListOp():
-                self._reply(SessionsFrame(id=op.id, sessions=self._listing()))
+                self._reply(SessionsFrame(id=op.id, sessions=await self._listing()))
             case OpenOp():
                 await self._open(op)
             case ContinueOp():
                 await self._continue(op)
             case AttachOp():
-                session = self._session(op.id, op.session)
+                session = await self._session(op.id, op.session)
                 if session is not None:
                     self._attach(op.id, session, op.last_seq)
             case DetachOp():
@@ -946,15 +939,15 @@ class _Client:
                     attached.subscription.close()
                     self._reply(ReplyFrame(id=op.id, ok=True))
             case PushOp():
-                session = self._session(op.id, op.session)
+                session = await self._session(op.id, op.session)
                 if session is not None:
-                    pushed = await session.push(op.text)
+                    pushed = await session.push(op.text, images=op.images)
                     if isinstance(pushed, Accepted):
                         self._reply(ReplyFrame(id=op.id, ok=True, uuid=pushed.uuid))
                     else:
                         self._reply(ReplyFrame(id=op.id, ok=False, reason=pushed.reason))
             case AnswerOp():
-                session = self._session(op.id, op.session)
+                session = await self._session(op.id, op.session)
                 if session is not None:
                     answered = await session.answer(op.request, op.answer)
                     if isinstance(answered, AnswerAccepted):
@@ -962,35 +955,39 @@ class _Client:
                     else:
                         self._reply(ReplyFrame(id=op.id, ok=False, reason=answered.reason))
             case AbortOp():
-                session = self._session(op.id, op.session)
+                session = await self._session(op.id, op.session)
                 if session is not None:
                     await session.abort()
                     self._reply(ReplyFrame(id=op.id, ok=True))
             case SetModelOp() | SetPermissionModeOp():
-                session = self._session(op.id, op.session)
+                session = await self._session(op.id, op.session)
                 if session is not None:
                     await self._control(op, session)
             case _:
                 assert_never(op)
 
-    async def _control(self, op: SetModelOp | SetPermissionModeOp, session: AnySession) -> None:
+    async def _control(
+        self, op: SetModelOp | SetPermissionModeOp, session: ServedSession
+    ) -> None:
         """A live control (``protocol/remote.py``, rule 8): ``reply`` once the CLI confirmed
         it; otherwise an error frame saying why (the policy, a bad value, the session has
-        stopped, the CLI refused or did not answer, the session runs on a cluster's worker)."""
+        stopped, the CLI refused or did not answer, its host offers no live controls: a
+        cluster's worker)."""
         await trio.lowlevel.checkpoint()
-        if not isinstance(session, FleetSession):
+        controls = session.live_controls()
+        if controls is None:
             message = f"{op.op} is not available for a session that runs on a cluster's worker"
             self._reply(ErrorFrame(id=op.id, code="control_refused", message=message))
             return
         try:
             if isinstance(op, SetModelOp):
-                await session.set_model(op.model)
+                await controls.set_model(op.model)
             else:
                 refusal = permission_mode_refusal(self._config.policy, op.mode)
                 if refusal is not None:
                     self._reply(ErrorFrame(id=op.id, code="forbidden_field", message=refusal))
                     return
-                await session.set_permission_mode(op.mode)
+                await controls.set_permission_mode(op.mode)
         except InvalidParamsError as exc:
             self._reply(ErrorFrame(id=op.id, code="invalid_field", message=str(exc)))
         except ControlRefusedError as exc:
@@ -1000,14 +997,16 @@ class _Client:
         else:
             self._reply(ReplyFrame(id=op.id, ok=True))
 
-    def _session(self, op_id: str, session_id: str) -> AnySession | None:
+    async def _session(self, op_id: str, session_id: str) -> ServedSession | None:
         """The session if this principal may see it; else an ``unknown_session`` error, the
         same whether it does not exist or is another principal's (no existence leak)."""
+        session: ServedSession | None
         try:
-            session = self._fleet.get(session_id)
+            session = await self._fleet.get(session_id)
         except UnknownSessionError:
+            await trio.lowlevel.checkpoint()
             session = None
-        if session is None or not self._principal.may_see(_principal_of_session(session)):
+        if session is None or not self._principal.may_see(principal_of(session.owner)):
             self._reply(
                 ErrorFrame(
                     id=op_id,
@@ -1018,16 +1017,12 @@ class _Client:
             return None
         return session
 
-    def _hello(self, op_id: str, cluster: Mapping[str, Any] | None) -> HelloFrame:
+    def _hello(self, op_id: str, host: HostDescription) -> HelloFrame:
         config = self._config
-        fleet = self._fleet
         limits: dict[str, object] = {
             "max_message_size": config.max_message_size,
             "client_queue": config.client_queue,
-            "max_live": fleet.max_live,
-            "replay_buffer": fleet.replay_buffer,
-            "replay_bytes": fleet.replay_bytes,
-            "keep_finished": fleet.keep_finished,
+            **host.limits,
             **attrs.asdict(self._limits),
         }
         policy = config.policy
@@ -1046,26 +1041,23 @@ class _Client:
                 "allow_cwd": policy.allow_cwd,
                 "allow_env": policy.allow_env,
             },
-            cluster=cluster,
+            cluster=None if host.cluster is None else dict(host.cluster),
         )
 
-    def _listing(self) -> tuple[SessionInfo, ...]:
+    async def _listing(self) -> tuple[SessionInfo, ...]:
         principal = self._principal
-        return tuple(
-            _session_info(session)
-            for session in self._fleet.sessions()
-            if principal.may_see(_principal_of_session(session))
-        )
+        return tuple(info for info in await self._fleet.list() if principal.may_see(info.owner))
 
-    def _limit_reached(self, *, attaching: bool = True) -> str | None:
+    async def _limit_reached(self, *, attaching: bool = True) -> str | None:
         limits = self._limits
-        fleet = self._fleet
         if attaching and len(self._attached) >= limits.max_attached_per_client:
+            await trio.lowlevel.checkpoint()
             return (
                 f"this connection already follows {limits.max_attached_per_client} sessions "
                 "(the limit); detach one first"
             )
-        mine = fleet.owner_statistics(self._owner)
+        load = await self._fleet.load(self._owner)
+        mine = load.owner
         if mine.active >= limits.max_sessions_per_client:
             return (
                 f"this client already has {mine.active} sessions not ended "
@@ -1076,14 +1068,14 @@ class _Client:
                 f"this client already has {mine.waiting} sessions waiting for a slot "
                 f"(the limit is {limits.max_waiting_per_client}); wait for one to start"
             )
-        total = fleet.statistics()
+        total = load.total
         if total.live + total.waiting >= limits.max_sessions:
             return f"the server runs its limit of {limits.max_sessions} sessions; try later"
         return None
 
     async def _open(self, op: OpenOp) -> None:
         await trio.lowlevel.checkpoint()
-        refused = self._limit_reached()
+        refused = await self._limit_reached()
         if refused is not None:
             self._reply(ErrorFrame(id=op.id, code="limit_reached", message=refused))
             return
@@ -1114,7 +1106,7 @@ class _Client:
             requested = scoped
         params = remote_params(requested, policy, cwd)
         try:
-            session = await self._fleet.start(params, owner=self._owner, label=op.label)
+            session = await self._fleet.open(params, label=op.label, owner=self._owner)
         except InvalidParamsError as exc:
             self._reply(ErrorFrame(id=op.id, code="invalid_params", message=str(exc)[:1000]))
             return
@@ -1132,7 +1124,7 @@ class _Client:
 
     async def _continue(self, op: ContinueOp) -> None:
         await trio.lowlevel.checkpoint()
-        session = self._session(op.id, op.session)
+        session = await self._session(op.id, op.session)
         if session is None:
             return
         if not session.ended:
@@ -1145,17 +1137,17 @@ class _Client:
                 )
             )
             return
-        refused = self._limit_reached(attaching=op.session not in self._attached)
+        refused = await self._limit_reached(attaching=op.session not in self._attached)
         if refused is not None:
             self._reply(ErrorFrame(id=op.id, code="limit_reached", message=refused))
             return
         try:
-            await self._fleet.continue_(session.id, op.prompt)
+            session = await self._fleet.continue_(session.id, op.prompt)
         except InvalidParamsError as exc:
             self._reply(ErrorFrame(id=op.id, code="invalid_params", message=str(exc)[:1000]))
             return
-        except UnknownSessionError:  # forgotten meanwhile (not possible today: no checkpoint)
-            self._session(op.id, op.session)
+        except UnknownSessionError:  # forgotten meanwhile
+            await self._session(op.id, op.session)
             return
         except LocalProtocolError as exc:
             if self._fleet.accepting:
@@ -1183,7 +1175,7 @@ class _Client:
             # events are all sent (_follow_next_execution).
             self._attach(None, session, session.first_seq - 1)
 
-    def _attach(self, op_id: str | None, session: AnySession, last_seq: int | None) -> None:
+    def _attach(self, op_id: str | None, session: ServedSession, last_seq: int | None) -> None:
         """Subscribe to ``session``; ``op_id`` None for the attach that ``open`` implies (it
         gets no reply: ``opened`` is the reply)."""
         limit = self._limits.max_attached_per_client
@@ -1197,9 +1189,13 @@ class _Client:
                 )
             )
             return
-        attached = _Attached(session_id=session.id, subscription=None)  # type: ignore[arg-type]
+        attached = _Attached(
+            session_id=session.id,
+            session=session,
+            subscription=None,  # type: ignore[arg-type]
+        )
         try:
-            subscribed = session.subscribe(
+            subscribed = session.subscribe_nowait(
                 last_seq,
                 max_queue=self._config.client_queue,
                 max_bytes=self._limits.client_queue_bytes,
@@ -1222,26 +1218,6 @@ class _Client:
             self._reply(ReplyFrame(id=op_id, ok=True))
         self._attached[session.id] = attached
         self._notify(attached)  # the replay is ready now
-
-
-def _principal_of_session(session: AnySession) -> str | None:
-    owner = session.owner
-    return owner.principal if isinstance(owner, GatewayOwner) else None
-
-
-def _session_info(session: AnySession) -> SessionInfo:
-    return SessionInfo(
-        session=session.id,
-        label=session.label,
-        owner=_principal_of_session(session),
-        state=session.state,
-        executions=session.executions,
-        first_seq=session.first_seq,
-        last_seq=session.last_seq,
-        usage=session.usage,
-        created_at=session.created_at,
-        ended_at=session.ended_at,
-    )
 
 
 def _version() -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["GatewayOwner"]
+__all__ = ["GatewayOwner", "principal_of"]
 
 
 @attrs.frozen
@@ -17,3 +17,9 @@ class GatewayOwner:
 
     principal: str
     host: str
+
+
+def principal_of(owner: object) -> str | None:
+    """The principal a session belongs to: its owner's, when a gateway opened it (a
+    :class:`GatewayOwner`); ``None`` otherwise."""
+    return owner.principal if isinstance(owner, GatewayOwner) else None

@@ -1,28 +1,29 @@
-"""``RedisFleet``: a cluster's sessions as a gateway sees them, so ``serve_gateway`` serves a
-Redis cluster with the very ops it serves a local :class:`~.fleet.Fleet` with.
+"""``RedisFleet``: a cluster's sessions as one session host (``actors/hosts.py``), so code
+written for a local :class:`~.fleet.Fleet` (``serve_gateway``, ``run_batch``, yours) runs on a
+Redis cluster unchanged.
 
-It holds no session state of its own: before each op the gateway calls ``refresh`` (the
-session record, or the listing, read from Redis) and every look after it is at what was just
-read. ``start`` and ``continue_`` append a job for the workers (``protocol/cluster.py`` rule 1);
-``subscribe`` follows the session's event stream from any seq (rule 2), so a client may
-reconnect to any gateway and get an exact replay; ``push``, ``answer`` and ``abort`` go to the
-worker running the session (rule 4) and wait for its outcome at most ``command_timeout``.
+It holds no session state of its own: ``get``, ``list`` and every op on a session read the
+session's record (or the listing) from Redis first, and what a session says after that is what
+was just read. ``open`` and ``continue_`` append a job for the workers (``protocol/cluster.py``
+rule 1); ``subscribe`` follows the session's event stream from any seq (rule 2), so a client
+may reconnect to any gateway and get an exact replay; ``push``, ``answer`` and ``abort`` go to
+the worker running the session (rule 4) and wait for its outcome at most ``command_timeout``.
+A cluster's sessions take no live controls (``live_controls()`` is ``None``).
 
 Channels: each subscription is fed by a follower task in the fleet's nursery, which reads the
 stream only while the subscriber's queue is below half full (so a replay never overflows it)
 and stops when the subscription is closed, dropped or ends. Cancellation: leaving
 ``open_redis_fleet`` cancels the followers. Error handling: Redis unavailable ->
-:class:`ClusterUnavailableError` out of ``refresh``/``start``/``continue_`` (the gateway answers
-the op with an error frame), a follower drops its subscription with the reason (the client
-reconnects and attaches again with its last seq).
+:class:`ClusterUnavailableError` out of ``get``/``list``/``open``/``continue_`` and the ops (the
+gateway answers the op with an error frame), a follower drops its subscription with the reason
+(the client reconnects and attaches again with its last seq).
 """
-
 from __future__ import annotations
 
 import logging
 import time
 import uuid as uuid_module
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -53,20 +54,27 @@ from claude_trio.protocol.errors import (
     RemoteProtocolError,
     UnknownSessionError,
 )
+from claude_trio.protocol.events import Event
+from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.redis_keys import RedisKeys
 from claude_trio.protocol.replay import Entry, entry_size
-from claude_trio.protocol.usage import ZERO_USAGE, Usage
-from claude_trio.protocol.wire import params_to_json
+from claude_trio.protocol.transcript import Transcript
+from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.wire import SessionInfo, params_to_json
 
 from .broker import AnswerAccepted, AnswerRejected
 from .fleet import (
     DEFAULT_SUBSCRIBER_BYTES,
     FleetStatistics,
+    HostDescription,
+    HostLoad,
     OwnerStatistics,
     ResyncRequired,
     Subscription,
+    execution_transcript,
+    open_following,
 )
 from .owners import GatewayOwner
 
@@ -80,11 +88,16 @@ LISTING_MAX = 1000
 
 @attrs.define(eq=False)
 class RedisSession:
-    """One session of the cluster, as last read from its record."""
+    """One session of the cluster (a :class:`~claude_trio.actors.hosts.SessionHandle`), as
+    this gateway last read its record: each property reads the latest record the fleet read
+    (``get``, ``list``, an op on it), never Redis itself."""
 
     fleet: RedisFleet
     record: SessionRecord
-    oldest_seq: int | None = None  # the first seq the stream still holds (None: empty)
+
+    @property
+    def _now(self) -> SessionRecord:
+        return self.fleet._records.get(self.record.session, self.record)
 
     @property
     def id(self) -> str:
@@ -92,53 +105,83 @@ class RedisSession:
 
     @property
     def owner(self) -> Hashable:
-        principal = self.record.principal
-        return GatewayOwner(principal, self.record.host) if principal is not None else None
+        record = self._now
+        principal = record.principal
+        return GatewayOwner(principal, record.host) if principal is not None else None
 
     @property
     def label(self) -> str | None:
-        return self.record.label
+        return self._now.label
 
     @property
     def state(self) -> SessionState:
-        return self.record.state
+        return self._now.state
 
     @property
     def ended(self) -> bool:
-        return self.record.state == "ended"
+        return self._now.state == "ended"
 
     @property
     def executions(self) -> int:
-        return self.record.executions
+        return self._now.executions
 
     @property
     def first_seq(self) -> int:
-        return self.record.first_seq
+        return self._now.first_seq
 
     @property
     def last_seq(self) -> int:
-        return self.record.last_seq
+        return self._now.last_seq
 
     @property
     def usage(self) -> Usage:
-        return ZERO_USAGE
+        """Every turn of every execution so far, as the record says (the worker writes it
+        with the events that change it)."""
+        return self._now.usage
 
     @property
     def created_at(self) -> float:
-        return self.record.created_at
+        return self._now.created_at
 
     @property
     def ended_at(self) -> float | None:
-        return self.record.ended_at
+        return self._now.ended_at
 
     @property
     def claude_session_id(self) -> str | None:
-        return self.record.claude_session_id
+        return self._now.claude_session_id
+
+    @property
+    def oldest_seq(self) -> int | None:
+        """The first seq the stream held when it was last read (None: empty)."""
+        return self.fleet._oldest.get(self.id)
+
+    def info(self) -> SessionInfo:
+        record = self._now
+        return SessionInfo(
+            session=record.session,
+            label=record.label,
+            owner=record.principal,
+            state=record.state,
+            executions=record.executions,
+            first_seq=record.first_seq,
+            last_seq=record.last_seq,
+            usage=record.usage,
+            created_at=record.created_at,
+            ended_at=record.ended_at,
+        )
+
+    def _has_ended(self) -> bool:
+        return self._now.state == "ended"
+
+    def live_controls(self) -> None:
+        """None: a cluster's worker takes no live controls from a gateway."""
+        return None
 
     def _detach(self, subscription: Subscription) -> None:
         pass  # its follower sees ``closed`` and stops
 
-    def subscribe(
+    def subscribe_nowait(
         self,
         last_seq: int | None,
         *,
@@ -148,7 +191,7 @@ class RedisSession:
     ) -> Subscription | ResyncRequired:
         """Follow the stream after ``last_seq`` (all it holds for ``None``) until the end of
         the current execution; :class:`ResyncRequired` when events after ``last_seq`` were
-        trimmed."""
+        trimmed. A session that has ended, followed from its last seq or later, ends at once."""
         # No upper bound: the stream may be ahead of the record read before this op.
         if last_seq is not None:
             check_int("last_seq", last_seq, 0, allowed="an int >= 0 or None")
@@ -158,31 +201,50 @@ class RedisSession:
         subscription = Subscription(
             self, [], max_queue=max_queue, max_bytes=max_bytes, notify=notify
         )
+        record = self._now
+        if record.state == "ended" and last_seq is not None and last_seq >= record.last_seq:
+            subscription._end()  # nothing after its final event until it is continued
+            return subscription
         start = (oldest - 1 if oldest is not None else 0) if last_seq is None else last_seq
-        self.fleet._follow(subscription, self.id, start, max_queue, self.first_seq)
+        self.fleet._follow(subscription, self.id, start, max_queue, record.first_seq)
         return subscription
 
-    async def push(self, text: str) -> Accepted | Rejected:
+    @asynccontextmanager
+    async def subscribe(
+        self, last_seq: int | None = None
+    ) -> AsyncIterator[trio.abc.ReceiveChannel[Event]]:
+        """``SessionHandle.subscribe``: the record and the stream's start are read first."""
         await self.fleet.refresh(self.id)
-        record = self.fleet._records.get(self.id, self.record)
+        async with open_following(self, last_seq) as channel:
+            yield channel
+
+    async def result(self) -> Transcript:
+        """Wait for the current execution's final event; its transcript. The record is read
+        again after it, so :attr:`usage` then counts the execution."""
+        await self.fleet.refresh(self.id)
+        transcript = await execution_transcript(self)
+        await self.fleet.refresh(self.id)
+        return transcript
+
+    async def push(self, text: str, *, images: Sequence[ImageInput] = ()) -> Accepted | Rejected:
+        await self.fleet.refresh(self.id)
+        record = self._now
         if record.state == "waiting":
             return Rejected(reason="the session has not started yet: it is waiting for a slot")
         if record.state == "ended":
             return Rejected(reason="the execution has ended")
         outcome = await self.fleet._command(
-            record, Command(kind="push", session=self.id, reply="", text=text)
+            record,
+            Command(kind="push", session=self.id, reply="", text=text, images=tuple(images)),
         )
         if outcome.ok:
             return Accepted(uuid=outcome.uuid)
         return Rejected(reason=outcome.reason)
 
-    def push_nowait(self, text: str) -> Accepted | Rejected:
-        raise LocalProtocolError("a cluster session is pushed to with await push()")
-
     async def answer(self, request_id: str, answer: Any) -> AnswerAccepted | AnswerRejected:
-        record = self.record
+        await self.fleet.refresh(self.id)
+        record = self._now
         if record.state != "live":
-            await trio.lowlevel.checkpoint()
             return AnswerRejected(
                 request_id=request_id, reason=f"no user-input request {request_id!r} is pending"
             )
@@ -200,18 +262,17 @@ class RedisSession:
         fleet = self.fleet
         keys = fleet.keys
         await fleet.refresh(self.id)
-        record = fleet._records.get(self.id, self.record)
-        if record.state == "ended":
+        if self._now.state == "ended":
             return
         await fleet._call(lambda: fleet.redis.hset(keys.session(self.id), {"abort_requested": "1"}))
         await fleet.refresh(self.id)
-        record = fleet._records.get(self.id, self.record)
+        record = self._now
         if record.state == "live":
             await fleet._command(record, Command(kind="abort", session=self.id, reply=""))
         with trio.move_on_after(fleet.command_timeout) as waited:
             while True:
                 await fleet.refresh(self.id)
-                if fleet._records[self.id].state == "ended":
+                if self._has_ended():
                     return
                 await trio.sleep(0.05)
         if waited.cancelled_caught:
@@ -249,10 +310,8 @@ class RedisFleet:
 
     # -- what the gateway reads -----------------------------------------------------------------
 
-    max_live = 0
-    replay_bytes = 0
-    keep_finished = 0
     accepting = True
+    """A cluster's gateway always accepts: it only appends jobs (the workers drain)."""
 
     @property
     def replay_buffer(self) -> int:
@@ -287,7 +346,7 @@ class RedisFleet:
             return
         await self._read(session_id)
 
-    async def refresh_active(self) -> None:
+    async def _refresh_active(self) -> None:
         """Read again the records of the sessions this gateway saw not ended (what the
         per-client limits count)."""
         await trio.lowlevel.checkpoint()
@@ -337,15 +396,42 @@ class RedisFleet:
         first = await self._call(lambda: self.redis.xrange(keys.events(sid), count=1))
         self._oldest[sid] = seq_of_id(first[0].identifier) if first else None
 
-    def get(self, session_id: str) -> RedisSession:
+    # -- the session-host interface (actors/hosts.py) -------------------------------------------
+
+    async def get(self, session_id: str) -> RedisSession:
+        """The session's record, read from Redis now; :class:`UnknownSessionError` when Redis
+        holds none by that id."""
+        await self.refresh(session_id)
+        return self.get_nowait(session_id)
+
+    def get_nowait(self, session_id: str) -> RedisSession:
+        """The session as this gateway last read it (``refresh``), without reading Redis."""
         try:
             record = self._records[session_id]
         except KeyError:
             raise UnknownSessionError(session_id) from None
-        return RedisSession(self, record, self._oldest.get(session_id))
+        return RedisSession(self, record)
+
+    async def list(self) -> tuple[SessionInfo, ...]:
+        """The newest ``LISTING_MAX`` sessions of the cluster, oldest first, read now."""
+        await self.refresh(None)
+        return tuple(session.info() for session in self.sessions())
+
+    async def load(self, owner: Hashable) -> HostLoad:
+        """The statistics over the sessions this gateway has seen, their records read again
+        when they had not ended (see ``statistics``)."""
+        await self._refresh_active()
+        return HostLoad(total=self.statistics(), owner=self.owner_statistics(owner))
+
+    async def describe(self) -> HostDescription:
+        """A ``hello``'s view of the cluster: its replay bound and its workers' summary."""
+        return HostDescription(
+            limits={"replay_buffer": self._replay_buffer}, cluster=await self.cluster_status()
+        )
 
     def sessions(self) -> tuple[RedisSession, ...]:
-        return tuple(self.get(sid) for sid in self._listed if sid in self._records)
+        """The sessions of the last listing (``refresh(None)``) as last read."""
+        return tuple(self.get_nowait(sid) for sid in self._listed if sid in self._records)
 
     def statistics(self) -> FleetStatistics:
         records = self._records.values()
@@ -356,7 +442,7 @@ class RedisFleet:
         )
 
     def owner_statistics(self, owner: Hashable) -> OwnerStatistics:
-        mine = [r for r in self._records.values() if self.get(r.session).owner == owner]
+        mine = [r for r in self._records.values() if self.get_nowait(r.session).owner == owner]
         return OwnerStatistics(
             live=sum(r.state == "live" for r in mine),
             waiting=sum(r.state == "waiting" for r in mine),
@@ -365,12 +451,14 @@ class RedisFleet:
 
     # -- what the gateway does ------------------------------------------------------------------
 
-    async def start(
-        self, params: ExecuteParams, *, owner: Hashable = None, label: str | None = None
+    async def open(
+        self, params: ExecuteParams, *, label: str | None = None, owner: Hashable = None
     ) -> RedisSession:
         """Record a new session and append its job; the first free worker runs it."""
         if not isinstance(params, ExecuteParams):
             raise InvalidParamsError("params", params, "an ExecuteParams")
+        if label is not None and not (isinstance(label, str) and label and "\x00" not in label):
+            raise InvalidParamsError("label", label, "a non-empty string without NUL characters")
         principal = getattr(owner, "principal", None)
         host = getattr(owner, "host", "")
         sid = str(uuid_module.uuid4())
@@ -385,13 +473,12 @@ class RedisFleet:
         )
         job = Job(kind="open", session=sid, params=record.params)
         await self._enqueue(record, job)
-        return RedisSession(self, record, None)
+        return RedisSession(self, record)
 
     async def continue_(self, session_id: str, prompt: str) -> RedisSession:
         """Append the next execution of an ended session; any worker resumes it (from the
         transcript store the workers share)."""
-        await self.refresh(session_id)
-        session = self.get(session_id)
+        session = await self.get(session_id)
         record = session.record
         if record.state != "ended":
             raise LocalProtocolError(
@@ -429,7 +516,7 @@ class RedisFleet:
             execution=record.executions,
         )
         await self._enqueue(record, job)
-        return RedisSession(self, record, self._oldest.get(session_id))
+        return RedisSession(self, record)
 
     async def _enqueue(self, record: SessionRecord, job: Job) -> None:
         keys = self.keys

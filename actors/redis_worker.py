@@ -55,6 +55,7 @@ from claude_trio.protocol.cluster import (
     WorkerStatus,
     decode_event,
     encode_event,
+    encode_usage,
     event_id,
     is_current,
     is_final,
@@ -69,9 +70,11 @@ from claude_trio.protocol.events import (
     TurnStarted,
     WarningEvent,
 )
+from claude_trio.protocol.images import ImageInput
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
 from claude_trio.protocol.wire import params_from_json
 
 from .broker import AnswerAccepted
@@ -175,6 +178,9 @@ class _Running:
     fenced: bool = False
     published_local: int = 0  # the last local seq stored
     redeliver: tuple[str, ...] = ()  # pushes to deliver again once the CLI runs (a move)
+    #: The session's usage as stored (the record's when it was claimed, plus what this
+    #: execution's events reported since): written with the events that change it.
+    usage: Usage = ZERO_USAGE
 
 
 class Worker:
@@ -486,6 +492,7 @@ class Worker:
             local=local,
             token=token,
             redeliver=redeliver,
+            usage=record.usage,
         )
         self.running[sid] = running
         nursery.start_soon(self._publish, running, name=f"worker publisher {sid}")
@@ -597,13 +604,18 @@ class Worker:
             self.acknowledged_twice += 1
             log.error("worker %s: job %s was acknowledged already", self.id, entry_id)
 
-    async def _store_many(self, sid: str, token: int, events: list[Event]) -> None:
+    async def _store_many(
+        self, sid: str, token: int, events: list[Event], *, usage: Usage | None = None
+    ) -> None:
         """Append events to the session's stream in one round trip (those already there are
-        refused by Redis and skipped), and the record's seq with a turn's start or end; if
-        the session is still ours (rule 7), else ``_FencedOut`` and nothing is written."""
+        refused by Redis and skipped), and the record's seq with a turn's start or end (and
+        ``usage``, the session's after these events, when given); if the session is still
+        ours (rule 7), else ``_FencedOut`` and nothing is written."""
         await trio.lowlevel.checkpoint()
         keys = self.keys
         update: dict[str, str] = {}
+        if usage is not None:
+            update["usage"] = encode_usage(usage)
         for event in events:
             match event:
                 case Result() | Aborted() | TurnStarted():
@@ -669,7 +681,7 @@ class Worker:
         sid, token = running.session_id, running.token
         while True:
             await trio.lowlevel.checkpoint()
-            subscribed = local.subscribe(
+            subscribed = local.subscribe_nowait(
                 running.published_local or None,
                 max_queue=config.stream_max,
                 max_bytes=self.fleet.replay_bytes,
@@ -703,7 +715,14 @@ class Worker:
                         if running.fenced:  # found out by the heartbeat or a command
                             raise self._refused(sid, token)
                         shifted = [attrs.evolve(e, seq=e.seq + offset) for e in batch]
-                        await self._store_many(sid, token, shifted)
+                        usage = running.usage
+                        for event in shifted:
+                            if isinstance(event, Result | Aborted) and event.usage is not None:
+                                usage = add_usage(usage, event.usage)
+                        await self._store_many(
+                            sid, token, shifted, usage=None if usage is running.usage else usage
+                        )
+                        running.usage = usage
                         running.published_local = batch[-1].seq
                         if running.redeliver:
                             again, running.redeliver = running.redeliver, ()
@@ -743,10 +762,12 @@ class Worker:
             if done:
                 await self._retrying("commands", partial(self.redis.xdel, stream, done))
 
-    async def _push(self, running: _Running, text: str) -> Accepted | Rejected:
-        """Push to the local session; an accepted push is recorded (for a move) before the
-        outcome goes back."""
-        pushed = await running.local.push(text)
+    async def _push(
+        self, running: _Running, text: str, images: tuple[ImageInput, ...] = ()
+    ) -> Accepted | Rejected:
+        """Push to the local session; an accepted push is recorded (for a move: its text is
+        delivered again, its images are not) before the outcome goes back."""
+        pushed = await running.local.push(text, images=images)
         if isinstance(pushed, Accepted):
             await self._accepted(
                 running.session_id, running.token, AcceptedPush(uuid=pushed.uuid, text=text)
@@ -793,7 +814,7 @@ class Worker:
         local = running.local
         match command.kind:
             case "push":
-                pushed = await self._push(running, command.text)
+                pushed = await self._push(running, command.text, command.images)
                 return (
                     Outcome(ok=True, uuid=pushed.uuid)
                     if isinstance(pushed, Accepted)

@@ -52,12 +52,14 @@ of ``protocol/wire.py`` and the server's message.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import logging
 import random
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -82,17 +84,22 @@ from claude_trio.protocol.errors import (
     GatewayRefusedError,
     GatewayUnavailableError,
     InvalidParamsError,
+    LocalProtocolError,
     RemoteOpError,
     ResyncRequiredError,
     SessionLostError,
+    UnknownSessionError,
     WireError,
 )
-from claude_trio.protocol.events import Event, is_terminal
+from claude_trio.protocol.events import Aborted, Event, Result, is_terminal
 from claude_trio.protocol.follow import Follow, FollowError
+from claude_trio.protocol.images import ImageInput, check_images
 from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
 from claude_trio.protocol.permissions import PermissionMode
 from claude_trio.protocol.remote import check_token
+from claude_trio.protocol.transcript import Transcript
+from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
 from claude_trio.protocol.wire import (
     AbortOp,
     AnswerOp,
@@ -295,22 +302,158 @@ class RemoteSession:
         follow: Follow,
         first_seq: int,
         executions: int = 1,
+        *,
+        following: bool = True,
     ):
         self.id = session_id
         self._client = client
         self._executions = executions
+        self._first_seq = first_seq
         self._follow = follow
         self._queue: collections.deque[Event] = collections.deque()
         self._readable = trio.Event()
         self._closed = False
         self._events = RemoteEvents(self, first_seq)
+        #: The server sends this session's events to this client (it was opened, attached,
+        #: subscribed or continued here; a handle from ``get`` is not, until subscribed).
+        self._following = following
+        #: Where the consumer is: the seq of the last event taken from the queue (the one
+        #: the follow started after, None for "all the server held", until one is taken).
+        self._position: int | None = follow.last_seq
+        self._subscribed = False
+        #: Usage as of ``_usage_seq``: the server's figure when it was last listed, plus what
+        #: the events queued since reported.
+        self._usage = ZERO_USAGE
+        self._usage_seq = 0
 
     # -- the consumer's side -------------------------------------------------------------------
 
     @property
     def events(self) -> RemoteEvents:
-        """The current execution's events (a new channel after :meth:`continue_`)."""
+        """The current execution's events (a new channel after :meth:`continue_` and
+        :meth:`subscribe`)."""
         return self._events
+
+    @property
+    def usage(self) -> Usage:
+        """Every turn of every execution so far, interrupted turns included: the server's
+        figure (as ``list`` shows it) as of the last event this client received."""
+        return self._usage
+
+    def subscribe(
+        self, last_seq: int | None = None
+    ) -> contextlib.AbstractAsyncContextManager[RemoteEvents]:
+        """``async with session.subscribe(last_seq) as events:``: the events after
+        ``last_seq`` (all the server still holds for ``None``), then live ones, until the
+        end of the current execution (:class:`~claude_trio.actors.hosts.SessionHandle`).
+
+        A client follows a session once: the channel replaces :attr:`events`, and the
+        session is attached again from ``last_seq`` unless what this client has queued
+        already starts there (right after ``open``, say). One subscription at a time
+        (``LocalProtocolError`` for a second). Raises :class:`ResyncRequiredError` when the
+        server no longer holds the events after ``last_seq``, :class:`SessionLostError`
+        when it no longer knows the session.
+        """
+        if last_seq is not None and (
+            isinstance(last_seq, bool) or not isinstance(last_seq, int) or last_seq < 0
+        ):
+            raise InvalidParamsError("last_seq", last_seq, "an int >= 0 or None")
+        return self._subscription(last_seq, execution_start=False)
+
+    async def result(self) -> Transcript:
+        """Wait for the current execution's final event; its
+        :class:`~claude_trio.protocol.transcript.Transcript`. The events this client has
+        queued are used when they start the execution (right after ``open``); otherwise the
+        execution is replayed from its first event (what is left of it when the server no
+        longer holds them all)."""
+        try:
+            async with self._subscription(None, execution_start=True) as events:
+                first = events._from_seq
+                collected = [event async for event in events]
+        except ResyncRequiredError:
+            async with self._subscription(None, execution_start=False) as events:
+                first = events._from_seq
+                collected = [event async for event in events]
+        return Transcript.of([event for event in collected if event.seq >= first])
+
+    @asynccontextmanager
+    async def _subscription(
+        self, last_seq: int | None, *, execution_start: bool
+    ) -> AsyncIterator[RemoteEvents]:
+        await trio.lowlevel.checkpoint()
+        if self._closed:
+            raise trio.ClosedResourceError(f"session {self.id} was closed by this client")
+        if self._subscribed:
+            raise LocalProtocolError(
+                f"session {self.id} is already subscribed on this client: leave that "
+                "subscription first (a client follows a session once; connect another "
+                "client to follow it twice)"
+            )
+        self._subscribed = True
+        try:
+            channel = await self._channel(last_seq, execution_start)
+            self._events = channel
+            yield channel
+        finally:
+            self._subscribed = False
+
+    async def _channel(self, last_seq: int | None, execution_start: bool) -> RemoteEvents:
+        wanted = self._first_seq - 1 if execution_start else last_seq
+        if self._reusable(wanted):
+            await trio.lowlevel.checkpoint()
+            return RemoteEvents(self, self._first_seq)
+        info = await self._client._info(self.id)
+        if info is None:
+            raise SessionLostError(self.id)
+        self._apply_info(info)
+        if execution_start:
+            wanted = info.first_seq - 1
+        channel = RemoteEvents(self, info.first_seq)
+        if info.state == "ended" and wanted is not None and wanted >= info.last_seq:
+            channel._done = True  # nothing comes after its final event until it is continued
+            return channel
+        await self._refollow(wanted)
+        return channel
+
+    def _reusable(self, wanted: int | None) -> bool:
+        """Does what this client queues start right after ``wanted``, and will it go on?"""
+        follow = self._follow
+        if not self._following or follow.error is not None:
+            return False
+        if follow.state == "idle" and not self._queue:
+            return False  # ended here: whether it was continued since, the server says
+        position = self._position
+        return wanted == position or (wanted is None and position == 0)
+
+    async def _refollow(self, last_seq: int | None) -> None:
+        """Follow the session afresh from ``last_seq``: what was queued is dropped, and the
+        replies to what the previous follow sent are ignored (they are for it)."""
+        client = self._client
+        follow = Follow(
+            max_queue=client._config.max_queue, state="attaching", last_seq=last_seq or 0
+        )
+        self._follow = follow
+        self._queue.clear()
+        self._position = last_seq
+        self._following = True
+        client._sessions[self.id] = self
+        await client._request(
+            AttachOp(id=client._op_id(), session=self.id, last_seq=last_seq),
+            ReplyFrame,
+            accept_errors=True,
+            on_reply=partial(self._on_attach_reply, follow=follow),
+        )
+        if follow.error is not None:
+            raise _follow_error(self.id, follow.error)
+
+    def _apply_info(self, info: SessionInfo) -> None:
+        """What the server's ``list`` says of the session: its execution, and its usage
+        when that is newer than what the events queued here summed."""
+        self._first_seq = info.first_seq
+        self._executions = max(self._executions, info.executions)
+        if info.last_seq >= self._usage_seq:
+            self._usage = info.usage
+            self._usage_seq = info.last_seq
 
     @property
     def last_seq(self) -> int:
@@ -320,6 +463,7 @@ class RemoteSession:
     def _take(self) -> Event:
         if self._queue:
             event = self._queue.popleft()
+            self._position = event.seq
             if self._follow.taken():
                 self._client._attach_again(self)
             return event
@@ -349,13 +493,19 @@ class RemoteSession:
         match self._follow.event(event.seq, final=_ends_execution(event)):
             case "queue":
                 self._queue.append(event)
+                usage = event.usage if isinstance(event, Result | Aborted) else None
+                if usage is not None and event.seq > self._usage_seq:
+                    self._usage = add_usage(self._usage, usage)
+                    self._usage_seq = event.seq
                 self._wake()
             case "pause":
                 self._client._detach_for_room(self)
             case "drop":
                 pass
 
-    def _on_attach_reply(self, frame: Frame) -> None:
+    def _on_attach_reply(self, frame: Frame, follow: Follow | None = None) -> None:
+        if follow is not None and follow is not self._follow:
+            return  # the answer to an earlier follow's attach: that follow was replaced
         match frame:
             case ReplyFrame(ok=True):
                 self._follow.attached()
@@ -369,17 +519,22 @@ class RemoteSession:
                 log.warning("claude-trio client: attaching %s failed: %r", self.id, frame)
         self._wake()
 
-    def _on_detach_reply(self, frame: Frame) -> None:
+    def _on_detach_reply(self, frame: Frame, follow: Follow | None = None) -> None:
+        if follow is not None and follow is not self._follow:
+            return
         if self._follow.detached():
             self._client._attach_again(self)
 
     # -- actions --------------------------------------------------------------------------------
 
-    async def push(self, text: str) -> Accepted | Rejected:
-        """Offer a user message: ``Accepted`` (it will be delivered in this execution) or
-        ``Rejected(reason)``. The ``UserMessage`` event in the stream carries its uuid."""
+    async def push(self, text: str, *, images: Sequence[ImageInput] = ()) -> Accepted | Rejected:
+        """Offer a user message (and ``images``): ``Accepted`` (it will be delivered in this
+        execution) or ``Rejected(reason)``. The ``UserMessage`` event in the stream carries
+        its uuid."""
+        pictures = tuple(check_images(images))
         reply = await self._client._request(
-            PushOp(id=self._client._op_id(), session=self.id, text=text), ReplyFrame
+            PushOp(id=self._client._op_id(), session=self.id, text=text, images=pictures),
+            ReplyFrame,
         )
         if reply.ok:
             return Accepted(uuid=reply.uuid or "")
@@ -455,6 +610,8 @@ class RemoteSession:
                 client._attach_again(self)
             break
         self._executions += 1
+        self._following = True  # the server follows a continued session on
+        self._first_seq = first_seq
         self._events = RemoteEvents(self, first_seq)
 
     def close(self) -> None:
@@ -530,12 +687,15 @@ class GatewayClient:
             raise InvalidParamsError(
                 "session_id", session_id, "a session this client does not follow yet"
             )
-        info = {s.session: s for s in await self.list()}.get(session_id)
+        info = await self._info(session_id)
         first_seq = info.first_seq if info is not None else 1
         follow = Follow(max_queue=self._config.max_queue, state="attaching", last_seq=last_seq or 0)
         session = self._follow_new(
             session_id, follow, first_seq, info.executions if info is not None else 1
         )
+        session._position = last_seq
+        if info is not None:
+            session._apply_info(info)
         try:
             # The reply is applied in the reader, before the replay right behind it is read.
             await self._request(
@@ -557,6 +717,37 @@ class GatewayClient:
         """The sessions the server lets this client's principal see, oldest first."""
         listing = await self._request(ListOp(id=self._op_id()), SessionsFrame)
         return listing.sessions
+
+    async def get(self, session_id: str) -> RemoteSession:
+        """The handle of a session on the server (``SessionHost.get``): the one this client
+        follows, or a new one that follows nothing until :meth:`RemoteSession.subscribe`
+        (or ``result``, ``continue_``). :class:`UnknownSessionError` when the server knows
+        no session by that id that this client's principal may see."""
+        session = self._sessions.get(session_id)
+        if session is not None and not session._closed:
+            await trio.lowlevel.checkpoint()
+            return session
+        info = await self._info(session_id)
+        if info is None:
+            raise UnknownSessionError(session_id)
+        follow = Follow(max_queue=self._config.max_queue, state="idle", last_seq=info.last_seq)
+        session = self._follow_new(session_id, follow, info.first_seq, info.executions)
+        session._following = False
+        session._apply_info(info)
+        if info.state == "ended":
+            session._events._done = True  # its execution's events are all sent
+        return session
+
+    async def continue_(self, session_id: str, prompt: str) -> RemoteSession:
+        """Run ``prompt`` as the next execution of a session's conversation
+        (``SessionHost.continue_``): :meth:`get`, then :meth:`RemoteSession.continue_`."""
+        session = await self.get(session_id)
+        await session.continue_(prompt)
+        return session
+
+    async def _info(self, session_id: str) -> SessionInfo | None:
+        """The session as the server's ``list`` shows it (None: it shows no such session)."""
+        return {info.session: info for info in await self.list()}.get(session_id)
 
     def statistics(self) -> ClientStatistics:
         return ClientStatistics(
@@ -615,20 +806,21 @@ class GatewayClient:
 
     def _attach_again(self, session: RemoteSession) -> None:
         """The follow machinery wants an attach from the last seq (room came, reconnected)."""
-        op = AttachOp(id=self._op_id(), session=session.id, last_seq=session._follow.last_seq)
-        self._submit(
-            _Pending(op=op, text=encode_op(op), repeatable=False, internal=session._on_attach_reply)
-        )
+        follow = session._follow
+        op = AttachOp(id=self._op_id(), session=session.id, last_seq=follow.last_seq)
+        reply = partial(session._on_attach_reply, follow=follow)
+        self._submit(_Pending(op=op, text=encode_op(op), repeatable=False, internal=reply))
 
     def _detach_for_room(self, session: RemoteSession) -> None:
         op = DetachOp(id=self._op_id(), session=session.id)
-        self._submit(
-            _Pending(op=op, text=encode_op(op), repeatable=False, internal=session._on_detach_reply)
-        )
+        reply = partial(session._on_detach_reply, follow=session._follow)
+        self._submit(_Pending(op=op, text=encode_op(op), repeatable=False, internal=reply))
 
     def _follow_new(
         self, session_id: str, follow: Follow, first_seq: int, executions: int = 1
     ) -> RemoteSession:
+        """A new handle for ``session_id`` (it replaces one this client had: a handle that
+        was closed, or that nobody holds any more)."""
         session = RemoteSession(self, session_id, follow, first_seq, executions)
         self._sessions[session_id] = session
         return session

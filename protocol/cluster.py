@@ -13,8 +13,10 @@ gateways (``claude-trio serve --redis``). Rules:
    exactly after any seq (``XRANGE key (<seq>-0 +``). The stream is trimmed like the replay
    buffer (``MAXLEN ~``); a reader whose next seq was trimmed needs a resync.
 3. **The session record** (a hash) says who owns the session (principal, peer), its state
-   (``waiting`` -> ``live`` -> ``ended``), the worker running it, and its seqs; gateways read
-   it for every op, so they keep no session state of their own.
+   (``waiting`` -> ``live`` -> ``ended``), the worker running it, its seqs and its usage (every
+   turn of every execution so far: written with the event that changed it, in the same
+   script, so a record's ``usage`` is always that of the events up to its ``last_seq``);
+   gateways read it for every op, so they keep no session state of their own.
 4. **Commands.** push / answer / abort reach the worker named in the record through that
    worker's command stream, in order; each carries a reply key, where the worker puts one
    :class:`Outcome` (a list the gateway pops with a deadline). No outcome in time is an
@@ -25,15 +27,18 @@ Rules 5-6 (a worker that dies) and 7 (a worker that is only slow: fencing) are f
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
-from .codec import dumps, event_from_json, event_to_json, to_json_safe
-from .errors import RemoteProtocolError
+from .codec import attrs_from_json, dumps, event_from_json, event_to_json, to_json_safe
+from .errors import InvalidParamsError, RemoteProtocolError
 from .events import Event, Result, is_terminal
+from .images import ImageInput
+from .usage import ZERO_USAGE, Usage
 
 __all__ = [
     "MOVED_REASON",
@@ -47,7 +52,9 @@ __all__ = [
     "WorkerStatus",
     "cluster_summary",
     "decode_event",
+    "decode_usage",
     "encode_event",
+    "encode_usage",
     "event_id",
     "is_current",
     "is_final",
@@ -142,17 +149,19 @@ class Job:
 
 @attrs.frozen(kw_only=True)
 class Command:
-    """An op for the worker that runs ``session``; its :class:`Outcome` goes to ``reply``."""
+    """An op for the worker that runs ``session``; its :class:`Outcome` goes to ``reply``.
+    A push carries its ``text`` and ``images`` (as base64 in the entry)."""
 
     kind: CommandKind
     session: str
     reply: str
     text: str = ""
+    images: tuple[ImageInput, ...] = ()
     request: str = ""
     answer: Any = None
 
     def to_fields(self) -> dict[str, str]:
-        return {
+        fields = {
             "kind": self.kind,
             "session": self.session,
             "reply": self.reply,
@@ -160,6 +169,11 @@ class Command:
             "request": self.request,
             "answer": dumps(to_json_safe(self.answer)),
         }
+        if self.images:
+            fields["images"] = dumps(
+                [base64.b64encode(image.data).decode("ascii") for image in self.images]
+            )
+        return fields
 
     @classmethod
     def from_fields(cls, fields: Mapping[str, str]) -> Command:
@@ -175,9 +189,24 @@ class Command:
             session=_field(fields, "session", "command"),
             reply=_field(fields, "reply", "command"),
             text=fields.get("text", ""),
+            images=_decode_images(fields.get("images")),
             request=fields.get("request", ""),
             answer=answer,
         )
+
+
+def _decode_images(text: str | None) -> tuple[ImageInput, ...]:
+    if not text:
+        return ()
+    try:
+        raw = json.loads(text)
+        if not isinstance(raw, list):
+            raise ValueError("not a list")
+        return tuple(
+            ImageInput.from_bytes(base64.b64decode(item, validate=True)) for item in raw
+        )
+    except (ValueError, TypeError, InvalidParamsError) as exc:
+        raise RemoteProtocolError(f"command: images: {exc}") from None
 
 
 @attrs.frozen(kw_only=True)
@@ -198,6 +227,20 @@ class Outcome:
             return cls(ok=bool(obj["ok"]), reason=str(obj["reason"]), uuid=str(obj["uuid"]))
         except (ValueError, KeyError, TypeError) as exc:
             raise RemoteProtocolError(f"not a command outcome: {exc!r}") from None
+
+
+def encode_usage(usage: Usage) -> str:
+    """The ``usage`` field of a session record."""
+    return dumps(to_json_safe(usage))
+
+
+def decode_usage(text: str) -> Usage:
+    """A record's ``usage`` field; :class:`RemoteProtocolError` for anything else."""
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise RemoteProtocolError(f"session record: usage: {exc}") from None
+    return attrs_from_json(obj, Usage, "session record.usage")
 
 
 def _opt_float(text: str | None) -> float | None:
@@ -224,6 +267,7 @@ class SessionRecord:
     abort_requested: bool = False
     moves: int = 0
     epoch: int = 0  # the fencing token of the worker that owns it now (rule 7)
+    usage: Usage = ZERO_USAGE
 
     def to_fields(self) -> dict[str, str]:
         return {
@@ -245,6 +289,7 @@ class SessionRecord:
             "abort_requested": "1" if self.abort_requested else "0",
             "moves": str(self.moves),
             "epoch": str(self.epoch),
+            "usage": encode_usage(self.usage),
         }
 
     @classmethod
@@ -271,6 +316,7 @@ class SessionRecord:
                 abort_requested=fields.get("abort_requested") == "1",
                 moves=int(fields.get("moves", "0")),
                 epoch=int(fields.get("epoch", "0")),
+                usage=decode_usage(fields["usage"]) if fields.get("usage") else ZERO_USAGE,
             )
         except ValueError as exc:
             raise RemoteProtocolError(f"{where}: {exc}") from None

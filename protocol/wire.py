@@ -9,7 +9,7 @@ Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
                        "label": <str, optional: shown by "list">}
     {"op": "continue", "id", "session", "prompt"}
     {"op": "list",     "id"}
-    {"op": "push",     "id", "session", "text"}
+    {"op": "push",     "id", "session", "text", "images": [{"data": <base64>}, optional]}
     {"op": "answer",   "id", "session", "request", "answer": <any JSON>}
     {"op": "abort",    "id", "session"}
     {"op": "set_model", "id", "session", "model": <str: an alias or model id; null: default>}
@@ -194,9 +194,13 @@ class ListOp:
 
 @attrs.frozen(kw_only=True)
 class PushOp:
+    """A user message for a running session; ``images`` travel as in ``params``
+    (``[{"data": "<base64>"}]``)."""
+
     id: str
     session: str
     text: str
+    images: tuple[ImageInput, ...] = ()
     op: ClassVar[str] = "push"
 
 
@@ -616,11 +620,13 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
                 prompt=fields.string("prompt", max_chars=None),
             )
         case "push":
-            fields.only("op", "id", "session", "text")
+            fields.only("op", "id", "session", "text", "images")
+            images = _images(obj["images"], op_id, "images") if "images" in obj else []
             return PushOp(
                 id=op_id,
                 session=fields.string("session"),
                 text=fields.string("text", max_chars=None),
+                images=tuple(images),
             )
         case "answer":
             fields.only("op", "id", "session", "request", "answer")
@@ -714,7 +720,7 @@ def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> Ex
         )
     try:
         if "images" in kwargs:
-            kwargs["images"] = _images(kwargs["images"], op_id)
+            kwargs["images"] = _images(kwargs["images"], op_id, "params.images")
         if "subagents" in kwargs:
             raw = kwargs["subagents"]
             if not isinstance(raw, dict):
@@ -727,29 +733,29 @@ def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> Ex
         raise WireError("invalid_params", f"params.{exc.field}: {exc}", op_id) from None
 
 
-def _images(raw: Any, op_id: str | None) -> list[ImageInput]:
-    """``[{"data": "<base64>"}]`` -> images (type read from the bytes, size checked)."""
+def _images(raw: Any, op_id: str | None, where: str) -> list[ImageInput]:
+    """``[{"data": "<base64>"}]`` -> images (type read from the bytes, size checked);
+    ``where`` names the field in errors (``params.images``, ``images``)."""
     if not isinstance(raw, list):
-        raise WireError("invalid_field", "params.images: expected a list", op_id)
+        raise WireError("invalid_field", f"{where}: expected a list", op_id)
     images = []
     for i, item in enumerate(raw):
         data = item.get("data") if isinstance(item, dict) else None
         if not isinstance(data, str) or len(data) > MAX_IMAGE_BASE64:
             raise WireError(
                 "invalid_field",
-                f"params.images[{i}]: expected {{\"data\": base64 of at most "
+                f"{where}[{i}]: expected {{\"data\": base64 of at most "
                 f"{MAX_IMAGE_BYTES} bytes}}",
                 op_id,
             )
         try:
             decoded = base64.b64decode(data, validate=True)
         except ValueError:
-            where = f"params.images[{i}].data"
-            raise WireError("invalid_field", f"{where}: not base64", op_id) from None
+            raise WireError("invalid_field", f"{where}[{i}].data: not base64", op_id) from None
         try:
             images.append(ImageInput.from_bytes(decoded))
         except InvalidParamsError as exc:
-            raise WireError("invalid_params", f"params.images[{i}]: {exc.allowed}", op_id) from None
+            raise WireError("invalid_params", f"{where}[{i}]: {exc.allowed}", op_id) from None
     return images
 
 
@@ -791,9 +797,7 @@ def params_to_json(params: ExecuteParams) -> dict[str, Any]:
                 out[field.name] = mapping
         elif field.name == "images":
             if value:
-                out[field.name] = [
-                    {"data": base64.b64encode(image.data).decode("ascii")} for image in value
-                ]
+                out[field.name] = _images_json(value)
         elif field.name == "subagents":
             if value:
                 out[field.name] = {
@@ -821,6 +825,10 @@ def params_to_json(params: ExecuteParams) -> dict[str, Any]:
     return out
 
 
+def _images_json(images: tuple[ImageInput, ...]) -> list[dict[str, str]]:
+    return [{"data": base64.b64encode(image.data).decode("ascii")} for image in images]
+
+
 def encode_op(op: Op) -> str:
     """The client message for ``op`` (clients and tests; the server only decodes)."""
     obj: dict[str, Any] = {"op": op.op}
@@ -835,6 +843,8 @@ def encode_op(op: Op) -> str:
             obj |= {"id": op.id, "session": op.session, "prompt": op.prompt}
         case PushOp():
             obj |= {"id": op.id, "session": op.session, "text": op.text}
+            if op.images:
+                obj["images"] = _images_json(op.images)
         case AnswerOp():
             obj |= {"id": op.id, "session": op.session, "request": op.request, "answer": op.answer}
         case AbortOp() | DetachOp():

@@ -94,7 +94,7 @@ async def fleet_side(mode: str, sessions: int, base_url: str) -> None:
             async with open_fleet(max_live=sessions, env=env) as fleet:
                 started = [await fleet.start(params) for _ in range(sessions)]
                 for session in started:
-                    subscription = session.subscribe(None, max_queue=100_000)
+                    subscription = session.subscribe_nowait(None, max_queue=100_000)
                     with subscription:  # type: ignore[union-attr]
                         async for event in subscription:  # type: ignore[union-attr]
                             if isinstance(event, Result) and event.final and not event.is_error:
@@ -243,7 +243,7 @@ async def _sweep(sessions: int, caps: tuple[int, ...]) -> dict[int, float]:
 
 
 def _final(session: Any) -> list[Any]:
-    subscription = session.subscribe(None, max_queue=100_000)
+    subscription = session.subscribe_nowait(None, max_queue=100_000)
     events = []
     while True:
         try:

@@ -228,7 +228,7 @@ async def test_the_console_observer_shows_a_fleet_subscription_and_gateway_frame
 
     async with open_fleet(transport_factory=FakeCLI(say)) as fleet:
         fs = await fleet.start(ExecuteParams(prompt="hi"))
-        subscription = fs.subscribe(None, max_queue=100)
+        subscription = fs.subscribe_nowait(None, max_queue=100)
         assert not isinstance(subscription, type(None))
         from_fleet = io.StringIO()
         with subscription:

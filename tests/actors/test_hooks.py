@@ -357,7 +357,7 @@ async def test_a_fleet_gives_its_hooks_to_every_session_and_checks_them_first(
     async with open_fleet(transport_factory=fake, config=CONFIG, hooks=[no_rm]) as fleet:
         sessions = [await fleet.start(ExecuteParams(prompt=name)) for name in ("a", "b")]
         for fs in sessions:
-            with fs.subscribe(None, max_queue=1000) as sub:
+            with fs.subscribe_nowait(None, max_queue=1000) as sub:
                 events = [event async for event in sub]
             check_stream(events)
             assert [e.decision for e in invoked(events)] == ["deny"]

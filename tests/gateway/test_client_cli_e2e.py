@@ -89,7 +89,7 @@ async def test_the_client_survives_three_cut_connections_with_the_real_cli_exact
         async with open_fleet(max_live=1, env=hermetic) as fleet:
             # the local run: the fleet's own subscription
             local_session = await fleet.start(local_params)
-            subscription = local_session.subscribe(None, max_queue=100_000)
+            subscription = local_session.subscribe_nowait(None, max_queue=100_000)
             assert isinstance(subscription, Subscription)
             with subscription:
                 local = [event async for event in subscription]

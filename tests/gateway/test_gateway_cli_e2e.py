@@ -122,7 +122,7 @@ async def test_a_real_cli_session_over_the_gateway(
                     frame = await receive()
                     if isinstance(frame, EventFrame) and isinstance(frame.event, Result):
                         break
-            await fleet.get(opened.session).wait_ended()
+            await fleet.get_nowait(opened.session).wait_ended()
             nursery.cancel_scope.cancel()
     assert claude_children() == []
     assert ReplyFrame(id="a", ok=True) in frames

@@ -105,7 +105,7 @@ async def test_a_principal_cannot_see_or_touch_another_principals_sessions() -> 
             opened = await alice.receive()
             assert isinstance(opened, OpenedFrame)
             mine = opened.session
-            assert fleet.get(mine).owner == GatewayOwner("alice", "127.0.5.1")
+            assert fleet.get_nowait(mine).owner == GatewayOwner("alice", "127.0.5.1")
 
             # Every op on alice's session gets bob exactly what an id nobody knows gets.
             ops = [
@@ -129,7 +129,7 @@ async def test_a_principal_cannot_see_or_touch_another_principals_sessions() -> 
                         f"unknown session {session!r} (never opened, or forgotten)"
                     )
             assert (await list_sessions(bob)).sessions == ()
-            assert not fleet.get(mine).ended  # bob's abort did nothing
+            assert not fleet.get_nowait(mine).ended  # bob's abort did nothing
 
             # alice sees hers; the admin sees everyone's and may follow it.
             (listed,) = (await list_sessions(alice)).sessions
@@ -201,7 +201,7 @@ async def test_continue_runs_the_next_execution_and_its_events_follow_on_the_con
         async with gateway(fake) as (fleet, port), client(port) as c:
             session = await c.open(ExecuteParams(prompt="one"))
             first = await c.events_until_final()
-            await fleet.get(session).wait_closed()
+            await fleet.get_nowait(session).wait_closed()
             await c.send("continue", id="c1", session=session, prompt="two")
             continued = await c.receive()
             assert continued == ContinuedFrame(
@@ -209,7 +209,7 @@ async def test_continue_runs_the_next_execution_and_its_events_follow_on_the_con
             )
             second = await c.events_until_final()
             # continuing a session that runs is refused, with what to do instead
-            await fleet.get(session).wait_closed()
+            await fleet.get_nowait(session).wait_closed()
             await c.send("continue", id="c2", session=session, prompt="three")
             assert isinstance(await c.receive(), ContinuedFrame)
             await c.send("continue", id="c3", session=session, prompt="four")
@@ -271,7 +271,7 @@ async def test_a_connection_still_reading_the_old_execution_follows_the_continue
             client(port, rcvbuf=4096, max_message_size=2**23) as c,
         ):
             session_id = await c.open(ExecuteParams(prompt="one"))
-            session = fleet.get(session_id)
+            session = fleet.get_nowait(session_id)
             await session.wait_closed()
             await c.send("continue", id="c", session=session_id, prompt="two")
             frames = await c.receive_until(

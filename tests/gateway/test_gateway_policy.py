@@ -256,7 +256,7 @@ async def test_errors_that_name_server_paths_are_withheld_from_remote_clients() 
             async with client(port) as c:
                 sid = await c.open(ExecuteParams(prompt="hi"))
                 frames = await c.receive_until(_final)
-            local = fleet.get(sid).subscribe(None, max_queue=10)
+            local = fleet.get_nowait(sid).subscribe_nowait(None, max_queue=10)
             assert isinstance(local, Subscription)
             with local:
                 kept = [e async for e in local]
@@ -431,3 +431,21 @@ async def test_an_op_the_decoder_fails_on_is_an_error_frame_not_a_dead_connectio
     assert "unhashable" not in error.message
     assert listing.id == "after"
     assert "an op could not be decoded: TypeError" in caplog.text
+
+
+async def test_what_is_not_a_served_host_is_refused_by_name() -> None:
+    """A gateway serves any host that offers what it needs (``ServedHost``); anything else,
+    a session host without owners (a gateway client) included, is refused before a socket
+    is opened."""
+
+    class OnlyASessionHost:
+        async def open(self, params: Any, *, label: Any = None) -> Any: ...
+        async def continue_(self, session_id: str, prompt: str) -> Any: ...
+        async def get(self, session_id: str) -> Any: ...
+        async def list(self) -> Any: ...
+
+    for host in (object(), OnlyASessionHost()):
+        with pytest.raises(InvalidParamsError) as caught:
+            await serve_gateway(host, token=TOKEN, allowed_origins=None)  # type: ignore[arg-type]
+        assert caught.value.field == "fleet"
+        assert "ServedHost" in str(caught.value)

@@ -73,7 +73,29 @@ OPS: list[Op] = [
     ListOp(id="11"),
     OpenOp(id="12", params=ExecuteParams(prompt="hi"), label="item 7"),
     ContinueOp(id="13", session="s", prompt="and now the tests"),
+    PushOp(
+        id="14",
+        session="s",
+        text="look",
+        images=(ImageInput.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16),),
+    ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("images", "message"),
+    [
+        ("nope", "images: expected a list"),
+        ([{"data": "!!"}], "images[0].data: not base64"),
+        ([{"data": "aGVsbG8="}], "images[0]: "),
+    ],
+)
+def test_a_push_with_a_bad_image_is_refused_by_name(images: object, message: str) -> None:
+    text = json.dumps({"op": "push", "id": "p", "session": "s", "text": "t", "images": images})
+    with pytest.raises(WireError) as caught:
+        decode_op(text)
+    assert message in caught.value.message
+    assert caught.value.id == "p"
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: f"{op.op}-{op.id}")
