@@ -58,110 +58,72 @@ Why it is built this way:
 
 Sessions always run with ``on_user_input="manual"``: remote clients answer through
 :meth:`FleetSession.answer`.
+
+This module holds the fleet itself (:class:`Fleet`, :func:`open_fleet`: the slots, the
+sessions it knows, draining) and its statistics. A session and its executions are in
+``actors/fleet_session.py``, subscriptions and what follows them in
+``actors/subscription.py``, the checks of the session options in ``actors/fleet_options.py``;
+their names are importable from here too.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
-import logging
 import math
-import time
-import uuid as uuid_module
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Hashable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import attrs
 import trio
 
-from claude_trio.protocol.checks import (
-    check_env,
-    check_int,
-    check_text,
-    finite_float,
-    is_int,
-    is_number,
-)
-from claude_trio.protocol.custom_tools import check_custom_tools
+from claude_trio.protocol.checks import check_int, check_text, finite_float, is_number
 from claude_trio.protocol.errors import (
-    ControlRefusedError,
     InvalidParamsError,
     LocalProtocolError,
-    ReplayGapError,
-    SlowSubscriberError,
     UnknownSessionError,
 )
-from claude_trio.protocol.events import (
-    Aborted,
-    Error,
-    Event,
-    Result,
-    TurnStarted,
-    UserInputRequest,
-    UserInputResolved,
-    is_terminal,
-)
-from claude_trio.protocol.hooks import check_hooks
-from claude_trio.protocol.images import ImageInput
-from claude_trio.protocol.lifecycle import Accepted, Rejected
 from claude_trio.protocol.params import ExecuteParams
-from claude_trio.protocol.permissions import PermissionMode
-from claude_trio.protocol.replay import Entry, ReplayBuffer, SubscriberQueue
 from claude_trio.protocol.slots import SlotQueue
-from claude_trio.protocol.transcript import Transcript, ends_execution
-from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
 from claude_trio.protocol.wire import SessionInfo
 
 from .boundary import open_block_nursery
-from .broker import AnswerAccepted, AnswerRejected
-from .channel import BaseReceiveChannel
-from .driver import DriverConfig
-from .owners import principal_of
+from .fleet_options import SESSION_OPTIONS, check_session_options, check_together
+from .fleet_session import FleetSession, ReplayStatistics, SessionState, _Execution
 from .pool import CLIPool
-from .session import MIN_BUFFER_SIZE, Session, check_session_store, open_session
-
-log = logging.getLogger(__name__)
-
-SESSION_OPTIONS: frozenset[str] = frozenset(
-    {
-        "transport_factory",
-        "env",
-        "cli_path",
-        "stderr",
-        "max_buffer_size",
-        "config",
-        "pool",
-        "custom_tools",
-        "hooks",
-        "session_store",
-    }
+from .subscription import (
+    DEFAULT_SUBSCRIBER_BYTES,
+    DEFAULT_SUBSCRIBER_QUEUE,
+    ResyncRequired,
+    Subscription,
+    SubscriptionSource,
+    execution_transcript,
+    open_following,
 )
-"""The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual).
-``custom_tools`` and ``hooks`` are the operator's code: a fleet served by the gateway gives
-them to remote sessions too, but no client can send any."""
+
+__all__ = [
+    "DEFAULT_REPLAY_BYTES",
+    "DEFAULT_SUBSCRIBER_BYTES",
+    "DEFAULT_SUBSCRIBER_QUEUE",
+    "SESSION_OPTIONS",
+    "Fleet",
+    "FleetSession",
+    "FleetStatistics",
+    "HostDescription",
+    "HostLoad",
+    "OwnerStatistics",
+    "ReplayStatistics",
+    "ResyncRequired",
+    "SessionState",
+    "Subscription",
+    "SubscriptionSource",
+    "execution_transcript",
+    "open_fleet",
+    "open_following",
+]
 
 DEFAULT_REPLAY_BYTES = 8 * 2**20
 """Counted bytes a session's replay buffer keeps by default (``protocol/replay.py``)."""
-DEFAULT_SUBSCRIBER_BYTES = 8 * 2**20
-"""Counted bytes a subscriber's queue may hold by default before it is dropped."""
-DEFAULT_SUBSCRIBER_QUEUE = 1000
-"""Live events a ``subscribe()`` channel queues before its consumer is dropped and served a
-replay from its last seq (it sees a pause, not an error)."""
-
-SessionState = Literal["waiting", "live", "ended"]
-
-
-@attrs.frozen(kw_only=True)
-class ResyncRequired:
-    """``last_seq`` is older than the replay buffer: events after it were evicted.
-
-    ``oldest_seq`` is the oldest seq the buffer still holds; subscribe again with ``None`` (or
-    ``oldest_seq - 1``) to get what is left.
-    """
-
-    session_id: str
-    oldest_seq: int
 
 
 @attrs.frozen(kw_only=True)
@@ -200,735 +162,6 @@ class HostDescription:
 
     limits: Mapping[str, int]
     cluster: Mapping[str, Any] | None = None
-
-
-@attrs.frozen(kw_only=True)
-class ReplayStatistics:
-    """A session's replay buffer: events held, their counted bytes, the limits."""
-
-    events: int
-    bytes: int
-    max_events: int
-    max_bytes: int
-
-
-def _check_session_options(options: Mapping[str, Any]) -> None:
-    """Refuse an unknown key or a value of the wrong type by name, before any session starts
-    (a wrong value would otherwise fail every session later, each with a misleading error)."""
-    for key, value in options.items():
-        if key == "on_user_input":
-            raise InvalidParamsError(
-                "on_user_input",
-                value,
-                "not an option of a fleet: its sessions are answered with FleetSession.answer()",
-            )
-        if key not in SESSION_OPTIONS:
-            raise InvalidParamsError(
-                "session option", key, "one of " + ", ".join(sorted(SESSION_OPTIONS))
-            )
-        if value is None:
-            continue
-        if key == "pool":
-            if not isinstance(value, CLIPool):
-                raise InvalidParamsError("pool", value, "a CLIPool (open_cli_pool) or None")
-            # Fleet sessions answer user input with FleetSession.answer(): say it now, not
-            # as a failure of every session.
-            value.check(user_input=True)
-            continue
-        match key:
-            case "transport_factory" | "stderr":
-                if not callable(value):
-                    raise InvalidParamsError(key, value, "a callable or None")
-            case "env":
-                check_env("env", value)
-            case "cli_path":
-                check_text("cli_path", value)
-            case "max_buffer_size":
-                check_int("max_buffer_size", value, MIN_BUFFER_SIZE)
-            case "config":
-                if not isinstance(value, DriverConfig):
-                    raise InvalidParamsError("config", value, "a DriverConfig or None")
-            case "custom_tools":
-                check_custom_tools(value)
-            case "hooks":
-                check_hooks(value)
-            case "session_store":
-                check_session_store(value)
-    _check_together(options)
-
-
-def _check_together(options: Mapping[str, Any]) -> None:
-    """Options that cannot go together (checked again on the merged options of a start)."""
-    if options.get("pool") is not None and options.get("custom_tools"):
-        raise InvalidParamsError(
-            "pool", options["pool"], "None with custom_tools (a warm CLI has no custom tools)"
-        )
-    if options.get("pool") is not None and options.get("hooks"):
-        raise InvalidParamsError(
-            "pool", options["pool"], "None with hooks (a warm CLI has no hooks)"
-        )
-
-
-class SubscriptionSource(Protocol):
-    """What a :class:`Subscription` follows: a :class:`FleetSession`, or a session of a Redis
-    cluster (``actors/redis_fleet.py``)."""
-
-    @property
-    def id(self) -> str: ...
-
-    def _detach(self, subscription: Subscription) -> None: ...
-
-
-class Subscription(BaseReceiveChannel[Event]):
-    """One subscriber's view of a session: re-shown questions, then the replay, then live events.
-
-    Channels: the subscriber owns it; ``close()`` (or ``with sub:``) detaches it from the session.
-    The session side only offers events (never waits) and ends it after the final event.
-    Cancellation: ``receive()`` is a plain checkpoint; cancelling it loses nothing.
-    Error handling: after a drop every ``receive()`` raises :class:`SlowSubscriberError`; after
-    the session's final event (and everything queued before it) ``trio.EndOfChannel``.
-    """
-
-    _closed_message = "this subscription was closed"
-
-    def __init__(
-        self,
-        owner: SubscriptionSource,
-        head: list[Entry],
-        *,
-        max_queue: int,
-        max_bytes: int,
-        notify: Callable[[], None] | None,
-    ) -> None:
-        super().__init__()
-        self._owner = owner
-        # Re-shown questions and the replay: references to the buffer's entries (bounded by
-        # it, plus one pending question per open CLI control request), never merged.
-        self._head: list[Entry] = head
-        self._head_next = 0
-        # Live events not yet received: the slow-subscriber policy (protocol/replay.py).
-        self._live = SubscriberQueue(max_events=max_queue, max_bytes=max_bytes)
-        self._notify = notify
-        self._ended = False
-        #: Why the subscription was dropped (``None`` while it is not).
-        self.dropped_reason: str | None = None
-
-    @property
-    def session_id(self) -> str:
-        return self._owner.id
-
-    @property
-    def coalesced(self) -> int:
-        """How many deltas were merged into an earlier one to make room."""
-        return self._live.coalesced
-
-    @property
-    def queued_bytes(self) -> int:
-        """Counted bytes of the live events not received yet (``protocol/replay.py``)."""
-        return self._live.bytes
-
-    @property
-    def queued(self) -> int:
-        """Live events (merged runs count once) and replayed ones not received yet."""
-        return len(self._live) + len(self._head) - self._head_next
-
-    # -- the session's side ------------------------------------------------------------------
-
-    def _offer(self, entry: Entry) -> None:
-        if self._closed or self.dropped_reason is not None:
-            return
-        if not self._live.offer(entry):
-            assert self._live.dropped_reason is not None
-            self._drop(self._live.dropped_reason)
-            return
-        self._ready()
-
-    def _ready(self) -> None:
-        self._wake()
-        if self._notify is not None:
-            self._notify()
-
-    def _drop(self, reason: str) -> None:
-        self.dropped_reason = reason
-        self._head = []
-        self._live.clear()
-        self._owner._detach(self)
-        self._ready()
-
-    def _end(self) -> None:
-        self._ended = True
-        self._ready()
-
-    @property
-    def closed(self) -> bool:
-        """True once the subscriber closed it, or it was dropped."""
-        return self._closed or self.dropped_reason is not None
-
-    # -- the subscriber's side ---------------------------------------------------------------
-
-    def receive_entry_nowait(self) -> Entry:
-        """Like ``receive_nowait``, with the event's :class:`~claude_trio.protocol.replay.Entry`
-        (a serving layer caches the event's wire encoding in ``entry.wire``)."""
-        self._check_open()
-        return self._take_entry()
-
-    def _take_entry(self) -> Entry:
-        if self.dropped_reason is not None:
-            raise SlowSubscriberError(self.dropped_reason)
-        if self._head_next < len(self._head):
-            entry = self._head[self._head_next]
-            self._head_next += 1
-            if self._head_next == len(self._head):
-                self._head, self._head_next = [], 0
-            return entry
-        entry_or_none = self._live.take()
-        if entry_or_none is not None:
-            return entry_or_none
-        if self._ended:
-            raise trio.EndOfChannel
-        raise trio.WouldBlock
-
-    def _take(self) -> Event:
-        return self._take_entry().event
-
-    def _discard(self) -> None:
-        # close(): detach from the session and discard what is queued.
-        self._head = []
-        self._live.clear()
-        self._owner._detach(self)
-
-    def _queued(self) -> int:
-        return self.queued
-
-
-
-class FollowSource(SubscriptionSource, Protocol):
-    """What ``subscribe()`` and ``result()`` follow: a session that hands out subscriptions
-    decided at once (:class:`FleetSession`, a cluster's ``RedisSession``)."""
-
-    @property
-    def first_seq(self) -> int: ...
-
-    def subscribe_nowait(
-        self,
-        last_seq: int | None,
-        *,
-        max_queue: int,
-        max_bytes: int = DEFAULT_SUBSCRIBER_BYTES,
-        notify: Callable[[], None] | None = None,
-    ) -> Subscription | ResyncRequired: ...
-
-
-class FollowingChannel(trio.abc.ReceiveChannel[Event]):
-    """The channel of ``subscribe()``: one execution's events, from a subscription that is
-    renewed from the last seq received whenever its consumer fell behind and was dropped, so
-    the consumer sees a pause, never a :class:`SlowSubscriberError`.
-
-    Channels: owns its subscription (closed with it). Cancellation: ``receive()`` is the
-    subscription's (cancelling it loses nothing). Error handling: ``ReplayGapError`` when a
-    renewal finds the events after the last one received evicted; ``trio.EndOfChannel``
-    after the final event of the execution current when it was made.
-    """
-
-    def __init__(
-        self, source: FollowSource, subscription: Subscription, last_seq: int | None
-    ) -> None:
-        self._source = source
-        self._subscription = subscription
-        self._last = last_seq
-        self._first_seq = source.first_seq
-        self._renewed = False
-        self._done = False
-
-    async def receive(self) -> Event:
-        while True:
-            if self._done:
-                await trio.lowlevel.checkpoint()
-                raise trio.EndOfChannel
-            try:
-                event = await self._subscription.receive()
-            except SlowSubscriberError:
-                self._renew()
-                await trio.lowlevel.checkpoint()
-                continue
-            last = self._last
-            if self._renewed and last is not None and event.seq <= last:
-                continue  # a question shown again by the renewed subscription: seen already
-            self._last = event.seq if last is None else max(last, event.seq)
-            if ends_execution(event) and event.seq >= self._first_seq:
-                self._done = True
-            return event
-
-    def _renew(self) -> None:
-        subscribed = self._source.subscribe_nowait(
-            self._last, max_queue=DEFAULT_SUBSCRIBER_QUEUE
-        )
-        if isinstance(subscribed, ResyncRequired):
-            raise ReplayGapError(self._source.id, self._last or 0, subscribed.oldest_seq)
-        self._subscription.close()
-        self._subscription = subscribed
-        self._renewed = True
-
-    def close(self) -> None:
-        self._done = True
-        self._subscription.close()
-
-    async def aclose(self) -> None:
-        self.close()
-        await trio.lowlevel.checkpoint()
-
-
-@asynccontextmanager
-async def open_following(
-    source: FollowSource, last_seq: int | None
-) -> AsyncIterator[trio.abc.ReceiveChannel[Event]]:
-    """``subscribe(last_seq)`` of a :class:`FollowSource`; ``ReplayGapError`` at once when the
-    events after ``last_seq`` are no longer held."""
-    await trio.lowlevel.checkpoint()
-    subscribed = source.subscribe_nowait(last_seq, max_queue=DEFAULT_SUBSCRIBER_QUEUE)
-    if isinstance(subscribed, ResyncRequired):
-        raise ReplayGapError(source.id, last_seq or 0, subscribed.oldest_seq)
-    channel = FollowingChannel(source, subscribed, last_seq)
-    try:
-        yield channel
-    finally:
-        channel.close()
-
-
-async def execution_transcript(source: FollowSource) -> Transcript:
-    """``result()``: the current execution's transcript, once its final event is out. When
-    its first events are no longer held (a replay buffer smaller than the execution), the
-    transcript holds what is left of it (its ``text`` and ``usage`` come from the final
-    event all the same)."""
-    first_seq = source.first_seq
-    events: list[Event] = []
-    try:
-        async with open_following(source, first_seq - 1) as channel:
-            events.extend([event async for event in channel])
-    except ReplayGapError:
-        async with open_following(source, None) as channel:
-            events = [event async for event in channel if event.seq >= first_seq]
-    return Transcript.of(events)
-
-
-def _outcome(event: Event) -> str:
-    match event:
-        case Result():
-            return "result_error" if event.is_error else "result"
-        case Aborted():
-            return "aborted"
-        case Error():
-            return f"error:{event.code}"
-        case _:
-            return event.kind
-
-
-@attrs.define(eq=False)
-class _Execution:
-    """What one execution of a fleet session has of its own. The session's task holds the one
-    it runs, so a task still closing an ended execution's CLI never touches the next one's."""
-
-    number: int
-    #: A continued execution's session numbers its events from 1 again: they are shifted by
-    #: this so that seq keeps increasing over the fleet session (its replay spans executions).
-    seq_offset: int
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    slot: trio.Event = attrs.field(factory=trio.Event)  # granted a slot
-    requested: bool = False  # asked the fleet's SlotQueue for a slot
-    ended: trio.Event = attrs.field(factory=trio.Event)  # its final event is in the buffer
-    done: trio.Event = attrs.field(factory=trio.Event)  # its CLI is gone, its slot released
-    session: Session | None = None
-    state: SessionState = "waiting"
-    cancel_reason: str = "the fleet was closed"
-    final_seen: bool = False
-    last_turn: int = 0
-    #: How it ended, for the log: ``result``, ``result_error``, ``aborted``, ``error:<code>``.
-    outcome: str = ""
-
-
-class FleetSession:
-    """One session (one conversation) of a fleet, from ``start()`` on until it is forgotten.
-
-    It runs one execution at a time (``start``, then each ``Fleet.continue_``), each with its
-    own CLI; between executions it holds none.
-
-    Channels: owns its replay buffer and offers events to its subscriptions (which their
-    subscribers own). Cancellation: the fleet cancels an execution's task when the fleet
-    closes, or when an execution still waiting for a slot is aborted or drained; either way
-    it ends with one ``aborted`` event. Error handling: an exception out of ``open_session``
-    ends the execution with one fatal ``error`` event (code ``internal``); nothing propagates
-    to the fleet.
-    """
-
-    def __init__(
-        self,
-        fleet: Fleet,
-        params: ExecuteParams,
-        options: Mapping[str, Any],
-        *,
-        owner: Hashable,
-        label: str | None,
-        replay_buffer: int,
-        replay_bytes: int,
-    ) -> None:
-        self.id = str(uuid_module.uuid4())
-        #: The parameters of the current execution (a continued one resumes the conversation).
-        self.params = params
-        #: Who started it (``Fleet.start(owner=...)``): slots are granted fairly between owners.
-        self.owner = owner
-        #: The starter's name for it (``Fleet.start(label=...)``), for listings.
-        self.label = label
-        #: The CLI's own session id once it reported one (for ``resume_session_id``).
-        self.claude_session_id: str | None = None
-        #: Wall-clock seconds since the epoch: when it was started, when its last execution
-        #: ended (None while one runs or waits).
-        self.created_at = time.time()
-        self.ended_at: float | None = None
-        #: The seq of the current execution's first event.
-        self.first_seq = 1
-        self._fleet = fleet
-        self._options = dict(options)
-        self._buffer = ReplayBuffer(max_events=replay_buffer, max_bytes=replay_bytes)
-        self._usage = ZERO_USAGE
-        self._last_seq = 0
-        self._subscribers: dict[Subscription, None] = {}  # insertion-ordered set
-        self._pending: dict[str, Entry] = {}
-        self._x = _Execution(number=1, seq_offset=0)
-
-    # -- state ---------------------------------------------------------------------------------
-
-    @property
-    def state(self) -> SessionState:
-        """``waiting`` for a slot, ``live`` (its CLI exists), or ``ended`` (its execution ended;
-        it holds no CLI once its old one is closed, and ``Fleet.continue_`` may run the next)."""
-        return self._x.state
-
-    @property
-    def ended(self) -> bool:
-        """True once the current execution's final event is in the buffer."""
-        return self._x.ended.is_set()
-
-    @property
-    def executions(self) -> int:
-        """Executions started so far (``Fleet.continue_`` starts the next one)."""
-        return self._x.number
-
-    @property
-    def usage(self) -> Usage:
-        """Every turn of every execution so far (interrupted turns included)."""
-        return self._usage
-
-    @property
-    def last_seq(self) -> int:
-        """The highest seq published so far (0 before the first event)."""
-        return self._last_seq
-
-    @property
-    def pending_requests(self) -> tuple[UserInputRequest, ...]:
-        """User-input requests asked and not yet resolved, oldest first."""
-        return tuple(e.event for e in self._pending.values())  # type: ignore[misc]
-
-    @property
-    def subscribers(self) -> int:
-        """How many subscriptions follow the session now (dropped and closed ones do not)."""
-        return len(self._subscribers)
-
-    def replay_statistics(self) -> ReplayStatistics:
-        buffer = self._buffer
-        return ReplayStatistics(
-            events=len(buffer),
-            bytes=buffer.bytes,
-            max_events=buffer.max_events,
-            max_bytes=buffer.max_bytes,
-        )
-
-    async def wait_ended(self) -> None:
-        """Until the current execution's final event is in the buffer."""
-        await self._x.ended.wait()
-
-    async def wait_closed(self) -> None:
-        """Until the current execution's CLI is gone and its slot released (after its end)."""
-        await self._x.done.wait()
-
-    # -- actions -------------------------------------------------------------------------------
-
-    def push_nowait(self, text: str, *, images: Sequence[ImageInput] = ()) -> Accepted | Rejected:
-        """Offer a user message (and ``images``); decided at once (see
-        ``Session.push_nowait``)."""
-        x = self._x
-        if x.ended.is_set():
-            return Rejected(reason="the execution has ended")
-        if x.session is None:
-            return Rejected(reason="the session has not started yet: it is waiting for a slot")
-        return x.session.push_nowait(text, images=images)
-
-    async def push(self, text: str, *, images: Sequence[ImageInput] = ()) -> Accepted | Rejected:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        outcome = self.push_nowait(text, images=images)
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        return outcome
-
-    async def answer(self, request_id: str, answer: Any) -> AnswerAccepted | AnswerRejected:
-        """Answer a pending ``user_input_request``; a bad or late answer is ``AnswerRejected``."""
-        x = self._x
-        if x.session is None or x.ended.is_set():
-            await trio.lowlevel.checkpoint()
-            return AnswerRejected(
-                request_id=request_id, reason=f"no user-input request {request_id!r} is pending"
-            )
-        return await x.session.answer(request_id, answer)
-
-    async def abort(self) -> None:
-        """Abort the current execution: exactly one ``aborted`` event, then it ends.
-        Idempotent.
-
-        Returns once the execution's final event is in the buffer. An execution still waiting
-        for a slot never starts its CLI.
-        """
-        x = self._x
-        if x.ended.is_set():
-            await trio.lowlevel.checkpoint()
-            return
-        if x.session is None:
-            self._cancel_waiting(x, "aborted before it started")
-        else:
-            await x.session.abort()
-        await x.ended.wait()
-
-    def live_controls(self) -> FleetSession:
-        """The session itself: a local session takes live controls (``set_model``,
-        ``set_permission_mode``)."""
-        return self
-
-    def running(self, control: str) -> Session:
-        """The current execution's session, for a live control (``Session.set_model``, ...);
-        ``ControlRefusedError`` when it has ended or not started yet."""
-        x = self._x
-        if x.ended.is_set():
-            raise ControlRefusedError(f"{control}: the execution has ended")
-        if x.session is None:
-            raise ControlRefusedError(
-                f"{control}: the session has not started yet: it is waiting for a slot"
-            )
-        return x.session
-
-    async def set_model(self, model: str | None) -> None:
-        """``Session.set_model`` on the current execution."""
-        await self.running("set_model").set_model(model)
-
-    async def set_permission_mode(self, mode: PermissionMode) -> None:
-        """``Session.set_permission_mode`` on the current execution."""
-        await self.running("set_permission_mode").set_permission_mode(mode)
-
-    def _cancel_waiting(self, x: _Execution, reason: str) -> None:
-        x.cancel_reason = reason
-        x.scope.cancel()
-
-    def subscribe(
-        self, last_seq: int | None = None
-    ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[Event]]:
-        """``async with session.subscribe(last_seq) as events:``: the events after
-        ``last_seq`` (all the replay buffer holds for ``None``), then live ones, until the
-        end of the current execution (:class:`~claude_trio.actors.hosts.SessionHandle`).
-        Pending questions the replay does not include come first. A consumer that falls
-        behind is served a replay from its last seq; ``ReplayGapError`` when the events after
-        ``last_seq`` were evicted."""
-        return open_following(self, last_seq)
-
-    async def result(self) -> Transcript:
-        """Wait for the current execution's final event; its
-        :class:`~claude_trio.protocol.transcript.Transcript`."""
-        return await execution_transcript(self)
-
-    def info(self) -> SessionInfo:
-        """The session as ``Fleet.list()`` shows it."""
-        return SessionInfo(
-            session=self.id,
-            label=self.label,
-            owner=principal_of(self.owner),
-            state=self.state,
-            executions=self.executions,
-            first_seq=self.first_seq,
-            last_seq=self.last_seq,
-            usage=self.usage,
-            created_at=self.created_at,
-            ended_at=self.ended_at,
-        )
-
-    def subscribe_nowait(
-        self,
-        last_seq: int | None,
-        *,
-        max_queue: int,
-        max_bytes: int = DEFAULT_SUBSCRIBER_BYTES,
-        notify: Callable[[], None] | None = None,
-    ) -> Subscription | ResyncRequired:
-        """A new subscription, decided at once: the events after ``last_seq``, then live ones,
-        until the end of the current execution.
-
-        ``last_seq=None``: everything the replay buffer still holds (a new client; never a
-        resync). Otherwise exactly the events with ``seq > last_seq``, or
-        :class:`ResyncRequired` when some of them were evicted. Either way, the pending
-        user-input requests the replay does not include come first, with their own seq.
-        ``max_queue`` / ``max_bytes``: how far the subscriber may lag behind the live events
-        before it is dropped. ``notify``: called (synchronously, from the session's task)
-        whenever the subscription becomes readable, was dropped or ended; for a consumer that
-        waits on several subscriptions at once. After ``Fleet.continue_``, subscribe again
-        with the last seq you saw to follow the next execution.
-        """
-        check_int("max_queue", max_queue, 1)
-        check_int("max_bytes", max_bytes, 1)
-        if notify is not None and not callable(notify):
-            raise InvalidParamsError("notify", notify, "a callable or None")
-        buffer = self._buffer
-        if last_seq is not None:
-            if not is_int(last_seq):
-                raise InvalidParamsError("last_seq", last_seq, "an int >= 0 or None")
-            if not 0 <= last_seq <= self._last_seq:
-                raise InvalidParamsError(
-                    "last_seq", last_seq, f"between 0 and the session's last seq {self._last_seq}"
-                )
-        covered_through = buffer.evicted_through if last_seq is None else last_seq
-        replay = buffer.after(covered_through)
-        if replay is None:
-            assert buffer.oldest_seq is not None
-            return ResyncRequired(session_id=self.id, oldest_seq=buffer.oldest_seq)
-        head = [r for r in self._pending.values() if r.seq <= covered_through]
-        head.extend(replay)
-        subscription = Subscription(
-            self, head, max_queue=max_queue, max_bytes=max_bytes, notify=notify
-        )
-        if self.ended:
-            subscription._ended = True
-        else:
-            self._subscribers[subscription] = None
-        return subscription
-
-    # -- the session task ----------------------------------------------------------------------
-
-    def _detach(self, subscription: Subscription) -> None:
-        self._subscribers.pop(subscription, None)
-
-    def _next_execution(self, params: ExecuteParams) -> _Execution:
-        """Make the next execution current (``Fleet.continue_``); the previous one's."""
-        previous = self._x
-        self.params = params
-        self.first_seq = self._last_seq + 1
-        self.ended_at = None
-        self._x = _Execution(number=previous.number + 1, seq_offset=self._last_seq)
-        return previous
-
-    def _publish(self, x: _Execution, event: Event) -> None:
-        entry = self._buffer.append(event)
-        event = entry.event
-        self._last_seq = event.seq
-        x.last_turn = event.turn
-        x.final_seen = is_terminal(event) and getattr(event, "final", True)
-        if x.final_seen:
-            x.outcome = _outcome(event)
-        match event:
-            case UserInputRequest():
-                self._pending[event.request_id] = entry
-            case UserInputResolved():
-                self._pending.pop(event.request_id, None)
-            case Result() | Aborted():
-                if event.session_id:
-                    self.claude_session_id = event.session_id
-                if event.usage is not None:
-                    self._usage = add_usage(self._usage, event.usage)
-            case TurnStarted() if event.session_id:
-                self.claude_session_id = event.session_id
-            case _:
-                pass
-        for subscription in list(self._subscribers):
-            subscription._offer(entry)
-
-    def _end(self, x: _Execution) -> None:
-        if x.ended.is_set():
-            return
-        x.state = "ended"
-        self.ended_at = time.time()
-        self._pending.clear()
-        for subscription in list(self._subscribers):
-            subscription._end()
-        self._subscribers.clear()
-        x.ended.set()
-        self._fleet._session_ended(self)
-        log.info(
-            "fleet: session %s execution %d ended: %s",
-            self.id,
-            x.number,
-            x.outcome or "ended",
-            extra={
-                "event": "ended",
-                "session": self.id,
-                "execution": x.number,
-                "outcome": x.outcome or "ended",
-                "cost_usd": self._usage.cost_usd,
-            },
-        )
-
-    # ASYNC910: every path goes through ``await x.slot.wait()`` (a checkpoint, even when the
-    # scope is already cancelled); the linter cannot see that past ``except Exception``.
-    async def _run(self, x: _Execution, previous: trio.Event | None) -> None:  # noqa: ASYNC910
-        """Run execution ``x``: wait for the previous execution's CLI to be gone
-        (``previous``, when its slot was not asked for yet), then for a slot, then run."""
-        fleet = self._fleet
-        try:
-            with x.scope:
-                try:
-                    if previous is not None:
-                        await previous.wait()
-                        fleet._request_slot(self, x)
-                    await x.slot.wait()
-                    x.state = "live"
-                    await self._run_session(x)
-                finally:
-                    if x.slot.is_set():
-                        fleet._release_slot(self)
-                    elif x.requested:
-                        fleet._withdraw(self)
-        except Exception as exc:  # one session's failure must not take the fleet down
-            self._publish_final(
-                x, Error(message=f"the session failed: {exc!r}", code="internal", fatal=True)
-            )
-        finally:
-            self._publish_final(x, Aborted(reason=x.cancel_reason))
-            self._end(x)
-            x.done.set()
-            fleet._finished_session(self, x)
-
-    async def _run_session(self, x: _Execution) -> None:
-        async with open_session(self.params, on_user_input="manual", **self._options) as session:
-            x.session = session
-            events = session.events
-            offset = x.seq_offset
-            async for event in events:
-                self._publish(x, self._shifted(event, offset))
-                # Everything else already queued, without a checkpoint per event: with many
-                # busy clients the scheduler runs this task once per batch, not per event.
-                while True:
-                    try:
-                        event = events.receive_nowait()
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                    self._publish(x, self._shifted(event, offset))
-            # The final event is published: end now, not after the CLI is closed (the slot is
-            # held until then, but subscribers and abort() need not wait for it).
-            self._end(x)
-
-    @staticmethod
-    def _shifted(event: Event, offset: int) -> Event:
-        if not offset:
-            return event
-        # raw goes too: the buffer would drop it anyway (protocol/replay.py, rule 1).
-        return attrs.evolve(event, seq=event.seq + offset, raw=None)
-
-    def _publish_final(self, x: _Execution, event: Error | Aborted) -> None:
-        """Close the execution's stream with a synthesized terminal event unless it already
-        has one (an execution that ended before a later one began never gets one here)."""
-        if not x.final_seen and not x.ended.is_set():
-            self._publish(x, attrs.evolve(event, turn=x.last_turn, seq=self._last_seq + 1))
 
 
 class Fleet:
@@ -987,9 +220,9 @@ class Fleet:
             raise InvalidParamsError("owner", owner, "a hashable value or None") from None
         if label is not None:
             check_text("label", label)
-        _check_session_options(session_options)
+        check_session_options(session_options)
         self._check_accepting()
-        _check_together(self._options | session_options)
+        check_together(self._options | session_options)
         pool = (self._options | session_options).get("pool")
         if isinstance(pool, CLIPool):
             pool.check(params, user_input=True)
@@ -1253,7 +486,7 @@ async def open_fleet(
     check_int("replay_buffer", replay_buffer, 1)
     check_int("replay_bytes", replay_bytes, 1)
     check_int("keep_finished", keep_finished, 0)
-    _check_session_options(session_options)
+    check_session_options(session_options)
     pool = session_options.get("pool")
     if isinstance(pool, CLIPool) and pool.size >= max_live:
         raise InvalidParamsError(

@@ -77,7 +77,8 @@ from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.wire import SessionInfo, SessionState
 
 from .broker import AnswerAccepted, AnswerRejected
-from .fleet import HostDescription, HostLoad, ResyncRequired, Subscription
+from .fleet import HostDescription, HostLoad
+from .subscription import ResyncRequired, Subscription
 
 __all__ = [
     "HostDescription",

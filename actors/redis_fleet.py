@@ -65,18 +65,15 @@ from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.wire import SessionInfo, params_to_json
 
 from .broker import AnswerAccepted, AnswerRejected
-from .fleet import (
+from .fleet import FleetStatistics, HostDescription, HostLoad, OwnerStatistics
+from .owners import GatewayOwner
+from .subscription import (
     DEFAULT_SUBSCRIBER_BYTES,
-    FleetStatistics,
-    HostDescription,
-    HostLoad,
-    OwnerStatistics,
     ResyncRequired,
     Subscription,
     execution_transcript,
     open_following,
 )
-from .owners import GatewayOwner
 
 __all__ = ["ClusterUnavailableError", "RedisFleet", "RedisSession", "open_redis_fleet"]
 

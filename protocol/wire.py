@@ -1,5 +1,9 @@
 """The websocket gateway's wire format: client ops in, server frames out (sans-I/O, no trio).
 
+This module holds the client ops (their classes, :func:`decode_op` with the checks of every
+value it lets in, :func:`encode_op`, and the ``params`` of an ``open`` op both ways); the
+server frames are in ``protocol/wire_frames.py`` and importable from here too.
+
 Every message is one JSON object in one text message.
 
 Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
@@ -68,22 +72,85 @@ Rules:
 from __future__ import annotations
 
 import base64
-import json
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, NoReturn, TypeAlias, assert_never
+from typing import Any, ClassVar, NoReturn, TypeAlias, assert_never
 
 import attrs
 
 from .checks import is_int
-from .codec import attrs_from_json, dumps, event_from_json, event_to_json, json_type, to_json_safe
-from .errors import InvalidParamsError, RemoteProtocolError, WireError, WireErrorCode
-from .events import Event
+from .codec import dumps, json_type
+from .errors import InvalidParamsError, WireError, WireErrorCode
 from .images import MAX_IMAGE_BYTES, ImageInput
 from .params import ArchitectureConfig, ExecuteParams
 from .permissions import PermissionMode, check_permission_mode
 from .subagents import subagent_from_mapping
-from .usage import Usage
+from .wire_frames import (
+    PROTOCOL_VERSION,
+    ContinuedFrame,
+    ErrorFrame,
+    EventFrame,
+    Frame,
+    HelloFrame,
+    OpenedFrame,
+    ReplyFrame,
+    ResyncRequiredFrame,
+    SessionInfo,
+    SessionsFrame,
+    SessionState,
+    decode_frame,
+    encode_frame,
+    error_frame,
+    frame_to_json,
+    loads_message,
+)
+
+__all__ = [
+    "ENV_KEYS",
+    "LOCAL_ONLY_FIELDS",
+    "MAX_ANSWER_CHARS",
+    "MAX_ARGUMENT_BYTES",
+    "MAX_DEPTH",
+    "MAX_ID_CHARS",
+    "MAX_IMAGE_BASE64",
+    "MAX_INT",
+    "MAX_QUOTE",
+    "OP_NAMES",
+    "PARAMS_FIELDS",
+    "PROTOCOL_VERSION",
+    "AbortOp",
+    "AnswerOp",
+    "AttachOp",
+    "ContinueOp",
+    "ContinuedFrame",
+    "DetachOp",
+    "ErrorFrame",
+    "EventFrame",
+    "Frame",
+    "HelloFrame",
+    "HelloOp",
+    "ListOp",
+    "Op",
+    "OpenOp",
+    "OpenedFrame",
+    "PushOp",
+    "ReplyFrame",
+    "ResyncRequiredFrame",
+    "SessionInfo",
+    "SessionState",
+    "SessionsFrame",
+    "SetModelOp",
+    "SetPermissionModeOp",
+    "decode_frame",
+    "decode_op",
+    "encode_frame",
+    "encode_op",
+    "error_frame",
+    "frame_to_json",
+    "params_from_json",
+    "params_to_json",
+    "quote",
+]
 
 MAX_IMAGE_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4
 """The longest base64 text of one image (``images.MAX_IMAGE_BYTES`` once decoded)."""
@@ -129,9 +196,6 @@ LOCAL_ONLY_FIELDS: frozenset[str] = frozenset(
 """``ExecuteParams`` fields a remote client can never set: servers to start, files to write on
 the server (inline skills), the deadlines of the operator's own custom tools and hooks, and
 file checkpoints (rewinding files is not a remote control)."""
-
-PROTOCOL_VERSION = 1
-"""The version of this protocol a server announces in its ``hello`` frame."""
 
 ENV_KEYS: frozenset[str] = frozenset({"custom_env", "ollama_baseUrl"})
 """``architecture_config`` keys that set the CLI's environment (refused unless ``allow_env``)."""
@@ -286,158 +350,8 @@ OP_NAMES: tuple[str, ...] = (
 )
 
 # ---------------------------------------------------------------------------------------------
-# Frames (server -> client)
-# ---------------------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class OpenedFrame:
-    id: str
-    session: str
-    type: ClassVar[str] = "opened"
-
-
-SessionState: TypeAlias = Literal["waiting", "live", "ended"]
-
-
-@attrs.frozen(kw_only=True)
-class SessionInfo:
-    """One session as ``list`` shows it.
-
-    ``state``: ``waiting`` (for a CLI slot), ``live`` (its CLI runs) or ``ended`` (its
-    execution ended; ``continue`` may start the next one). ``executions``: how many were
-    started; ``first_seq``: the seq of the current execution's first event; ``last_seq``: the
-    highest seq so far. ``usage``: every turn of every execution so far (interrupted turns
-    included). ``created_at`` / ``ended_at``: seconds since the epoch (``ended_at``: when the
-    last execution ended; None while one runs). ``owner``: the principal that opened it.
-    """
-
-    session: str
-    label: str | None
-    owner: str | None
-    state: SessionState
-    executions: int
-    first_seq: int
-    last_seq: int
-    usage: Usage
-    created_at: float
-    ended_at: float | None
-
-
-@attrs.frozen(kw_only=True)
-class HelloFrame:
-    """Who the server is and what it allows: ``server`` (its name and version), ``protocol``
-    (:data:`PROTOCOL_VERSION`), the client's ``principal`` and whether it is ``admin``, the
-    ``ops`` it accepts, the ``capabilities`` of its sessions (``architecture_capabilities()``
-    as JSON: pushes, resume, thinking modes, ...), its ``limits`` (names and values of its
-    bounds), its remote ``policy`` (``remote_tools``, ``allow_cwd``, ``allow_env``) and, on a
-    cluster's gateway, the ``cluster`` summary."""
-
-    id: str
-    server: str
-    protocol: int
-    principal: str
-    admin: bool
-    ops: tuple[str, ...]
-    capabilities: Mapping[str, Any]
-    limits: Mapping[str, Any]
-    policy: Mapping[str, Any]
-    #: A cluster's gateway (``serve --redis``): its workers alive now, their free and busy
-    #: slots, and those degraded (``protocol/cluster.py`` rule 8); None for one process.
-    cluster: Mapping[str, Any] | None = None
-    type: ClassVar[str] = "hello"
-
-
-@attrs.frozen(kw_only=True)
-class ContinuedFrame:
-    """``continue`` was accepted: the next execution's events start at ``first_seq``."""
-
-    id: str
-    session: str
-    first_seq: int
-    type: ClassVar[str] = "continued"
-
-
-@attrs.frozen(kw_only=True)
-class SessionsFrame:
-    """The answer to ``list``: oldest first."""
-
-    id: str
-    sessions: tuple[SessionInfo, ...]
-    type: ClassVar[str] = "sessions"
-
-
-@attrs.frozen(kw_only=True)
-class EventFrame:
-    session: str
-    event: Event
-    type: ClassVar[str] = "event"
-
-
-@attrs.frozen(kw_only=True)
-class ReplyFrame:
-    """The outcome of a push / answer / abort / attach / detach. ``uuid``: an accepted
-    push's (the ``uuid`` of its ``user_message`` event and in ``result.user_message_uuids``)."""
-
-    id: str
-    ok: bool
-    reason: str | None = None
-    uuid: str | None = None
-    type: ClassVar[str] = "reply"
-
-
-@attrs.frozen(kw_only=True)
-class ResyncRequiredFrame:
-    """``last_seq`` is older than the replay buffer; ``oldest_seq`` is the oldest seq it holds."""
-
-    id: str
-    session: str
-    oldest_seq: int
-    type: ClassVar[str] = "resync_required"
-
-
-@attrs.frozen(kw_only=True)
-class ErrorFrame:
-    id: str | None
-    code: str
-    message: str
-    type: ClassVar[str] = "error"
-
-
-def error_frame(error: WireError) -> ErrorFrame:
-    """The ``error`` frame that answers an op refused with ``error``."""
-    return ErrorFrame(id=error.id, code=error.code, message=error.message)
-
-
-Frame: TypeAlias = (
-    OpenedFrame
-    | EventFrame
-    | ReplyFrame
-    | ResyncRequiredFrame
-    | ErrorFrame
-    | HelloFrame
-    | ContinuedFrame
-    | SessionsFrame
-)
-
-# ---------------------------------------------------------------------------------------------
 # Decoding ops
 # ---------------------------------------------------------------------------------------------
-
-
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        raise WireError("invalid_message", f"expected a text message, got {type(text).__name__}")
-    try:
-        return json.loads(text, parse_constant=_no_constant)
-    except RecursionError:
-        raise WireError("malformed_json", "JSON nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, and NaN/Infinity from _no_constant
-        raise WireError("malformed_json", f"not valid JSON: {exc}") from None
-
-
-def _no_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not allowed")
 
 
 class _Fields:
@@ -586,7 +500,7 @@ def _no_nul(value: Any, where: str, op_id: str | None) -> None:
 
 def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) -> Op:
     """The op in one client message; raises :class:`WireError` (rules 1-3)."""
-    obj = _loads(text)
+    obj = loads_message(text)
     if not isinstance(obj, dict):
         raise WireError("invalid_message", f"expected a JSON object, got {json_type(obj)}")
     raw_id = obj.get("id")
@@ -857,105 +771,4 @@ def encode_op(op: Op) -> str:
             obj |= {"id": op.id, "session": op.session, "mode": op.mode}
         case _:
             assert_never(op)
-    return _dumps(obj)
-
-
-# ---------------------------------------------------------------------------------------------
-# Frames
-# ---------------------------------------------------------------------------------------------
-
-
-def frame_to_json(frame: Frame) -> dict[str, Any]:
-    """The JSON object for ``frame``; never raises."""
-    match frame:
-        case EventFrame():
-            return {
-                "type": frame.type,
-                "session": frame.session,
-                "event": event_to_json(frame.event),
-            }
-        case OpenedFrame() | ReplyFrame() | ResyncRequiredFrame() | ErrorFrame():
-            return {"type": frame.type, **attrs.asdict(frame)}
-        case HelloFrame() | ContinuedFrame() | SessionsFrame():
-            encoded: dict[str, Any] = to_json_safe(frame)
-            return encoded
-        case _:
-            assert_never(frame)
-
-
-def encode_frame(frame: Frame) -> str:
-    """The text message for ``frame``; never raises."""
-    return _dumps(frame_to_json(frame))
-
-
-_FRAME_FIELDS: Mapping[str, tuple[type[Any], Mapping[str, tuple[type, ...]]]] = {
-    "opened": (OpenedFrame, {"id": (str,), "session": (str,)}),
-    "reply": (
-        ReplyFrame,
-        {"id": (str,), "ok": (bool,), "reason": (str, type(None)), "uuid": (str, type(None))},
-    ),
-    "resync_required": (
-        ResyncRequiredFrame,
-        {"id": (str,), "session": (str,), "oldest_seq": (int,)},
-    ),
-    "error": (ErrorFrame, {"id": (str, type(None)), "code": (str,), "message": (str,)}),
-}
-
-
-_TYPED_FRAMES: Mapping[str, type[HelloFrame | ContinuedFrame | SessionsFrame]] = {
-    "hello": HelloFrame,
-    "continued": ContinuedFrame,
-    "sessions": SessionsFrame,
-}
-
-
-def decode_frame(text: str) -> Frame:
-    """The frame in one server message (for clients); raises :class:`WireError`.
-
-    Unknown keys are ignored (a newer server may add some); missing or mistyped ones are errors.
-    """
-    obj = _loads(text)
-    if not isinstance(obj, dict):
-        raise WireError("invalid_message", f"expected a JSON object, got {json_type(obj)}")
-    kind = obj.get("type")
-    if kind == "event":
-        session = obj.get("session")
-        if not isinstance(session, str):
-            raise WireError("invalid_field", f"event frame: session={session!r}: expected a string")
-        if "event" not in obj:
-            raise WireError("missing_field", "event frame needs the field 'event'")
-        try:
-            event = event_from_json(obj["event"])
-        except RemoteProtocolError as exc:
-            raise WireError("invalid_field", f"event frame: {exc}") from None
-        return EventFrame(session=session, event=event)
-    if isinstance(kind, str) and kind in _TYPED_FRAMES:
-        try:
-            typed: Frame = attrs_from_json(obj, _TYPED_FRAMES[kind], f"{kind} frame")
-        except RemoteProtocolError as exc:
-            raise WireError("invalid_field", str(exc)) from None
-        return typed
-    if not isinstance(kind, str) or kind not in _FRAME_FIELDS:
-        known = ", ".join(["event", *_FRAME_FIELDS, *_TYPED_FRAMES])
-        raise WireError("invalid_message", f"type={kind!r}: expected one of {known}")
-    cls, types = _FRAME_FIELDS[kind]
-    kwargs: dict[str, Any] = {}
-    for key, allowed in types.items():
-        if key not in obj:
-            if type(None) in allowed:
-                kwargs[key] = None
-                continue
-            raise WireError("missing_field", f"{kind} frame needs the field {key!r}")
-        value = obj[key]
-        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-            raise WireError("invalid_field", f"{kind} frame: {key}={value!r} has the wrong type")
-        kwargs[key] = value
-    frame: Frame = cls(**kwargs)
-    return frame
-
-
-# ---------------------------------------------------------------------------------------------
-
-
-def _dumps(obj: Any) -> str:
     return dumps(obj)

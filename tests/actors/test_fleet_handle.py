@@ -12,6 +12,7 @@ import trio.testing
 from session_kit import CONFIG
 
 from claude_trio.actors import fleet as fleet_module
+from claude_trio.actors import subscription as subscription_module
 from claude_trio.actors.fleet import open_fleet
 from claude_trio.protocol.errors import ReplayGapError
 from claude_trio.protocol.events import AssistantMessage, Result
@@ -34,7 +35,7 @@ async def test_a_consumer_that_falls_behind_gets_every_event_once_in_order(
 ) -> None:
     """Its subscription is dropped (a queue of 2 events) while it reads nothing; the next
     receive renews it from the last seq it got: the consumer sees each event once."""
-    monkeypatch.setattr(fleet_module, "DEFAULT_SUBSCRIBER_QUEUE", 2)
+    monkeypatch.setattr(subscription_module, "DEFAULT_SUBSCRIBER_QUEUE", 2)
     async with open_fleet(transport_factory=FakeCLI(chatty), config=CONFIG) as fleet:
         fs = await fleet.open(PARAMS)
         subscriptions: list[int | None] = []
