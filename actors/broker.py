@@ -115,6 +115,17 @@ class UserInputBroker:
         self._finished: dict[str, Outcome] = {}
         self._inbox_send, self._inbox_recv = trio.open_memory_channel[_Pending](_INBOX_SIZE)
         self._closed = False
+        # Set by serve_in(): where the broker's task starts, once, when the first request comes.
+        self._serve_nursery: trio.Nursery | None = None
+
+    def serve_in(self, nursery: trio.Nursery) -> None:
+        """Have :func:`run_user_input_broker` run in ``nursery`` from the first request on.
+
+        Most sessions are never asked anything: a task waiting for the whole session (and
+        the nursery it needs) would be a cost every one of them pays. Requests wait in the
+        inbox meanwhile, as they would for a running broker busy elsewhere.
+        """
+        self._serve_nursery = nursery
 
     # -- entry points called from the SDK's tasks ----------------------------------------------
 
@@ -169,6 +180,7 @@ class UserInputBroker:
             self._reply(elicitation_control_reply(cli_id, "cancelled", None))
             return
         try:
+            self._serve_first()
             await self._inbox_send.send(pending)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._resolve(event.request_id, "cancelled", None)
@@ -221,6 +233,12 @@ class UserInputBroker:
 
     # -- internals -----------------------------------------------------------------------------
 
+    def _serve_first(self) -> None:
+        """Start the broker's task if ``serve_in`` asked for it and it has not started yet."""
+        nursery, self._serve_nursery = self._serve_nursery, None
+        if nursery is not None:
+            nursery.start_soon(run_user_input_broker, self)
+
     def _reply(self, reply: ControlReply | None) -> None:
         if reply is not None:
             self._send_reply(reply)
@@ -252,6 +270,7 @@ class UserInputBroker:
             return ("cancelled", None)
         with pending.reply_recv:
             try:
+                self._serve_first()
                 await self._inbox_send.send(pending)
                 return await pending.reply_recv.receive()
             except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):

@@ -143,7 +143,9 @@ async def drain_client(core: SessionCore, client: ClaudeSDKClient) -> None:
     with core.read_scope:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(core.watch_liveness, client)
-            nursery.start_soon(core.watch_timeouts)
+            if core.run_timeout is not None or core.idle_timeout is not None:
+                # Without either limit it would only sleep: no task for it.
+                nursery.start_soon(core.watch_timeouts)
             await _read_loop(core, receive)
             nursery.cancel_scope.cancel()
 
@@ -180,4 +182,4 @@ def subprocess_transport(options: ClaudeAgentOptions) -> Transport:
 def root_refusal(options: ClaudeAgentOptions) -> str | None:
     """Why the real CLI would refuse to start with ``options`` in this process, if it would."""
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    return check_root_bypass(options, is_root=is_root, env=dict(os.environ))
+    return check_root_bypass(options, is_root=is_root, env=os.environ)

@@ -477,6 +477,9 @@ class FleetSession:
         finally:
             self._publish_final(x, Aborted(reason=x.cancel_reason))
             self._end(x)
+            # The CLI is gone: let go of the execution's session (its mapper, stream, broker,
+            # options...), which an ended execution never uses again.
+            x.session = None
             x.done.set()
             fleet._finished_session(self, x)
 

@@ -22,7 +22,7 @@ having a ``kill_now()`` method (see :class:`Killable`); without one, its own ``c
 from __future__ import annotations
 
 import contextlib
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import psutil
 from claude_agent_sdk import Transport
@@ -70,18 +70,32 @@ class CLIProcessTransport(SubprocessCLITransport):
         return None if process is None else process.pid
 
 
+def _killable(transport: Transport) -> Killable | None:
+    """``transport`` as a :class:`Killable` if it is one. The same test as ``isinstance(...,
+    Killable)`` (both methods present, not None) without the cost of a runtime protocol check,
+    which every session's teardown would pay."""
+    if (
+        getattr(transport, "kill_now", None) is not None
+        and getattr(transport, "kill_tools", None) is not None
+    ):
+        return cast(Killable, transport)
+    return None
+
+
 def kill_now(transport: Transport) -> bool:
     """Kill ``transport``'s process tree if it can be; False when the transport cannot."""
-    if isinstance(transport, Killable):
-        transport.kill_now()
-        return True
-    return False
+    killable = _killable(transport)
+    if killable is None:
+        return False
+    killable.kill_now()
+    return True
 
 
 def kill_tools(transport: Transport) -> None:
     """Kill what ``transport``'s CLI started, if it can be (the CLI itself lives on)."""
-    if isinstance(transport, Killable):
-        transport.kill_tools()
+    killable = _killable(transport)
+    if killable is not None:
+        killable.kill_tools()
 
 
 def kill_process_tree(pid: int) -> list[int]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import importlib.metadata
 import os
 import time
@@ -73,7 +74,6 @@ from .broker import (
     AnswerRejected,
     UserInputBroker,
     UserInputHandler,
-    run_user_input_broker,
 )
 from .core import STDERR_TAIL, STOPPED, DriverConfig, Emitter, SessionCore, stop_gate
 from .driver import root_refusal, run_sdk_driver, subprocess_transport
@@ -96,6 +96,8 @@ from .tool_runner import CallbackRunner, ToolRunner, run_tool_runner
 from .transcripts import resumed_cost
 
 CLOSED_EARLY = "the session was closed before the execution ended"
+DEFAULT_CONFIG = DriverConfig()
+"""The deadlines of a session opened without ``config`` (frozen: one for all of them)."""
 
 MIN_BUFFER_SIZE = 1024
 """The smallest ``max_buffer_size`` (bytes of one CLI output line) a session takes."""
@@ -344,7 +346,10 @@ def _check_session_store(session_store: object, pool: object) -> None:
         )
 
 
+@functools.cache
 def _sdk_version() -> str | None:
+    """The installed SDK's version, read once per process: reading a distribution's metadata
+    parses its METADATA file, which cost more CPU than the rest of a short session's start."""
     try:
         return importlib.metadata.version("claude-agent-sdk")
     except importlib.metadata.PackageNotFoundError:
@@ -494,7 +499,7 @@ async def _open_session(
     session_store: SessionStore | None = None,
 ) -> AsyncIterator[Session]:
     """``open_session`` once its arguments are checked and the skills folder exists."""
-    config = config or DriverConfig()
+    config = config or DEFAULT_CONFIG
     # Built in dependency order, so nothing needs patching afterwards.
     mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema)
     mapper.start_execution()
@@ -548,12 +553,13 @@ async def _open_session(
             extra_env=env,
             pre_tool_use=stop_gate(lifecycle),
             environ=os.environ,
+            stderr=collector,
         )
+        # Usually all None: then no copy of the options is made.
         options = with_changes(
             options,
             cli_path=cli_path,
             max_buffer_size=max_buffer_size,
-            stderr=collector,
             session_store=session_store,
         )
         options = with_extensions(
@@ -665,12 +671,12 @@ async def _start(
     *,
     scope_problem: str | None = None,
 ) -> None:
-    """Start the actors: broker, tool runner, driver (connects), then the input channel with
-    the prompt.
+    """Start the actors: broker (its task starts with the first request), tool runner, driver
+    (connects), then the input channel with the prompt.
     Once the CLI is connected and before anything is written to it, the execution reports its
     configuration: warnings about it, then ``adapter_ready``."""
     if broker is not None:
-        await nursery.start(run_user_input_broker, broker)
+        broker.serve_in(nursery)  # its task starts with the first request
     if runner is not None:
         await nursery.start(run_tool_runner, runner)
     client: ClaudeSDKClient | None = await nursery.start(driver)

@@ -139,8 +139,11 @@ def build_env(
     ``ollama_baseUrl``, then the caller's ``extra_env``. ``environ`` is the environment the
     CLI inherits (for the provider's credential check)."""
     env = dict(DEFAULT_ENV)
-    user = {**(environ or {}), **config.custom_env, **(extra_env or {})}
-    env.update(provider_env(provider, user))
+    if provider is not None and provider != "anthropic":
+        # Only another provider reads the environment (for its credential): the merged copy
+        # of this process's environment is made for it alone, not for every session.
+        user = {**(environ or {}), **config.custom_env, **(extra_env or {})}
+        env.update(provider_env(provider, user))
     env.update(config.custom_env)
     if config.ollama_base_url is not None:
         env["ANTHROPIC_BASE_URL"] = config.ollama_base_url
@@ -295,8 +298,8 @@ def check_root_bypass(
     """
     if options.permission_mode != "bypassPermissions" or not is_root:
         return None
-    effective = {**env, **options.env}
-    if effective.get("IS_SANDBOX") == "1":
+    sandbox = options.env["IS_SANDBOX"] if "IS_SANDBOX" in options.env else env.get("IS_SANDBOX")
+    if sandbox == "1":
         return None
     return (
         "the claude CLI refuses permission_mode='bypassPermissions' when run as root "

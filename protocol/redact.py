@@ -30,6 +30,9 @@ _SECRET_KEY = re.compile(
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)[^/\s@]+@")
 _AUTH_VALUE = re.compile(r"\b(?P<kind>Bearer|Basic|Token)\s+[^\s,;]+", re.IGNORECASE)
 _API_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
+# What each pattern needs to match at all: a URL's userinfo an "@", an API key "sk-", an
+# authorization value one of these words.
+_AUTH_HINT = re.compile(r"bearer|basic|token", re.IGNORECASE)
 
 
 def is_secret_key(key: object) -> bool:
@@ -39,6 +42,8 @@ def is_secret_key(key: object) -> bool:
 
 def redact_text(text: str) -> str:
     """``text`` with credentials in URLs, authorization values and API keys masked (rule 2)."""
+    if "@" not in text and "sk-" not in text and _AUTH_HINT.search(text) is None:
+        return text  # none of the three can match: most strings, at a fraction of the cost
     text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{MASK}@", text)
     text = _AUTH_VALUE.sub(lambda m: f"{m.group('kind')} {MASK}", text)
     return _API_KEY.sub(MASK, text)

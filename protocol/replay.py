@@ -81,31 +81,60 @@ def slim(event: Event) -> Event:
     return attrs.evolve(event, raw=None)
 
 
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+"""The field names walked for each class seen (attrs: all but ``raw``; dataclasses: all), or
+``None`` for a class that is neither: looked up once per class, not once per value."""
+
+
+def _fields_of(cls: type) -> tuple[str, ...] | None:
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        pass
+    names: tuple[str, ...] | None = None
+    if attrs.has(cls):
+        names = tuple(f.name for f in attrs.fields(cls) if f.name != "raw")
+    elif dataclasses.is_dataclass(cls):
+        names = tuple(f.name for f in dataclasses.fields(cls))
+    if len(_FIELDS) < 4096:  # classes are few; never let a stream of new ones grow it
+        _FIELDS[cls] = names
+    return names
+
+
 def _value_bytes(value: Any, depth: int) -> int:
+    cls = type(value)
+    # Exact types first: they are nearly all of what an event holds (isinstance below still
+    # counts their subclasses the same way).
+    if cls is str:
+        return STRING_OVERHEAD + 2 * (len(value) if value.isascii() else text_bytes(value))
+    if value is None or cls is int or cls is float or cls is bool:
+        return SCALAR_BYTES
     if isinstance(value, str):
         return STRING_OVERHEAD + 2 * text_bytes(value)
-    if value is None or isinstance(value, bool | int | float):
+    if isinstance(value, _SCALARS):
         return SCALAR_BYTES
     if depth >= MAX_WALK_DEPTH:
         return DEEP_VALUE_BYTES
     depth += 1
-    if attrs.has(type(value)):
-        return SCALAR_BYTES + sum(
-            _value_bytes(getattr(value, f.name), depth)
-            for f in attrs.fields(type(value))
-            if f.name != "raw"
-        )
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return SCALAR_BYTES + sum(
-            _value_bytes(getattr(value, f.name), depth) for f in dataclasses.fields(value)
-        )
+    total = SCALAR_BYTES
+    names = _fields_of(cls)
+    if names is not None:
+        for name in names:
+            total += _value_bytes(getattr(value, name), depth)
+        return total
     if isinstance(value, Mapping):
-        return SCALAR_BYTES + sum(
-            _value_bytes(k, depth) + _value_bytes(v, depth) for k, v in value.items()
-        )
-    if isinstance(value, list | tuple | set | frozenset):
-        return SCALAR_BYTES + sum(_value_bytes(item, depth) for item in value)
-    return SCALAR_BYTES + 2 * len(repr(value))  # what the codec sends for it (its repr)
+        for key, item in value.items():
+            total += _value_bytes(key, depth) + _value_bytes(item, depth)
+        return total
+    if isinstance(value, _SEQUENCES):
+        for item in value:
+            total += _value_bytes(item, depth)
+        return total
+    return total + 2 * len(repr(value))  # what the codec sends for it (its repr)
+
+
+_SCALARS = (bool, int, float)
+_SEQUENCES = (list, tuple, set, frozenset)
 
 
 def entry_size(event: Event) -> int:

@@ -13,6 +13,7 @@ behaviours of the CLI (``docs/sdk-facts.md``). Both move with every SDK minor. R
 
 from __future__ import annotations
 
+import functools
 import re
 
 VERIFIED_SDK: tuple[str, str] = ("0.2.189", "0.2.189")
@@ -22,6 +23,7 @@ VERIFIED_CLI: tuple[str, str] = ("2.1.332", "2.1.332")
 """The lowest and highest bundled ``claude`` CLI versions verified, inclusive."""
 
 
+@functools.lru_cache(maxsize=64)  # every session checks the same few versions
 def _parse(version: str) -> tuple[int, ...] | None:
     match = re.match(r"(\d+(?:\.\d+)*)", version.strip())
     if match is None:

@@ -24,6 +24,10 @@ Sections (all by default; pick with ``--only``):
 * ``redis``: the Redis mode on a ``redis-server`` of its own: one gateway to 50 websocket
   clients in-process vs via Redis (events/s, added p50/p99), executions/min on 1, 2 and 3
   worker processes, Redis memory per session.
+* ``fleetcost``: the fleet's own cost per session: 1,000 short sessions on the fake CLI,
+  ``open_fleet(max_live=10)`` against a ``trio.CapacityLimiter(10)`` over the raw SDK, each
+  side in a process of its own: wall time and CPU (GC included) of the drain, and of the
+  whole process measured from outside.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -43,7 +47,8 @@ import trio
 from bench_replay import record_stream
 
 SECTIONS = (
-    "hot", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency", "redis"
+    "hot", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency", "redis",
+    "fleetcost",
 )  # fmt: skip
 
 
@@ -62,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}"
     )
-    parser.add_argument("--profile", action="store_true", help="print the hot-path profile")
+    parser.add_argument(
+        "--profile", action="store_true", help="print the hot path's and the fleet's profiles"
+    )
     parser.add_argument("--rounds", type=int, help="hot-path rounds (A B pairs)")
     parser.add_argument("--sessions", type=int, help="sessions parked in the memory benchmark")
     parser.add_argument(
@@ -80,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         "--redis-rounds", type=int, help="rounds of the Redis gateway comparison (each side)"
     )
     parser.add_argument("--executions", type=int, help="executions per worker count (Redis)")
+    parser.add_argument(
+        "--cost-sessions", type=int, help="short sessions per side in the fleet's own cost"
+    )
+    parser.add_argument("--cost-rounds", type=int, help="rounds of the fleet's own cost")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
@@ -164,6 +175,15 @@ def main(argv: list[str] | None = None) -> int:
         bench_redis.run(
             rounds=args.redis_rounds or (1 if quick else 2),
             executions=args.executions or (30 if quick else 60),
+        )
+    if "fleetcost" in only:
+        import bench_fleet_cost
+
+        print("\n[13] the fleet's own cost per session: open_fleet vs a CapacityLimiter + raw SDK")
+        bench_fleet_cost.run(
+            rounds=args.cost_rounds or (2 if quick else 5),
+            sessions=args.cost_sessions or (300 if quick else 1000),
+            profile=args.profile,
         )
     print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
