@@ -174,7 +174,7 @@ class Stopper:
             await self._end.done.wait()
             return
         self._apply(self.machine.abort(reason, decided=decided))
-        with trio.CancelScope(shield=True):
+        with trio.CancelScope(shield=True):  # noqa: ASYNC912 - awaits inside
             while not self.machine.stop_done:
                 await self._changed.wait()
         # The terminal event goes out here, in the task that aborted, once the stop is done (a
@@ -235,7 +235,7 @@ class Stopper:
 
     async def _serve(self, client: ClaudeSDKClient) -> None:
         machine = self.machine
-        with trio.CancelScope(shield=True) as self._scope:
+        with trio.CancelScope(shield=True) as self._scope:  # noqa: ASYNC912 - awaits inside
             async with trio.open_nursery() as nursery:
                 interrupt: trio.CancelScope | None = None
                 while not machine.finished:
@@ -276,17 +276,18 @@ class Stopper:
             except Exception as exc:  # the CLI is gone, or refused
                 failure = str(exc)
         machine = self.machine
-        if machine.phase is not StopPhase.INTERRUPTING:
-            return  # it exited, or a deadline passed, meanwhile
-        if failure is not None:
-            self._apply(machine.send_failed(failure))
-        elif answer is not None:
-            self._apply(
-                machine.interrupt_answered(
-                    still_queued=bool(answer.get("still_queued")),
-                    turn_open=self._end.mapper.turn_open,
+        # Only while it matters: the CLI may have exited, or a deadline passed, meanwhile.
+        if machine.phase is StopPhase.INTERRUPTING:
+            if failure is not None:
+                self._apply(machine.send_failed(failure))
+            elif answer is not None:
+                self._apply(
+                    machine.interrupt_answered(
+                        still_queued=bool(answer.get("still_queued")),
+                        turn_open=self._end.mapper.turn_open,
+                    )
                 )
-            )
+        await trio.lowlevel.checkpoint()
 
     async def _sweep(self) -> None:
         """Freeze (before the CLI's answer) or kill (after) what the CLI started, now and every
@@ -295,20 +296,20 @@ class Stopper:
         transport = self._transport
         try:
             while (policy := machine.tools) is not None:
-                walk = (lambda: freeze_tools(transport)) if policy == "freeze" else (
-                    lambda: kill_tools(transport)
-                )
-                await trio.to_thread.run_sync(walk)
-                with trio.move_on_after(TOOL_SWEEP_SECONDS):
+                walk = freeze_tools if policy == "freeze" else kill_tools
+                await trio.to_thread.run_sync(walk, transport)
+                with trio.move_on_after(TOOL_SWEEP_SECONDS):  # noqa: ASYNC912 - awaits inside
                     while machine.tools == policy:
                         await self._changed.wait()
         finally:
             self._sweeping = False
+        await trio.lowlevel.checkpoint()
 
     async def _end_input(self) -> None:
         # A CLI whose input cannot be ended any more is killed when the exit deadline passes.
         with contextlib.suppress(Exception):
             await self._transport.end_input()
+        await trio.lowlevel.checkpoint()
 
 
 async def run_stopper(
