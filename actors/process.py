@@ -8,17 +8,16 @@ shell in a session of its own, so neither the CLI's process group nor its death 
 So claude-trio never relies on that close. :class:`CLIProcessTransport` is the SDK's transport
 plus :meth:`~CLIProcessTransport.kill_now`, which freezes the CLI and everything it started
 (SIGSTOP, walking the process table from the CLI down until no new process turns up: a stopped
-process cannot start another one), then SIGKILLs them all; :meth:`~CLIProcessTransport.kill_tools`,
-the same for what the CLI started but not the CLI; and :meth:`~CLIProcessTransport.freeze_tools`,
-the freeze alone. The session's stop (``actors/stopper.py``) freezes the CLI's tools as it sends
-the interrupt, kills them once the CLI confirmed (it starts nothing new from then on) rather than
-leaving them to the CLI's own, slower teardown, lets the settled CLI exit on the end of its
+process cannot start another one), then SIGKILLs them all, and
+:meth:`~CLIProcessTransport.kill_tools`, the same for what the CLI started but not the CLI. The
+session's stop (``actors/stopper.py``) kills the CLI's tools, then interrupts the CLI, keeps
+killing whatever it still starts until it settled, lets the settled CLI exit on the end of its
 input, and ``kill_now`` takes whatever is left.
 
 The walk reads the process table once per round (``/proc/<pid>/stat`` on Linux, a millisecond or
 two; psutil elsewhere, whose ``children()`` reads the whole table once per process asked), and a
-round is repeated only while it finds new processes. It blocks: the stop runs the tools' walks in
-a worker thread, beside the interrupt (:func:`tools_walkable`).
+round is repeated only while it finds new processes. It blocks: the stop's repeated walks run in
+a worker thread (:func:`kills_processes`).
 
 A transport given by the caller (a fake CLI in tests, a custom transport) can offer the same by
 having ``kill_now()`` and ``kill_tools()`` methods (see :class:`Killable`); without them, its own
@@ -63,15 +62,9 @@ class CLIProcessTransport(SubprocessCLITransport):
         if pid is not None:
             _kill(freeze_tree(pid, include_root=False))
 
-    def freeze_tools(self) -> None:
-        """Freeze (SIGSTOP) what the CLI started, not the CLI; a no-op when there is none."""
-        pid = self._running_pid()
-        if pid is not None:
-            freeze_tree(pid, include_root=False)
-
     @property
-    def tools_walkable(self) -> bool:
-        """Its tools are real processes (walking them blocks: see :func:`tools_walkable`)."""
+    def kills_processes(self) -> bool:
+        """Its kills walk real processes (they block: see :func:`kills_processes`)."""
         return True
 
     @property
@@ -101,20 +94,11 @@ def kill_tools(transport: Transport) -> None:
         transport.kill_tools()
 
 
-def freeze_tools(transport: Transport) -> None:
-    """Freeze what ``transport``'s CLI started if it can be; else kill it, if that can be."""
-    freeze = getattr(transport, "freeze_tools", None)
-    if callable(freeze):
-        freeze()
-    else:
-        kill_tools(transport)
-
-
-def tools_walkable(transport: Transport) -> bool:
-    """Whether ``transport``'s tools are real processes, whose walk (:func:`freeze_tree`) takes
-    milliseconds of blocking reads: the stop then walks them in a worker thread. A fake CLI's
-    kills are instant and must stay on trio's clock (a thread would let a ``MockClock`` jump)."""
-    return getattr(transport, "tools_walkable", False) is True
+def kills_processes(transport: Transport) -> bool:
+    """Whether ``transport``'s kills walk real processes, taking milliseconds of blocking reads
+    (:func:`freeze_tree`): the stop then repeats them in a worker thread. A fake CLI's kills
+    are instant and stay on trio's clock (a thread would let a ``MockClock`` jump)."""
+    return getattr(transport, "kills_processes", False) is True
 
 
 def kill_process_tree(pid: int) -> list[int]:

@@ -43,7 +43,7 @@ from claude_trio.protocol.cassette import (
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.scrub import Scrubber
 
-from .process import Killable, freeze_tools, tools_walkable
+from .process import Killable, kills_processes
 from .sdk_private import BUNDLED_CLI_VERSION
 
 __all__ = ["MAX_BEFORE_HEADER", "CassetteWriter", "RecordingTransport", "recording"]
@@ -248,12 +248,9 @@ class RecordingTransport(Transport):
         if isinstance(self.inner, Killable):
             self.inner.kill_tools()
 
-    def freeze_tools(self) -> None:
-        freeze_tools(self.inner)
-
     @property
-    def tools_walkable(self) -> bool:
-        return tools_walkable(self.inner)
+    def kills_processes(self) -> bool:
+        return kills_processes(self.inner)
 
 
 def _loads(line: str) -> Any:

@@ -4,21 +4,19 @@ The pure machine (:class:`~claude_trio.protocol.stop.StopMachine`) holds the sto
 and its rules; this actor feeds it what happens and performs the actions it returns. A stop
 (``Session.abort()``, a run or idle deadline, the session left, the driver's teardown):
 
-1. backpressure is released, the interrupt that also cancels the CLI's queued messages goes
-   out, and the CLI's tools are frozen (SIGSTOP) beside it: whatever the CLI does next, no
-   tool acts any more;
-2. once the CLI confirmed (it starts nothing new), its tools are killed at once, not left to
-   the CLI's own, slower teardown of them, and any tool that still shows up is killed as soon
-   as it does;
-3. the CLI finishes the interrupted turn (its result carries the turn's usage) and reports
-   ``idle``; at teardown a settled CLI exits on the end of its input (so it writes its
-   transcript's last rows), anything else is killed with everything it started
-   (``actors/process.py``).
+1. backpressure is released, the CLI's tools are killed (whatever the CLI does next, no tool
+   acts any more, and the CLI never waits for one to die), then the interrupt that also
+   cancels the CLI's queued messages goes out;
+2. until the CLI settled, anything it still starts is killed as soon as it shows up;
+3. once it confirmed (it starts nothing new), it finishes the interrupted turn (its result
+   carries the turn's usage) and reports ``idle``; at teardown a settled CLI exits on the end
+   of its input (so it writes its transcript's last rows), anything else is killed with
+   everything it started (``actors/process.py``).
 
 Each wait is bounded (``DriverConfig``: ``interrupt_timeout``, ``abort_grace``, ``exit_grace``,
 the whole teardown by ``close_grace``); when one passes, the CLI is killed. Walking the CLI's
-process tree reads the process table, milliseconds of blocking reads: for a real CLI it runs in
-a worker thread, so the interrupt's answer is read meanwhile.
+process tree reads the process table, a millisecond or two of blocking reads: the first walk
+runs at once (the interrupt waits for it), the repeated ones in a worker thread.
 
 Who calls what: the handle's inputs (``connected``, ``cli_reported``, ``output_seen``,
 ``cli_exited``, ``wedged``, ``teardown``) are synchronous, called by the mapping in the SDK's
@@ -57,7 +55,6 @@ from claude_trio.protocol.stop import (
     Deadline,
     EmitTerminal,
     EndInput,
-    FreezeTools,
     KillCLI,
     KillTools,
     ReleaseBackpressure,
@@ -70,7 +67,7 @@ from claude_trio.protocol.stop import (
 from .config import DriverConfig
 from .ending import ExecutionEnd
 from .event_stream import EventStream
-from .process import freeze_tools, kill_now, kill_tools, tools_walkable
+from .process import kill_now, kill_tools, kills_processes
 from .sdk_private import send_control_request
 
 __all__ = ["STOPPED", "TOOL_SWEEP_SECONDS", "Stopper", "run_stopper", "stop_gate"]
@@ -126,7 +123,7 @@ class Stopper:
         self._interrupt_due = False
         self._end_input_due = False
         self._terminal: str | None = None  # the reason of the abort's terminal event, when due
-        self._walkable = False
+        self._walks = False  # kills walk real processes: repeat them in a thread
         self._sweeping = False
         self._scope: trio.CancelScope | None = None
 
@@ -141,7 +138,7 @@ class Stopper:
 
     def connected(self, client: ClaudeSDKClient) -> None:
         self.client = client
-        self._walkable = tools_walkable(self._transport)
+        self._walks = kills_processes(self._transport)
         self._apply(self.machine.cli_connected())
 
     def cli_reported(self, state: str) -> None:
@@ -195,12 +192,8 @@ class Stopper:
                     self._end.abort_started(list(lost), reason)
                 case SendInterrupt():
                     self._interrupt_due = True
-                case FreezeTools():
-                    if not self._walkable:  # else: the task's sweep, in a thread
-                        freeze_tools(self._transport)
                 case KillTools():
-                    if not self._walkable:
-                        kill_tools(self._transport)
+                    kill_tools(self._transport)
                 case ArmDeadline(deadline=deadline):
                     self._deadline = (deadline, trio.current_time() + self._seconds(deadline))
                 case KillCLI(note=note, code=code):
@@ -247,7 +240,7 @@ class Stopper:
                     if interrupt is not None and machine.phase is not StopPhase.INTERRUPTING:
                         interrupt.cancel()  # answered, or no answer will matter any more
                         interrupt = None
-                    if self._walkable and machine.tools is not None and not self._sweeping:
+                    if self._walks and machine.sweeping and not self._sweeping:
                         self._sweeping = True
                         nursery.start_soon(self._sweep)
                     if self._end_input_due:
@@ -290,17 +283,16 @@ class Stopper:
         await trio.lowlevel.checkpoint()
 
     async def _sweep(self) -> None:
-        """Freeze (before the CLI's answer) or kill (after) what the CLI started, now and every
-        ``TOOL_SWEEP_SECONDS`` while the machine says so; each walk in a worker thread."""
+        """Kill what the CLI still starts, every ``TOOL_SWEEP_SECONDS`` while the stop is under
+        way (``StopMachine.sweeping``); each walk in a worker thread."""
         machine = self.machine
-        transport = self._transport
         try:
-            while (policy := machine.tools) is not None:
-                walk = freeze_tools if policy == "freeze" else kill_tools
-                await trio.to_thread.run_sync(walk, transport)
+            while machine.sweeping:
                 with trio.move_on_after(TOOL_SWEEP_SECONDS):  # noqa: ASYNC912 - awaits inside
-                    while machine.tools == policy:
+                    while machine.sweeping:
                         await self._changed.wait()
+                if machine.sweeping:
+                    await trio.to_thread.run_sync(kill_tools, self._transport)
         finally:
             self._sweeping = False
         await trio.lowlevel.checkpoint()

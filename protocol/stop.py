@@ -34,15 +34,20 @@ Rules:
    done (rule 9).
 3. Starting the stop from ``LIVE``: with a CLI connected, not exited, and an execution that did
    not complete, the stop releases backpressure (the CLI's answer arrives on the reader that
-   a behind consumer parks), sends the interrupt that also cancels what the CLI queued
-   (:data:`INTERRUPT`), freezes the CLI's tools (they stay as they are until the CLI
-   answers) and arms the ``interrupt`` deadline: ``INTERRUPTING``. Otherwise there is nothing
-   to stop: ``SETTLED``.
+   a behind consumer parks), kills the CLI's tools, *then* sends the interrupt that also
+   cancels what the CLI queued (:data:`INTERRUPT`), and arms the ``interrupt`` deadline:
+   ``INTERRUPTING``. Otherwise there is nothing to stop: ``SETTLED``. The tools die first so
+   that no tool acts after the stop, and so that the CLI finds them exited when it handles
+   the interrupt: a tool it has to abort itself, it signals and then waits for until its
+   whole process group is gone, and a killed tool's child stays a zombie until init reaps it
+   (in a container, measured: the CLI's exit then waited 1.5 s). While the phase is
+   ``INTERRUPTING`` or ``SETTLING`` the actor keeps killing whatever the CLI still starts
+   (:attr:`StopMachine.sweeping`): a tool the stop gate allowed just before the stop can
+   still be on its way to exec.
 4. ``interrupt_answered(still_queued=..., turn_open=...)``, only while ``INTERRUPTING``. A CLI
    that kept queued messages (it ignores ``cancel_queued``) would run them as new turns: it is
-   killed (``KILLED``). Otherwise it starts nothing new from now on: its tools are killed
-   (:class:`KillTools`; the actor keeps killing any that shows up while the phase says so,
-   see :attr:`StopMachine.tools`) and it has the ``settle`` deadline to finish the interrupted
+   killed (``KILLED``). Otherwise it starts nothing new from now on: what it started meanwhile
+   is killed (:class:`KillTools`) and it has the ``settle`` deadline to finish the interrupted
    turn (whose result carries the turn's usage) and report ``idle``: ``SETTLING``, or at once
    ``SETTLED`` when it already is idle (rule 6).
 5. ``send_failed(message)`` (the interrupt could not be sent, or the CLI refused it), only
@@ -72,7 +77,7 @@ Rules:
     clears what is pending (not the drain).
 
 :data:`TRANSITIONS` lists, for every phase, the inputs it takes and the phases each may lead
-to; the tests check every rule against it (``tests/protocol/test_stop.py``).
+to; the tests check every rule against it (``tests/protocol/test_stop_machine.py``).
 """
 
 from __future__ import annotations
@@ -97,14 +102,11 @@ Deadline = Literal["interrupt", "settle", "exit"]
 interrupted turn and report ``idle``. ``exit``: for a settled CLI to exit on the end of its
 input. The actor arms each with its configured duration (``DriverConfig``)."""
 
-ToolPolicy = Literal["freeze", "kill"]
-
-
 class StopPhase(enum.Enum):
     LIVE = "live"
     """No stop yet: the CLI (once connected) runs freely."""
     INTERRUPTING = "interrupting"
-    """The interrupt is out, the CLI's tools are frozen; waiting for the CLI's answer."""
+    """The CLI's tools are killed, the interrupt is out; waiting for the CLI's answer."""
     SETTLING = "settling"
     """The CLI confirmed; its tools are killed; waiting for it to report ``idle``."""
     SETTLED = "settled"
@@ -156,11 +158,6 @@ class SendInterrupt:
 
 
 @attrs.frozen(kw_only=True)
-class FreezeTools:
-    """Freeze (SIGSTOP) every process the CLI started, not the CLI."""
-
-
-@attrs.frozen(kw_only=True)
 class KillTools:
     """Kill every process the CLI started, not the CLI."""
 
@@ -198,7 +195,6 @@ StopAction: TypeAlias = (
     ReleaseBackpressure
     | CloseGate
     | SendInterrupt
-    | FreezeTools
     | KillTools
     | ArmDeadline
     | KillCLI
@@ -282,7 +278,6 @@ _DEADLINES: dict[StopPhase, Deadline] = {
     _P.SETTLING: "settle",
     _P.EXITING: "exit",
 }
-_TOOLS: dict[StopPhase, ToolPolicy] = {_P.INTERRUPTING: "freeze", _P.SETTLING: "kill"}
 
 
 class StopMachine:
@@ -335,11 +330,9 @@ class StopMachine:
         return _DEADLINES.get(self.phase)
 
     @property
-    def tools(self) -> ToolPolicy | None:
-        """What happens to a process the CLI starts now: frozen before its answer, killed after
-        (the actor keeps applying it: a tool the stop gate allowed just before the stop can
-        still be on its way to exec)."""
-        return _TOOLS.get(self.phase)
+    def sweeping(self) -> bool:
+        """Whatever the CLI starts now is killed (rule 3)."""
+        return self.phase is _P.INTERRUPTING or self.phase is _P.SETTLING
 
     @property
     def wants_output(self) -> bool:
@@ -493,8 +486,8 @@ class StopMachine:
         self.released = True
         return [
             ReleaseBackpressure(),
+            KillTools(),
             SendInterrupt(),
-            FreezeTools(),
             ArmDeadline(deadline="interrupt"),
         ]
 

@@ -18,7 +18,6 @@ from claude_trio.protocol.stop import (
     CloseGate,
     EmitTerminal,
     EndInput,
-    FreezeTools,
     KillCLI,
     KillTools,
     ReleaseBackpressure,
@@ -32,8 +31,8 @@ from claude_trio.protocol.stop import (
 P = StopPhase
 STOP_STARTED = [
     ReleaseBackpressure(),
+    KillTools(),
     SendInterrupt(),
-    FreezeTools(),
     ArmDeadline(deadline="interrupt"),
 ]
 
@@ -162,7 +161,10 @@ def test_an_input_the_phase_takes_leads_where_the_table_says(
 def test_rule_1_before_a_cli_is_connected_a_stop_has_nothing_to_stop() -> None:
     machine = running(connected=False)
     actions = machine.abort("aborted")
-    assert actions == [CloseGate(lost=("prompt",), reason="aborted"), EmitTerminal(reason="aborted")]
+    assert actions == [
+        CloseGate(lost=("prompt",), reason="aborted"),
+        EmitTerminal(reason="aborted"),
+    ]
     assert machine.phase is P.SETTLED
     assert not machine.released
 
@@ -176,7 +178,7 @@ def test_rule_1_a_cli_is_connected_once() -> None:
 # -- rules 2 and 3 -----------------------------------------------------------------------------
 
 
-def test_rule_2_and_3_abort_closes_the_gate_then_interrupts_and_freezes_the_tools() -> None:
+def test_rule_2_and_3_abort_closes_the_gate_kills_the_tools_then_interrupts() -> None:
     machine = running()
     machine.lifecycle.push("p1")
     actions = machine.abort("aborted")
@@ -186,7 +188,7 @@ def test_rule_2_and_3_abort_closes_the_gate_then_interrupts_and_freezes_the_tool
     assert not machine.lifecycle.may_write_user_messages  # the stop gate denies every tool
     assert machine.released
     assert machine.deadline == "interrupt"
-    assert machine.tools == "freeze"
+    assert machine.sweeping
     assert not machine.stop_done
     assert machine.abort_pending
     assert machine.abort_reason is None  # not decided: the CLI's own reason may stand
@@ -230,7 +232,7 @@ def test_rule_4_confirmed_the_tools_are_killed_and_the_cli_has_the_settle_deadli
     actions = machine.interrupt_answered(still_queued=False, turn_open=True)
     assert actions == [KillTools(), ArmDeadline(deadline="settle")]
     assert machine.phase is P.SETTLING
-    assert machine.tools == "kill"
+    assert machine.sweeping
     assert not machine.stop_done
 
 
@@ -281,7 +283,7 @@ def test_rule_5_an_unconfirmed_interrupt_kills_the_cli_at_its_deadline() -> None
         ),
         EmitTerminal(reason="aborted"),
     ]
-    assert machine.tools is None
+    assert not machine.sweeping
 
 
 # -- rule 6 ------------------------------------------------------------------------------------
@@ -294,7 +296,7 @@ def test_rule_6_idle_settles_the_cli() -> None:
     assert machine.cli_reported("idle") == [EmitTerminal(reason="aborted")]
     assert machine.phase is P.SETTLED
     assert machine.deadline is None
-    assert machine.tools is None
+    assert not machine.sweeping
 
 
 def test_rule_6_a_cli_that_never_reports_its_state_settles_when_no_turn_is_open() -> None:
@@ -366,9 +368,9 @@ def test_rule_7_teardown_without_a_cli_is_over_at_once_and_happens_once() -> Non
     assert machine.teardown() == []
     assert machine.phase is P.GONE
     assert machine.finished
+    settled_pool = settled()
+    settled_pool.teardown(keep_cli=True)
     with pytest.raises(LocalProtocolError, match="teardown\\(\\) twice"):
-        settled_pool = settled()
-        settled_pool.teardown(keep_cli=True)
         settled_pool.teardown()
 
 
@@ -389,7 +391,8 @@ def test_rule_8_an_exit_ends_every_phase_and_is_idempotent(phase: StopPhase) -> 
 def test_rule_8_an_exit_while_interrupting_makes_the_abort_s_terminal_due() -> None:
     machine = interrupting()
     assert machine.cli_exited() == [EmitTerminal(reason="aborted")]
-    assert machine.tools is None and machine.deadline is None
+    assert not machine.sweeping
+    assert machine.deadline is None
 
 
 @pytest.mark.parametrize("phase", list(StopPhase), ids=lambda p: p.value)
@@ -435,16 +438,19 @@ def test_rule_9_no_terminal_when_the_execution_ended_meanwhile() -> None:
 def test_rule_10_the_answer_pending_answered_and_drained() -> None:
     machine = StopMachine()
     machine.abort_requested()
-    assert machine.abort_pending and machine.abort_reason is None
+    assert machine.abort_pending
+    assert machine.abort_reason is None
     machine.abort_requested("idle_timeout")
     machine.abort_requested()  # a later request without a reason keeps the decided one
     assert machine.abort_reason == "idle_timeout"
     machine.answered(drain=True)
-    assert not machine.abort_pending and machine.abort_reason is None
+    assert not machine.abort_pending
+    assert machine.abort_reason is None
     assert machine.draining
     machine.abort_requested("again")
     machine.execution_started()
-    assert not machine.abort_pending and machine.abort_reason is None
+    assert not machine.abort_pending
+    assert machine.abort_reason is None
     assert machine.draining  # a new execution does not end the dead turn's drain
     machine.drain_ended()
     assert not machine.draining
@@ -505,11 +511,14 @@ class StopMachineRun(RuleBasedStateMachine):
             assert actions[-1] == EmitTerminal(reason="aborted")
         if SendInterrupt in kinds:
             assert machine.released
-            assert kinds.index(ReleaseBackpressure) < kinds.index(SendInterrupt)
+            # Backpressure off and the tools dead before the interrupt goes out (rule 3).
+            assert kinds.index(ReleaseBackpressure) < kinds.index(KillTools)
+            assert kinds.index(KillTools) < kinds.index(SendInterrupt)
         if KillCLI in kinds:
             assert machine.phase is P.KILLED
         if EndInput in kinds:
-            assert machine.torn_down and not machine.keep_cli
+            assert machine.torn_down
+            assert not machine.keep_cli
             assert machine.phase is P.EXITING
         arms = [a for a in actions if isinstance(a, ArmDeadline)]
         if arms:
@@ -578,20 +587,23 @@ class StopMachineRun(RuleBasedStateMachine):
         machine = self.machine
         phase = machine.phase
         assert machine.stop_done == (phase in {P.SETTLED, P.EXITING, P.KILLED, P.GONE})
-        assert machine.tools == {P.INTERRUPTING: "freeze", P.SETTLING: "kill"}.get(phase)
+        assert machine.sweeping == (phase in {P.INTERRUPTING, P.SETTLING})
         assert machine.deadline == {
             P.INTERRUPTING: "interrupt",
             P.SETTLING: "settle",
             P.EXITING: "exit",
         }.get(phase)
         if phase in (P.INTERRUPTING, P.SETTLING):
-            assert machine.connected and machine.released and not machine.exited
+            assert machine.connected
+            assert machine.released
+            assert not machine.exited
         if machine.exited:
             assert phase is P.GONE
         if machine.finished:
             assert machine.torn_down
         if phase is P.EXITING:
-            assert machine.torn_down and not machine.keep_cli
+            assert machine.torn_down
+            assert not machine.keep_cli
 
     @invariant()
     def an_abort_is_answered_once_and_stops_once(self) -> None:
