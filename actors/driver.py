@@ -12,11 +12,13 @@ Control frames still go to the SDK's router; only its reader's end (or failure) 
 task's loop. A consumer that falls behind makes ``deliver`` ask for ``wait_writable``, which
 holds the SDK's reader, so backpressure reaches the CLI's stdout and no buffer grows.
 
-Teardown (:func:`shut_down`) never sits out the SDK's own close, which waits 5 s after the end
-of input before it even sends SIGTERM: the core stops the CLI first (one interrupt that also
-cancels queued messages, then a bounded wait until it is idle); a CLI that settled gets
-``exit_grace`` to exit on the end of its input; anything else, or anything still alive after
-that, is killed with everything it started (:mod:`.process`).
+Teardown never sits out the SDK's own close, which waits 5 s after the end of input before it
+even sends SIGTERM: the stopper (:mod:`.stopper`) stops the CLI first (one interrupt that also
+cancels queued messages, its tools frozen then killed, a bounded wait until it is idle); a CLI
+that settled gets ``exit_grace`` to exit on the end of its input; anything else, or anything
+still alive after that, is killed with everything it started (:mod:`.process`). Only then does
+the SDK disconnect (it finds nothing left to wait for). A warm CLI of a pool has its own
+teardown (:func:`shut_down`), run by its pool slot.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from .core import DriverConfig, SessionCore
 from .input_channel import MessageStream
 from .process import CLIProcessTransport, kill_now
 from .sdk_private import client_options, message_receive, route_permission_prompts
+from .stopper import run_stopper
 from .tap import TapTransport
+from .watchdogs import watch_liveness, watch_timeouts
 
 __all__ = [
     "DriverConfig",
@@ -56,10 +60,12 @@ async def run_sdk_driver(
 ) -> None:
     """Connect, read until the execution ends, stop the CLI and disconnect.
 
-    Channels: writes to ``core.stream`` (closed through ``core.finish``).
-    Cancellation: ``core.read_scope`` stops the read loop (the end of the execution); the
-    teardown in ``finally`` is shielded and bounded by ``close_grace``, so no CLI process
-    outlives this task even when the caller's scope is cancelled.
+    Channels: writes to ``core.stream`` (closed through the execution's end).
+    Cancellation: ``core.read_scope`` stops the read loop (the end of the execution). The
+    stopper's task (:func:`~.stopper.run_stopper`, started here once connected) runs shielded
+    and ends only once the CLI is gone, within ``close_grace`` of the teardown; the disconnect
+    in ``finally`` is shielded and bounded too, so no CLI process outlives this task even when
+    the caller's scope is cancelled.
     Error handling: every failure (missing CLI, timeout, crash, malformed frame) becomes an
     ``error`` event; nothing is raised to the session except our own bugs.
     ``task_status.started(client)`` once connected; ``started(None)`` when connecting failed
@@ -74,19 +80,18 @@ async def run_sdk_driver(
             task_status.started(None)
             await trio.lowlevel.checkpoint()
             return
-        core.client = client
-        task_status.started(client)
-        await drain_client(core, client)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run_stopper, core.stopper, client)
+            task_status.started(client)
+            try:
+                await drain_client(core, client)
+            finally:
+                core.stopper.teardown()
     finally:
         with trio.move_on_after(core.config.close_grace, shield=True):
-            await core.stop_cli()
-            await shut_down(
-                client,
-                transport,
-                settled=core.settled,
-                exit_grace=core.config.exit_grace,
-            )
-        core.client = None
+            kill_now(transport.inner)  # whatever is left: a no-op once the CLI exited
+            await client.disconnect()
+            await transport.close()
 
 
 async def shut_down(
@@ -142,10 +147,10 @@ async def drain_client(core: SessionCore, client: ClaudeSDKClient) -> None:
     core.last_output_at = trio.current_time()
     with core.read_scope:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(core.watch_liveness, client)
+            nursery.start_soon(watch_liveness, core, client)
             if core.run_timeout is not None or core.idle_timeout is not None:
                 # Without either limit it would only sleep: no task for it.
-                nursery.start_soon(core.watch_timeouts)
+                nursery.start_soon(watch_timeouts, core)
             await _read_loop(core, receive)
             nursery.cancel_scope.cancel()
 

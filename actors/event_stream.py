@@ -52,7 +52,6 @@ class EventStream(BaseReceiveChannel[Event]):
         # (hysteresis): both then run in long stretches instead of handing over every event.
         self._low_water = capacity // 4
         self._producer_closed = False
-        self._released = False
         self._writable = trio.Event()
         self._writable.set()
 
@@ -73,34 +72,33 @@ class EventStream(BaseReceiveChannel[Event]):
 
     @property
     def over_capacity(self) -> bool:
-        """True while a hot-path producer should wait (``wait_writable``) before adding more."""
-        return self.full and not self._closed and not self._released
+        """True while a hot-path producer should wait (``wait_writable``) before adding more
+        (unless it decided not to hold back: the session does not while it stops the CLI)."""
+        return self.full and not self._closed
 
     @property
     def full(self) -> bool:
         """The queue holds ``capacity`` events or more (whether or not producers wait)."""
         return len(self._queue) >= self._capacity
 
-    def release(self) -> None:
-        """Stop holding the hot-path producer back: ``wait_writable`` returns at once from now on.
+    def wake_producers(self) -> None:
+        """Make a producer waiting in ``wait_writable`` return now, whatever the queue holds.
 
-        An abort needs the CLI's answer to its interrupt, which arrives on the very reader
-        that backpressure parks while the consumer is behind (possibly the consumer that is
-        calling ``abort()`` from inside its own loop). The caller bounds what is queued after
-        this (the session drops deltas past ``capacity`` while it aborts).
+        A stop needs the CLI's answer to its interrupt, which arrives on the very reader that
+        backpressure parks while the consumer is behind (possibly the consumer that is stopping
+        the session from inside its own loop): the session wakes it, and holds it back no more
+        (``protocol/stop.py``, rule 3).
         """
-        self._released = True
         self._writable.set()
 
     async def wait_writable(self) -> None:
         """Wait until the consumer has taken the queue down to the low-water mark (or gave up,
-        or the stream was closed). Always a checkpoint."""
+        or the stream was closed), or ``wake_producers()`` was called. Always a checkpoint."""
         await trio.lowlevel.checkpoint()
-        while (
+        if (
             len(self._queue) > self._low_water
             and not self._closed
             and not self._producer_closed
-            and not self._released
         ):
             self._writable = trio.Event()
             await self._writable.wait()

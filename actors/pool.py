@@ -65,6 +65,7 @@ from .driver import (
 )
 from .scope import probe_sandbox
 from .sdk_private import client_options
+from .stopper import run_stopper
 from .tap import TapTransport
 
 UNROUTED_DENIAL = "No session is attached to this CLI to approve the tool call."
@@ -186,15 +187,16 @@ async def run_leased_driver(
 
     Channels, cancellation and error handling as :func:`~.driver.run_sdk_driver`.
     """
-    core.client = lease.client
     try:
-        task_status.started(lease.client)
-        await drain_client(core, lease.client)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(run_stopper, core.stopper, lease.client)
+            task_status.started(lease.client)
+            try:
+                await drain_client(core, lease.client)
+            finally:
+                core.stopper.teardown(keep_cli=True)
     finally:
-        with trio.move_on_after(core.config.close_grace, shield=True):
-            await core.stop_cli()
-        core.client = None
-        lease.release(settled=core.settled)
+        lease.release(settled=core.stopper.settled)
 
 
 @attrs.frozen(kw_only=True)

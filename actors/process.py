@@ -7,21 +7,27 @@ shell in a session of its own, so neither the CLI's process group nor its death 
 
 So claude-trio never relies on that close. :class:`CLIProcessTransport` is the SDK's transport
 plus :meth:`~CLIProcessTransport.kill_now`, which freezes the CLI and everything it started
-(SIGSTOP, walking the process tree from the CLI down until no new process turns up: a stopped
+(SIGSTOP, walking the process table from the CLI down until no new process turns up: a stopped
 process cannot start another one), then SIGKILLs them all, and
 :meth:`~CLIProcessTransport.kill_tools`, the same for what the CLI started but not the CLI. The
-session's stop (``actors/core.py``) interrupts the CLI first; once the CLI confirmed (it starts
-nothing new from then on) its tools are killed at once rather than left to the CLI's own, slower
-teardown of them; the CLI then settles and exits on the end of its input, and ``kill_now``
-takes whatever is left.
+session's stop (``actors/stopper.py``) kills the CLI's tools, then interrupts the CLI, keeps
+killing whatever it still starts until it settled, lets the settled CLI exit on the end of its
+input, and ``kill_now`` takes whatever is left.
+
+The walk reads the process table once per round (``/proc/<pid>/stat`` on Linux, a millisecond or
+two; psutil elsewhere, whose ``children()`` reads the whole table once per process asked), and a
+round is repeated only while it finds new processes. It blocks: the stop's repeated walks run in
+a worker thread (:func:`kills_processes`).
 
 A transport given by the caller (a fake CLI in tests, a custom transport) can offer the same by
-having a ``kill_now()`` method (see :class:`Killable`); without one, its own ``close()`` decides.
+having ``kill_now()`` and ``kill_tools()`` methods (see :class:`Killable`); without them, its own
+``close()`` decides.
 """
 
 from __future__ import annotations
 
-import contextlib
+import os
+import signal
 from typing import Protocol, cast, runtime_checkable
 
 import psutil
@@ -47,27 +53,31 @@ class CLIProcessTransport(SubprocessCLITransport):
     """The SDK's subprocess transport with a kill that reaches the CLI's tools too."""
 
     def kill_now(self) -> None:
-        process = subprocess_of(self)
-        if process is None or process.returncode is not None:
-            return
-        kill_process_tree(process.pid)
+        pid = self._running_pid()
+        if pid is not None:
+            kill_process_tree(pid)
 
     def kill_tools(self) -> None:
-        process = subprocess_of(self)
-        if process is None or process.returncode is not None:
-            return
-        try:
-            children = psutil.Process(process.pid).children()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return
-        for child in children:
-            kill_process_tree(child.pid)
+        pid = self._running_pid()
+        if pid is not None:
+            _kill(freeze_tree(pid, include_root=False))
+
+    @property
+    def kills_processes(self) -> bool:
+        """Its kills walk real processes (they block: see :func:`kills_processes`)."""
+        return True
 
     @property
     def pid(self) -> int | None:
         """The CLI's process id while it runs (None before connect and after close)."""
         process = subprocess_of(self)
         return None if process is None else process.pid
+
+    def _running_pid(self) -> int | None:
+        process = subprocess_of(self)
+        if process is None or process.returncode is not None:
+            return None
+        return process.pid
 
 
 def _killable(transport: Transport) -> Killable | None:
@@ -98,31 +108,96 @@ def kill_tools(transport: Transport) -> None:
         killable.kill_tools()
 
 
+def kills_processes(transport: Transport) -> bool:
+    """Whether ``transport``'s kills walk real processes, taking milliseconds of blocking reads
+    (:func:`freeze_tree`): the stop then repeats them in a worker thread. A fake CLI's kills
+    are instant and stay on trio's clock (a thread would let a ``MockClock`` jump)."""
+    return getattr(transport, "kills_processes", False) is True
+
+
 def kill_process_tree(pid: int) -> list[int]:
     """Freeze ``pid`` and every descendant, then SIGKILL them all; returns the pids killed.
 
-    Each process is stopped before its children are listed, so one that forks meanwhile is
-    found when its own children are listed. A descendant that already detached itself from the
-    tree (double fork) is out of reach, as it is for any supervisor.
+    Each process is stopped before the table is read again, so one that forks meanwhile is
+    found by the next read. A descendant that already detached itself from the tree (double
+    fork) is out of reach, as it is for any supervisor.
     """
+    return _kill(freeze_tree(pid, include_root=True))
+
+
+def freeze_tree(pid: int, *, include_root: bool) -> list[int]:
+    """SIGSTOP every descendant of ``pid`` (and ``pid`` itself with ``include_root``), reading
+    the process table again until a read finds no new one; returns the pids frozen."""
+    frozen: list[int] = []
+    seen: set[int] = set()
+    if include_root:
+        if not _signal(pid, signal.SIGSTOP):
+            return []
+        frozen.append(pid)
+    seen.add(pid)
+    while True:
+        new = [child for child in _descendants(pid, _children_of()) if child not in seen]
+        if not new:
+            return frozen
+        for child in new:
+            seen.add(child)
+            if _signal(child, signal.SIGSTOP):
+                frozen.append(child)
+
+
+def _kill(pids: list[int]) -> list[int]:
+    for pid in pids:
+        _signal(pid, signal.SIGKILL)
+    return pids
+
+
+def _signal(pid: int, signum: int) -> bool:
     try:
-        root = psutil.Process(pid)
-    except psutil.NoSuchProcess:
-        return []
-    frozen: dict[int, psutil.Process] = {}
-    todo = [root]
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
+    found: list[int] = []
+    todo = list(children.get(pid, ()))
     while todo:
-        process = todo.pop()
-        if process.pid in frozen:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, ()))
+    return found
+
+
+def _children_of() -> dict[int, list[int]]:
+    """Every process's children (parent pid -> pids), from one read of the process table."""
+    if not _PROC_STAT:
+        return _children_by_psutil()
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
         try:
-            process.suspend()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        frozen[process.pid] = process
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            todo.extend(process.children())
-    for process in frozen.values():
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            process.kill()
-    return list(frozen)
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+            try:
+                stat = os.read(fd, 512)
+            finally:
+                os.close(fd)
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            ppid = int(stat[stat.rindex(b")") + 4 :].split(b" ", 1)[0])
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        children.setdefault(ppid, []).append(int(name))
+    return children
+
+
+def _children_by_psutil() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for process in psutil.process_iter(["ppid"]):
+        ppid = process.info.get("ppid")
+        if isinstance(ppid, int):
+            children.setdefault(ppid, []).append(process.pid)
+    return children
+
+
+_PROC_STAT = os.path.exists(f"/proc/{os.getpid()}/stat")

@@ -44,7 +44,7 @@ from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.scrub import Scrubber
 from claude_trio.protocol.transport import TransportFactory
 
-from .process import Killable
+from .process import Killable, kills_processes
 from .sdk_private import BUNDLED_CLI_VERSION
 
 __all__ = ["MAX_BEFORE_HEADER", "CassetteWriter", "RecordingTransport", "recording"]
@@ -246,6 +246,10 @@ class RecordingTransport(Transport):
     def kill_tools(self) -> None:
         if isinstance(self.inner, Killable):
             self.inner.kill_tools()
+
+    @property
+    def kills_processes(self) -> bool:
+        return kills_processes(self.inner)
 
 
 def _loads(line: str) -> Any:

@@ -62,6 +62,7 @@ from claude_trio.protocol.ready import (
     scope_refusal,
     scope_warning,
 )
+from claude_trio.protocol.stop import StopMachine
 from claude_trio.protocol.transport import TransportFactory
 from claude_trio.protocol.usage import Usage
 from claude_trio.protocol.user_input import ControlReply
@@ -75,6 +76,7 @@ from .broker import (
     UserInputBroker,
     UserInputHandler,
 )
+from .controls import LiveControls
 from .core import STDERR_TAIL, STOPPED, DriverConfig, Emitter, SessionCore, stop_gate
 from .driver import root_refusal, run_sdk_driver, subprocess_transport
 from .event_stream import EventStream
@@ -119,6 +121,7 @@ class Session:
     def __init__(self, core: SessionCore, params: ExecuteParams) -> None:
         self._core = core
         self._params = params
+        self._controls = LiveControls(core)
 
     @property
     def events(self) -> EventStream:
@@ -195,7 +198,7 @@ class Session:
         ``interrupt_timeout + abort_grace`` (``DriverConfig``) and is not cut short by the
         caller's cancellation. Idempotent; after the end of the execution it does nothing.
         """
-        await self._core.abort()
+        await self._core.stopper.abort()
 
     def usage(self) -> SessionUsage:
         ledger = self._core.mapper.ledger
@@ -218,7 +221,7 @@ class Session:
         does not answer within ``DriverConfig.control_timeout``.
         """
         resolved = model_for_switch(model, custom_server=self._params.custom_server)
-        await self._core.control("set_model", lambda client: client.set_model(resolved))
+        await self._controls.control("set_model", lambda client: client.set_model(resolved))
         self._core.emit(ControlApplied(control="set_model", value=resolved))
 
     async def set_permission_mode(self, mode: PermissionMode) -> None:
@@ -235,7 +238,7 @@ class Session:
                 f"{checked!r} asks before tool calls: open the session with on_user_input= "
                 "to answer them, or choose 'dontAsk' or 'bypassPermissions'",
             )
-        await self._core.control(
+        await self._controls.control(
             "set_permission_mode", lambda client: client.set_permission_mode(checked)
         )
         self._core.emit(ControlApplied(control="set_permission_mode", value=checked))
@@ -243,7 +246,7 @@ class Session:
     async def context_usage(self) -> ContextUsage:
         """How much of the context window the conversation uses now (the CLI's ``/context``).
         Raises ``ControlRefusedError`` / ``ControlFailedError`` as :meth:`set_model` does."""
-        answer = await self._core.control(
+        answer = await self._controls.control(
             "context_usage", lambda client: client.get_context_usage()
         )
         return context_usage_from(cast(Mapping[str, Any], answer))
@@ -251,7 +254,7 @@ class Session:
     async def mcp_status(self) -> tuple[McpServerStatus, ...]:
         """The MCP servers of the session as the CLI sees them (connected, failed, ...).
         Raises ``ControlRefusedError`` / ``ControlFailedError`` as :meth:`set_model` does."""
-        answer = await self._core.control("mcp_status", lambda client: client.get_mcp_status())
+        answer = await self._controls.control("mcp_status", lambda client: client.get_mcp_status())
         return mcp_status_from(cast(Mapping[str, Any], answer))
 
     async def rewind_files(self, user_message_uuid: str) -> None:
@@ -267,7 +270,7 @@ class Session:
                 "a session started with ExecuteParams(file_checkpointing=True): without it "
                 "the CLI keeps no copies of the files",
             )
-        await self._core.control("rewind_files", lambda client: client.rewind_files(uuid))
+        await self._controls.control("rewind_files", lambda client: client.rewind_files(uuid))
         self._core.emit(ControlApplied(control="rewind_files", value=uuid))
 
 
@@ -501,11 +504,12 @@ async def _open_session(
     """``open_session`` once its arguments are checked and the skills folder exists."""
     config = config or DEFAULT_CONFIG
     # Built in dependency order, so nothing needs patching afterwards.
-    mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema)
+    lifecycle = ExecutionLifecycle()
+    stop = StopMachine(lifecycle)
+    mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema, stop=stop)
     mapper.start_execution()
     stream = EventStream()
     emitter = Emitter(mapper=mapper, stream=stream)
-    lifecycle = ExecutionLifecycle()
     outbox, inbox = trio.open_memory_channel[Outgoing](
         # Never full: at most MAX_PENDING_PUSHES accepted pushes + the prompt wait to be
         # written, and at most one reply per open user-input request.
@@ -580,6 +584,7 @@ async def _open_session(
         config=config,
         mapper=mapper,
         lifecycle=lifecycle,
+        stop=stop,
         stream=stream,
         emitter=emitter,
         outbox=outbox,

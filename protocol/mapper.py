@@ -35,7 +35,9 @@ Turn fencing
       while the abort is pending still gets its ``Result`` (it is real), and the abort is then
       answered by an ``Aborted`` of its own turn number from ``turn_aborted()``. Content that
       arrives after ``abort_requested()`` but before the terminal event is mapped as usual:
-      the CLI really produced it.
+      the CLI really produced it. Whether an abort is pending, its reason and the drain of
+      R6 are the state of the answer, kept by the execution's stop machine (``stop.py``,
+      rule 10) that the mapper shares with the session's actors.
   R6. After ``turn_aborted()`` closed an open turn, the mapper *drains* the dead turn: until
       the next ``init`` (or the end of the stream), its turn messages emit nothing and its late
       result is counted in the usage ledger (interrupted turns cost money too) but never
@@ -163,6 +165,7 @@ from .events import (
     is_terminal,
 )
 from .models import context_window
+from .stop import StopMachine
 from .usage import normalize_usage
 
 TOOL_USE_SUMMARY = "tool_use_summary"
@@ -216,8 +219,15 @@ class Mapper:
     """The SDK -> unified event state machine of one session. See the module's rules."""
 
     def __init__(
-        self, *, passthrough: bool = True, output_schema: Mapping[str, Any] | None = None
+        self,
+        *,
+        passthrough: bool = True,
+        output_schema: Mapping[str, Any] | None = None,
+        stop: StopMachine | None = None,
     ) -> None:
+        """``stop``: the execution's stop machine, shared with the session's actors; it keeps
+        the state of the answer to an abort (``stop.py``, rule 10). By default a private one."""
+        self._stop = stop if stop is not None else StopMachine()
         self._passthrough = passthrough
         self._output_validator = (
             Draft202012Validator(dict(output_schema)) if output_schema is not None else None
@@ -227,8 +237,6 @@ class Mapper:
         self._turn_started = False
         self._turn_open = False
         self._execution_started = False
-        self._aborting = False
-        self._draining = False
         self._buffers: dict[str | None, _Buffer] = {}
         self._stream_message_ids: dict[str | None, str] = {}
         self._last_assistant_ids: dict[str | None, str] = {}
@@ -250,7 +258,6 @@ class Mapper:
         self._context_tokens: int | None = None
         self._model: str | None = None
         self._turn_started = False  # a turn of this execution started (errors' phase)
-        self._abort_reason: str | None = None
 
     # -- state -----------------------------------------------------------------------------
 
@@ -266,7 +273,7 @@ class Mapper:
     @property
     def aborting(self) -> bool:
         """An abort was requested and is not answered by an ``Aborted`` yet."""
-        return self._aborting
+        return self._stop.abort_pending
 
     @property
     def tasks_in_flight(self) -> frozenset[str]:
@@ -297,8 +304,7 @@ class Mapper:
         self._execution_started = True
         self._turn = 0
         self._turn_started = False
-        self._aborting = False
-        self._abort_reason = None
+        self._stop.execution_started()
         self._ledger.start_execution()
 
     def stamp(self, event: _E) -> _E:
@@ -323,20 +329,18 @@ class Mapper:
         """Mark an abort as pending (rule R5). Emits nothing; idempotent. ``reason``, when
         given, is the ``Aborted`` event's reason even when the CLI confirms the abort with a
         reason of its own (a timeout says which)."""
-        self._aborting = True
-        if reason is not None:
-            self._abort_reason = reason
+        self._stop.abort_requested(reason)
         return []
 
     def turn_aborted(self, reason: str = "aborted") -> list[Event]:
         """Synthesize the ``Aborted`` terminal if the abort has none yet (rules R5, R6)."""
         events: list[Event] = []
+        stop = self._stop
         if self._turn_open:
             self._flush_all(events)
-            self._terminal(events, Aborted(reason=self._abort_reason or reason))
-            self._draining = True
-        elif self._aborting:
-            self._terminal(events, Aborted(reason=self._abort_reason or reason))
+            self._terminal(events, Aborted(reason=stop.abort_reason or reason), drain=True)
+        elif stop.abort_pending:
+            self._terminal(events, Aborted(reason=stop.abort_reason or reason))
         return events
 
     def stream_ended(self, error: Error | None = None) -> list[Event]:
@@ -344,12 +348,13 @@ class Mapper:
         events: list[Event] = []
         self._flush_all(events)
         self._in_flight.clear()
-        self._draining = False
+        stop = self._stop
+        stop.drain_ended()
         terminal: Event
-        if self._aborting:
+        if stop.abort_pending:
             if error is not None:
                 events.append(self._stamp(attrs.evolve(error, fatal=False)))
-            terminal = Aborted(reason=self._abort_reason or "aborted")
+            terminal = Aborted(reason=stop.abort_reason or "aborted")
         elif error is not None:
             terminal = attrs.evolve(error, fatal=True)
         elif self._turn_open:
@@ -445,7 +450,7 @@ class Mapper:
     # -- stream events and assistant messages ----------------------------------------------
 
     def _on_stream_event(self, message: sdk.StreamEvent, events: list[Event]) -> None:
-        if self._draining:
+        if self._stop.draining:
             return
         parent = message.parent_tool_use_id
         if parent is None:
@@ -492,7 +497,7 @@ class Mapper:
                 pass  # message_delta, content_block_start/stop, message_stop, ping: state only
 
     def _on_assistant(self, message: sdk.AssistantMessage, events: list[Event]) -> None:
-        if self._draining:
+        if self._stop.draining:
             return
         parent = message.parent_tool_use_id
         if parent is None:
@@ -635,10 +640,10 @@ class Mapper:
         ):
             if message.uuid is not None:
                 self._consumed.append(message.uuid)
-            if message.parent_tool_use_id is None and not self._draining:
+            if message.parent_tool_use_id is None and not self._stop.draining:
                 self._open_turn()
             return
-        if self._draining:
+        if self._stop.draining:
             return
         parent = message.parent_tool_use_id
         if parent is None:
@@ -735,16 +740,16 @@ class Mapper:
         uuids = message.user_message_uuids or (
             [message.user_message_uuid] if message.user_message_uuid else []
         )
-        if self._draining:
+        if self._stop.draining:
             # The aborted turn's late result: counted, not reported (R6); the pushes it took in
             # are consumed all the same, and only this queue can tell the actor so (R12).
-            self._draining = False
+            self._stop.drain_ended()
             self._consumed.extend(uuids)
             return
         self._open_turn()
-        if self._aborting and _is_abort_result(message):
+        if self._stop.abort_pending and _is_abort_result(message):
             terminal: Event = Aborted(
-                reason=self._abort_reason or message.terminal_reason or "aborted",
+                reason=self._stop.abort_reason or message.terminal_reason or "aborted",
                 usage=usage.turn,
                 session_id=message.session_id,
                 raw=message,
@@ -870,7 +875,7 @@ class Mapper:
         data = message.data
         match message.subtype:
             case "init":
-                self._draining = False
+                self._stop.drain_ended()
                 self._flush_all(events)
                 self._open_turn()
                 self._emit(
@@ -881,7 +886,7 @@ class Mapper:
                         raw=message,
                     ),
                 )
-            case "compact_boundary" if not self._draining:
+            case "compact_boundary" if not self._stop.draining:
                 self._open_turn()
                 metadata = data.get("compact_metadata")
                 if not isinstance(metadata, Mapping):
@@ -894,7 +899,7 @@ class Mapper:
                         raw=message,
                     ),
                 )
-            case "api_retry" if not self._draining:
+            case "api_retry" if not self._stop.draining:
                 self._open_turn()
                 delay = data.get("retry_delay_ms")
                 self._emit(
@@ -908,7 +913,7 @@ class Mapper:
                         raw=message,
                     ),
                 )
-            case "tool_use_summary" if not self._draining:
+            case "tool_use_summary" if not self._stop.draining:
                 self._on_tool_use_summary(message, events)
             case "compact_boundary" | "api_retry" | "tool_use_summary":
                 pass  # draining an aborted turn (R6)
@@ -1026,8 +1031,9 @@ class Mapper:
         if self._passthrough:
             self._emit(events, event)
 
-    def _terminal(self, events: list[Event], event: Event) -> None:
-        """Close the open turn (or consume the next number when none is open) with ``event``."""
+    def _terminal(self, events: list[Event], event: Event, *, drain: bool = False) -> None:
+        """Close the open turn (or consume the next number when none is open) with ``event``;
+        ``drain``: an ``Aborted`` that closes a turn the CLI is still finishing (R6)."""
         if isinstance(event, Error) and event.phase is None:
             _set_field(event, "phase", "runtime" if self._turn_started else "init")
         if not self._turn_open:  # a number of its own, not a turn that started
@@ -1036,5 +1042,4 @@ class Mapper:
         events.append(self._stamp(event))
         self._turn_open = False
         if isinstance(event, Aborted):
-            self._aborting = False
-            self._abort_reason = None
+            self._stop.answered(drain=drain)
