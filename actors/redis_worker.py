@@ -17,7 +17,8 @@ stream then carries a ``warning`` event (``events_lost``) where they were, never
 
 Fencing (rule 7): taking a session (a first claim or a move) increments the record's epoch;
 the value is the worker's token for it, and every write for the session is a Lua script that
-writes nothing unless the record's epoch still equals the token. A worker that was paused
+writes nothing unless the record's epoch still equals the token (the writes:
+``actors/redis_writes.py``; the scripts: ``protocol/redis_scripts.py``). A worker that was paused
 longer than ``dead_after`` finds, at its first write (or its next heartbeat, or a command for
 the session), that the session moved: it aborts its CLI, stores nothing more, does not
 acknowledge the job, and logs one line.
@@ -54,8 +55,6 @@ from claude_trio.protocol.cluster import (
     SessionRecord,
     WorkerStatus,
     decode_event,
-    encode_event,
-    encode_usage,
     event_id,
     is_current,
     is_final,
@@ -67,7 +66,6 @@ from claude_trio.protocol.events import (
     Error,
     Event,
     Result,
-    TurnStarted,
     WarningEvent,
 )
 from claude_trio.protocol.images import ImageInput
@@ -79,6 +77,7 @@ from claude_trio.protocol.wire import params_from_json
 
 from .broker import AnswerAccepted
 from .fleet import Fleet, FleetSession, ResyncRequired
+from .redis_writes import FencedOut, FencedWrites
 
 __all__ = ["WorkerConfig", "WorkerStatistics", "serve_worker"]
 
@@ -88,58 +87,6 @@ BATCH_MAX = 256
 """Events stored per round trip at most."""
 
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
-
-# The scripts of rule 7. Each one touches only keys tagged ``{sid}`` (one hash slot, so they
-# run on Redis Cluster too) and first compares the record's epoch with the caller's token
-# (both decimal strings: ``is_current``); 0 means "fenced: nothing written".
-
-TAKE_SCRIPT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-return redis.call('HINCRBY', KEYS[1], 'epoch', 1)
-"""
-"""KEYS: record. The new token (-1: no such session); the record names the new owner with
-the first write that token allows (``live``, or the move)."""
-
-STORE_SCRIPT = """
-if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
-local n = tonumber(ARGV[3])
-for i = 0, n - 1 do
-  local r = redis.pcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], ARGV[4 + 2 * i],
-                        'e', ARGV[5 + 2 * i], 't', ARGV[1])
-  if type(r) == 'table' and r.err and not string.find(r.err, 'equal or smaller', 1, true) then
-    return redis.error_reply(r.err)
-  end
-end
-local rest = 4 + 2 * n
-if #ARGV >= rest then redis.call('HSET', KEYS[1], unpack(ARGV, rest)) end
-return 1
-"""
-"""KEYS: record, events; ARGV: token, maxlen, n, n x (entry id, event), then record fields.
-An event already stored (its id not above the last) is skipped (rule 2); each entry also
-carries the token that stored it (``t``)."""
-
-RECORD_SCRIPT = """
-if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
-if ARGV[2] == '1' then redis.call('DEL', KEYS[2]) end
-if #ARGV >= 3 then redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end
-return 1
-"""
-"""KEYS: record, pushes; ARGV: token, "1" to clear the pushes, then record fields."""
-
-PUSH_SCRIPT = """
-if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[2])
-return 1
-"""
-"""KEYS: record, pushes; ARGV: token, the accepted push."""
-
-
-class _FencedOut(Exception):
-    """A write was refused by rule 7 (internal: caught where the session's work is done)."""
-
-    def __init__(self, fenced: Fenced) -> None:
-        super().__init__(fenced.message)
-        self.fenced = fenced
 
 
 @attrs.frozen(kw_only=True)
@@ -208,10 +155,13 @@ class Worker:
         self.acknowledged_twice = 0
         self.moved_in = 0
         self.fenced = 0
-        self._take_script = redis.register_script(TAKE_SCRIPT)
-        self._store_script = redis.register_script(STORE_SCRIPT)
-        self._record_script = redis.register_script(RECORD_SCRIPT)
-        self._push_script = redis.register_script(PUSH_SCRIPT)
+        self._writes = FencedWrites(
+            redis,
+            keys=keys,
+            worker_id=worker_id,
+            stream_max=config.stream_max,
+            retrying=self._retrying,
+        )
         self._nursery: trio.Nursery | None = None
         self._failing: set[str] = set()  # what is failing to reach Redis now
         self.degraded_since: float | None = None  # epoch seconds, while ``_failing``
@@ -418,7 +368,6 @@ class Worker:
         *,
         moved: bool = False,
     ) -> None:
-        keys = self.keys
         try:
             job = Job.from_fields(fields)
         except RemoteProtocolError as exc:  # no session to tell: acknowledge it, say why
@@ -428,16 +377,14 @@ class Worker:
         sid = job.session
         # Rule 7: the token first, so that a worker that had it before writes nothing more
         # (and, for a move, the stream read below cannot change under us).
-        token = await self._retrying(
-            "claim", lambda: self._take_script(keys=[keys.session(sid)])
-        )
-        if int(token) < 0:  # nobody can follow a session without a record: nothing to tell
+        token = await self._writes.take(sid)
+        if token < 0:  # nobody can follow a session without a record: nothing to tell
             log.error("worker %s: job %s: session %s has no record", self.id, entry_id, sid)
             await self._ack(entry_id)
             return
         try:
-            await self._begin_owned(nursery, entry_id, job, int(token), moved=moved)
-        except _FencedOut as exc:  # taken by another worker meanwhile: not ours to end
+            await self._begin_owned(nursery, entry_id, job, token, moved=moved)
+        except FencedOut as exc:  # taken by another worker meanwhile: not ours to end
             log.warning(exc.fenced.message, extra={"event": "fenced", "session": sid})
             self.fenced += 1
 
@@ -455,7 +402,7 @@ class Worker:
                 code="config",
                 seq=job.after_seq + 1,
             )
-            await self._store(sid, token, bad)
+            await self._writes.store(sid, token, bad)
             await self._ended(sid, token, entry_id, bad, execution=job.execution)
             return
         self.claimed += 1
@@ -464,7 +411,7 @@ class Worker:
         if record is None or record.abort_requested:
             reason = "aborted before it started" if record else "the session record is gone"
             event = Aborted(reason=reason, seq=job.after_seq + 1, turn=0)
-            await self._store(sid, token, event)
+            await self._writes.store(sid, token, event)
             await self._ended(sid, token, entry_id, event, execution=job.execution)
             return
         redeliver: tuple[str, ...] = ()
@@ -482,7 +429,7 @@ class Worker:
                 code="internal",
                 seq=job.after_seq + 1,
             )
-            await self._store(sid, token, failed)
+            await self._writes.store(sid, token, failed)
             await self._ended(sid, token, entry_id, failed, execution=job.execution)
             return
         running = _Running(
@@ -497,8 +444,8 @@ class Worker:
         self.running[sid] = running
         nursery.start_soon(self._publish, running, name=f"worker publisher {sid}")
         try:
-            await self._record(sid, token, {"state": "live", "worker": self.id})
-        except _FencedOut:
+            await self._writes.record(sid, token, {"state": "live", "worker": self.id})
+        except FencedOut:
             await self._fence(running)  # its publisher stores nothing and waits for the CLI
 
     async def _plan_move(
@@ -539,8 +486,8 @@ class Worker:
             seq=last + 1,
             turn=stored[-1].turn if stored else 0,
         )
-        await self._store(sid, token, moved_event)
-        await self._record(
+        await self._writes.store(sid, token, moved_event)
+        await self._writes.record(
             sid, token, {"moves": str(record.moves + 1), "worker": self.id}, clear_pushes=True
         )
         if plan.prompt is None:
@@ -549,7 +496,7 @@ class Worker:
                 seq=last + 2,
                 turn=moved_event.turn,
             )
-            await self._store(sid, token, final)
+            await self._writes.store(sid, token, final)
             await self._ended(sid, token, entry_id, final, execution=job.execution)
             return None
         params_json = {**job.params, "prompt": plan.prompt}
@@ -563,36 +510,7 @@ class Worker:
         moved_job = attrs.evolve(job, params=params_json, after_seq=last + 1)
         return moved_job, params, plan.again
 
-    # -- fenced writes (rule 7) -----------------------------------------------------------------
-
-    def _refused(self, sid: str, token: int) -> _FencedOut:
-        return _FencedOut(Fenced(session=sid, worker=self.id, token=token))
-
-    async def _record(
-        self, sid: str, token: int, update: Mapping[str, str], *, clear_pushes: bool = False
-    ) -> None:
-        """Update the session's record (and clear its accepted pushes), if still ours."""
-        keys = self.keys
-        args = [str(token), "1" if clear_pushes else "0"]
-        for name, value in update.items():
-            args += [name, value]
-        done = await self._retrying(
-            "record",
-            lambda: self._record_script(keys=[keys.session(sid), keys.pushes(sid)], args=args),
-        )
-        if not done:
-            raise self._refused(sid, token)
-
-    async def _accepted(self, sid: str, token: int, push: AcceptedPush) -> None:
-        keys = self.keys
-        done = await self._retrying(
-            "record",
-            lambda: self._push_script(
-                keys=[keys.session(sid), keys.pushes(sid)], args=[str(token), push.encode()]
-            ),
-        )
-        if not done:
-            raise self._refused(sid, token)
+    # -- the end of an execution ----------------------------------------------------------------
 
     async def _ack(self, entry_id: str) -> None:
         done = await self._retrying(
@@ -604,49 +522,13 @@ class Worker:
             self.acknowledged_twice += 1
             log.error("worker %s: job %s was acknowledged already", self.id, entry_id)
 
-    async def _store_many(
-        self, sid: str, token: int, events: list[Event], *, usage: Usage | None = None
-    ) -> None:
-        """Append events to the session's stream in one round trip (those already there are
-        refused by Redis and skipped), and the record's seq with a turn's start or end (and
-        ``usage``, the session's after these events, when given); if the session is still
-        ours (rule 7), else ``_FencedOut`` and nothing is written."""
-        await trio.lowlevel.checkpoint()
-        keys = self.keys
-        update: dict[str, str] = {}
-        if usage is not None:
-            update["usage"] = encode_usage(usage)
-        for event in events:
-            match event:
-                case Result() | Aborted() | TurnStarted():
-                    update["last_seq"] = str(event.seq)
-                    if event.session_id:
-                        update["claude_session_id"] = event.session_id
-                case _:
-                    pass
-        args = [str(token), str(self.config.stream_max), str(len(events))]
-        for event in events:
-            args += [event_id(event.seq), encode_event(event)["e"]]
-        for name, value in update.items():
-            args += [name, value]
-        done = await self._retrying(
-            "events",
-            lambda: self._store_script(keys=[keys.session(sid), keys.events(sid)], args=args),
-        )
-        if not done:
-            raise self._refused(sid, token)
-
-    async def _store(self, sid: str, token: int, event: Event) -> None:
-        """Append one event to the session's stream (already there: nothing to do)."""
-        await self._store_many(sid, token, [event])
-
     async def _ended(
         self, sid: str, token: int, entry_id: str, final: Event, *, execution: int
     ) -> None:
         # The end is fenced (rule 7); the acknowledgement follows it only when the end was
         # ours. (The jobs stream is in another hash slot than the session's keys, so one
         # script cannot do both on Redis Cluster.)
-        await self._record(
+        await self._writes.record(
             sid,
             token,
             {"state": "ended", "ended_at": repr(time.time()), "last_seq": str(final.seq)},
@@ -666,7 +548,7 @@ class Worker:
         session was taken by another worker (rule 7), stop its CLI and store nothing more."""
         try:
             await self._publish_owned(running)
-        except _FencedOut:
+        except FencedOut:
             await self._fence(running)
             await running.local.wait_closed()
         finally:
@@ -696,7 +578,7 @@ class Worker:
                     seq=offset + subscribed.oldest_seq - 1,
                     turn=0,
                 )
-                await self._store(sid, token, lost)
+                await self._writes.store(sid, token, lost)
                 running.published_local = subscribed.oldest_seq - 1
                 continue
             with subscribed:
@@ -713,13 +595,13 @@ class Worker:
                             except (trio.WouldBlock, trio.EndOfChannel):
                                 break
                         if running.fenced:  # found out by the heartbeat or a command
-                            raise self._refused(sid, token)
+                            raise self._writes.refused(sid, token)
                         shifted = [attrs.evolve(e, seq=e.seq + offset) for e in batch]
                         usage = running.usage
                         for event in shifted:
                             if isinstance(event, Result | Aborted) and event.usage is not None:
                                 usage = add_usage(usage, event.usage)
-                        await self._store_many(
+                        await self._writes.store_many(
                             sid, token, shifted, usage=None if usage is running.usage else usage
                         )
                         running.usage = usage
@@ -769,7 +651,7 @@ class Worker:
         delivered again, its images are not) before the outcome goes back."""
         pushed = await running.local.push(text, images=images)
         if isinstance(pushed, Accepted):
-            await self._accepted(
+            await self._writes.accepted(
                 running.session_id, running.token, AcceptedPush(uuid=pushed.uuid, text=text)
             )
         return pushed
@@ -798,7 +680,7 @@ class Worker:
         else:
             try:
                 outcome = await self._apply_to(running, command)
-            except _FencedOut as exc:
+            except FencedOut as exc:
                 await self._fence(running)
                 outcome = exc.fenced.outcome()
         reply = command.reply
@@ -830,10 +712,6 @@ class Worker:
             case "abort":
                 await local.abort()
                 return Outcome(ok=True)
-
-
-def _text_fields(fields: Mapping[Any, Any]) -> dict[str, str]:
-    return {str(k): str(v) for k, v in fields.items()}
 
 
 async def serve_worker(

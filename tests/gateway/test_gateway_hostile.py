@@ -33,7 +33,7 @@ from gateway_kit import (
 from wsproto.events import CloseConnection, Ping, RejectConnection, TextMessage
 
 from claude_trio import ExecuteParams
-from claude_trio.actors import gateway as gateway_module
+from claude_trio.actors import gateway_connection
 from claude_trio.actors.fleet import Subscription
 from claude_trio.actors.gateway import GatewayOwner
 from claude_trio.protocol.events import (
@@ -468,14 +468,14 @@ async def test_each_event_is_encoded_once_per_session_not_once_per_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     encoded: list[int] = []
-    real = gateway_module.encode_frame
+    real = gateway_connection.encode_frame
 
     def counting(frame: Any) -> str:
         if isinstance(frame, EventFrame):
             encoded.append(frame.event.seq)
         return real(frame)
 
-    monkeypatch.setattr(gateway_module, "encode_frame", counting)
+    monkeypatch.setattr(gateway_connection, "encode_frame", counting)
     release = trio.Event()
 
     async def script(turn: FakeTurn) -> None:

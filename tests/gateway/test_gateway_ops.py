@@ -11,7 +11,7 @@ from gateway_kit import Client, bearer, client, gateway, is_final_result, say, t
 from trio_websocket import ConnectionRejected, open_websocket_url
 
 from claude_trio import ExecuteParams
-from claude_trio.actors import gateway as gateway_module
+from claude_trio.actors import gateway_connection
 from claude_trio.actors.gateway import GatewayOwner
 from claude_trio.protocol.events import Event, Result, TextDelta, TurnStarted
 from claude_trio.protocol.remote import GatewayLimits, Principal
@@ -244,13 +244,13 @@ async def test_a_connection_still_reading_the_old_execution_follows_the_continue
     # the first execution: the writer sends all of it, then follows the next execution on
     # the same connection, with no gap and no duplicate.
     followed: list[bool] = []
-    real = gateway_module._Client._follow_next_execution
+    real = gateway_connection._Client._follow_next_execution
 
-    def spy(self: gateway_module._Client, attached: gateway_module._Attached) -> bool:
+    def spy(self: gateway_connection._Client, attached: gateway_connection._Attached) -> bool:
         followed.append(real(self, attached))
         return followed[-1]
 
-    monkeypatch.setattr(gateway_module._Client, "_follow_next_execution", spy)
+    monkeypatch.setattr(gateway_connection._Client, "_follow_next_execution", spy)
     big = "x" * 30_000
 
     async def script(turn: FakeTurn) -> None:

@@ -409,16 +409,16 @@ def test_the_descriptor_limit_lowers_the_connection_cap() -> None:
 async def test_an_op_the_decoder_fails_on_is_an_error_frame_not_a_dead_connection(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import claude_trio.actors.gateway as gateway_module
+    import claude_trio.actors.gateway_connection as gateway_connection
 
-    real_decode = gateway_module.decode_op
+    real_decode = gateway_connection.decode_op
 
     def decode(text: str, **kwargs: Any) -> Any:
         if "poison" in text:
             raise TypeError("unhashable type: 'list'")  # a value a validator forgot to refuse
         return real_decode(text, **kwargs)
 
-    monkeypatch.setattr(gateway_module, "decode_op", decode)
+    monkeypatch.setattr(gateway_connection, "decode_op", decode)
     with trio.fail_after(10):
         async with gateway(FakeCLI(partial(say, "ok"))) as (_, port), client(port) as c:
             await c.send("list", id="poison")
