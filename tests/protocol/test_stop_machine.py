@@ -653,5 +653,7 @@ class StopMachineRun(RuleBasedStateMachine):
             assert self.terminals == 1
 
 
-StopMachineRun.TestCase.settings = settings(max_examples=1000, stateful_step_count=30, deadline=None)
+StopMachineRun.TestCase.settings = settings(
+    max_examples=1000, stateful_step_count=30, deadline=None
+)
 test_stop_machine_run = StopMachineRun.TestCase
