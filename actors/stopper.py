@@ -171,14 +171,17 @@ class Stopper:
             await self._end.done.wait()
             return
         self._apply(self.machine.abort(reason, decided=decided))
-        with trio.CancelScope(shield=True):  # noqa: ASYNC912 - awaits inside
+        # The stop's own deadlines end it within this bound; the bound only guards against a
+        # stopper task that is gone (a bug of ours would otherwise hang a shielded wait).
+        bound = self._config.interrupt_timeout + self._config.abort_grace
+        with trio.move_on_after(bound, shield=True):  # noqa: ASYNC912 - awaits inside
             while not self.machine.stop_done:
                 await self._changed.wait()
         # The terminal event goes out here, in the task that aborted, once the stop is done (a
         # CLI that died meanwhile may have ended the execution already: its error first).
         terminal, self._terminal = self._terminal, None
-        if terminal is not None:
-            self._end.finish("aborted", self._end.abort_events(terminal))
+        if terminal is not None or not self._end.finished:
+            self._end.finish("aborted", self._end.abort_events(terminal or reason))
         await trio.lowlevel.checkpoint()
 
     # -- performing the machine's actions ---------------------------------------------------

@@ -16,6 +16,7 @@ from claude_trio.protocol.stop import (
     TRANSITIONS,
     ArmDeadline,
     CloseGate,
+    Deadline,
     EmitTerminal,
     EndInput,
     KillCLI,
@@ -29,6 +30,7 @@ from claude_trio.protocol.stop import (
 )
 
 P = StopPhase
+DEADLINES = st.sampled_from(["interrupt", "settle", "exit"])
 STOP_STARTED = [
     ReleaseBackpressure(),
     KillTools(),
@@ -460,6 +462,10 @@ def test_rule_10_the_answer_pending_answered_and_drained() -> None:
 # -- every input, generated ---------------------------------------------------------------------
 
 
+def takes(run: StopMachineRun, event: StopInput) -> bool:
+    return event in TRANSITIONS[run.machine.phase]
+
+
 class StopMachineRun(RuleBasedStateMachine):
     """Random sequences of the machine's inputs, legal and not. Invariants: every phase change
     is in the table; an illegal input raises and changes nothing; the actions agree with the
@@ -467,6 +473,9 @@ class StopMachineRun(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        self.start()
+
+    def start(self) -> None:
         self.lifecycle = ExecutionLifecycle()
         self.lifecycle.push("prompt")
         self.lifecycle.started()
@@ -481,17 +490,8 @@ class StopMachineRun(RuleBasedStateMachine):
         machine = self.machine
         before = machine.phase
         was_done = machine.stop_done
-        if event not in TRANSITIONS[before]:
-            with pytest.raises(LocalProtocolError):
-                call()
-            assert machine.phase is before
-            return
-        try:
-            actions = call()
-        except LocalProtocolError:
-            # Legal for the phase, refused by a rule's own check: nothing changed.
-            assert machine.phase is before
-            return
+        assert event in TRANSITIONS[before]
+        actions = call()
         after = machine.phase
         assert after in TRANSITIONS[before][event], (before, event, after)
         self.check_actions(event, actions, was_done=was_done)
@@ -505,9 +505,11 @@ class StopMachineRun(RuleBasedStateMachine):
         self.gates += kinds.count(CloseGate)
         self.interrupts += kinds.count(SendInterrupt)
         if EmitTerminal in kinds:
-            # On the input that made the stop done, or on an abort that found it done.
+            # On the input that made the stop done, or on an abort that found it done; never
+            # when the execution ended meanwhile another way (rule 9).
             assert machine.stop_done
             assert not was_done or event is StopInput.ABORT
+            assert not self.lifecycle.ended
             assert actions[-1] == EmitTerminal(reason="aborted")
         if SendInterrupt in kinds:
             assert machine.released
@@ -524,19 +526,23 @@ class StopMachineRun(RuleBasedStateMachine):
         if arms:
             assert arms[-1].deadline == machine.deadline
 
+    @precondition(lambda self: takes(self, StopInput.CONNECTED) and not self.machine.connected)
     @rule()
     def connect(self) -> None:
         self.feed(StopInput.CONNECTED, self.machine.cli_connected)
 
+    @precondition(lambda self: takes(self, StopInput.ABORT))
     @rule(decided=st.booleans())
     def abort(self, decided: bool) -> None:
         self.aborted = True
         self.feed(StopInput.ABORT, lambda: self.machine.abort("aborted", decided=decided))
 
+    @precondition(lambda self: takes(self, StopInput.TEARDOWN) and not self.machine.torn_down)
     @rule(keep_cli=st.booleans())
     def tear_down(self, keep_cli: bool) -> None:
         self.feed(StopInput.TEARDOWN, lambda: self.machine.teardown(keep_cli=keep_cli))
 
+    @precondition(lambda self: takes(self, StopInput.INTERRUPT_ANSWERED))
     @rule(still_queued=st.booleans(), turn_open=st.booleans())
     def interrupt_answered(self, still_queued: bool, turn_open: bool) -> None:
         self.feed(
@@ -546,17 +552,18 @@ class StopMachineRun(RuleBasedStateMachine):
             ),
         )
 
+    @precondition(lambda self: takes(self, StopInput.SEND_FAILED))
     @rule()
     def send_failed(self) -> None:
         self.feed(StopInput.SEND_FAILED, lambda: self.machine.send_failed("broken pipe"))
 
-    @rule(which=st.sampled_from(["interrupt", "settle", "exit"]))
-    def deadline_passed(self, which: str) -> None:
+    @precondition(lambda self: self.machine.deadline is not None)
+    @rule()
+    def deadline_passed(self) -> None:
         machine = self.machine
-        self.feed(
-            StopInput.DEADLINE_PASSED,
-            lambda: machine.deadline_passed(which, after=1.0),  # type: ignore[arg-type]
-        )
+        deadline = machine.deadline
+        assert deadline is not None
+        self.feed(StopInput.DEADLINE_PASSED, lambda: machine.deadline_passed(deadline, after=1.0))
 
     @rule(state=st.sampled_from(["running", "requires_action", "idle"]))
     def cli_reported(self, state: str) -> None:
@@ -573,6 +580,34 @@ class StopMachineRun(RuleBasedStateMachine):
     @rule()
     def wedged(self) -> None:
         self.feed(StopInput.WEDGED, self.machine.wedged)
+
+    @rule(event=st.sampled_from(list(StopInput)), which=DEADLINES)
+    def an_input_out_of_turn(self, event: StopInput, which: Deadline) -> None:
+        """An input the phase does not take, a deadline that is not armed, or a second connect
+        or teardown: refused, and nothing changes (rules 1, 7, 8)."""
+        machine = self.machine
+        before = machine.phase
+        if event is StopInput.DEADLINE_PASSED:
+            if which == machine.deadline:
+                return
+            with pytest.raises(LocalProtocolError):
+                machine.deadline_passed(which, after=1.0)
+        else:
+            repeated = (event is StopInput.CONNECTED and machine.connected) or (
+                event is StopInput.TEARDOWN and machine.torn_down
+            )
+            if takes(self, event) and not repeated:
+                return
+            with pytest.raises(LocalProtocolError):
+                FEED[event](machine)
+        assert machine.phase is before
+
+    @precondition(lambda self: self.machine.phase in (P.GONE, P.KILLED))
+    @rule()
+    def next_execution(self) -> None:
+        # GONE takes every input and changes nothing, KILLED nearly: a fresh machine explores
+        # more in the same number of steps.
+        self.start()
 
     @precondition(lambda self: not self.lifecycle.ended)
     @rule()
@@ -604,6 +639,8 @@ class StopMachineRun(RuleBasedStateMachine):
         if phase is P.EXITING:
             assert machine.torn_down
             assert not machine.keep_cli
+        if phase is P.SETTLED and machine.torn_down:
+            assert machine.keep_cli  # otherwise it goes on to EXITING at once (rule 7)
 
     @invariant()
     def an_abort_is_answered_once_and_stops_once(self) -> None:
@@ -616,5 +653,7 @@ class StopMachineRun(RuleBasedStateMachine):
             assert self.terminals == 1
 
 
-StopMachineRun.TestCase.settings = settings(max_examples=300, stateful_step_count=30, deadline=None)
+StopMachineRun.TestCase.settings = settings(
+    max_examples=1000, stateful_step_count=30, deadline=None
+)
 test_stop_machine_run = StopMachineRun.TestCase
