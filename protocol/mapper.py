@@ -9,6 +9,11 @@ machine too (``push_accepted``, ``abort_requested``, ``turn_aborted``, ``stream_
 Rules
 =====
 
+The rules are all here; their code is in three modules: this one (the machine: stamping, turn
+fencing, assistant and user messages, the inputs), ``mapper_tools.py`` (the todo list of R10
+and the subagent tasks of R13-R14) and ``mapper_system.py`` (the events of system messages,
+notices and results: R15, R16, R18 and the ``Aborted`` of R5).
+
 Stamping
   R1. ``seq`` starts at 1 and grows by one for every event the mapper returns (``stamp`` too):
       strictly increasing over the session, across executions.
@@ -128,7 +133,7 @@ import attrs
 import claude_agent_sdk as sdk
 from jsonschema import Draft202012Validator
 
-from . import todos
+from . import mapper_system, todos
 from .accounting import UsageLedger
 from .checks import is_int
 from .errors import LocalProtocolError
@@ -138,39 +143,32 @@ from .events import (
     ContentBlock,
     Error,
     Event,
-    Flush,
     NormalizedMessage,
     Passthrough,
-    Result,
-    Retry,
     SkillInvoked,
     SubagentCompleted,
-    SubagentProgress,
-    SubagentStarted,
     TextContent,
     TextDelta,
     ThinkingContent,
     ThinkingDelta,
     TodoItem,
-    TodoListContent,
-    TodoListUpdated,
     ToolResult,
     ToolResultContent,
     ToolUse,
     ToolUseContent,
-    TurnStarted,
     UnknownContent,
     UserMessage,
     WarningEvent,
     is_terminal,
 )
-from .models import context_window
+from .mapper_system import TOOL_USE_SUMMARY, parent_of
+from .mapper_tools import SubagentTasks, TodoTracker
 from .stop import StopMachine
 from .usage import normalize_usage
 
-TOOL_USE_SUMMARY = "tool_use_summary"
+__all__ = ["SKILL_TOOL", "TOOL_USE_SUMMARY", "Mapper"]
+
 SKILL_TOOL = "Skill"
-_TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "stopped", "killed"})
 
 _E = TypeVar("_E", bound=Event)
 
@@ -189,30 +187,6 @@ class _Buffer:
     error: str | None = None
     blocks: list[ContentBlock] = attrs.Factory(list)
     raws: list[sdk.AssistantMessage] = attrs.Factory(list)
-
-
-def _opt_int(value: Any) -> int | None:
-    return value if is_int(value) else None
-
-
-def _opt_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _result_text(content: Any) -> str:
-    """A tool result's text, for a message (blocks joined, at most 300 characters)."""
-    if isinstance(content, list):
-        content = " ".join(
-            str(block.get("text", "")) for block in content if isinstance(block, Mapping)
-        )
-    text = str(content) if content is not None else ""
-    return text[:300]
-
-
-def _is_abort_result(result: sdk.ResultMessage) -> bool:
-    return result.subtype == "error_during_execution" or (result.terminal_reason or "").startswith(
-        "aborted"
-    )
 
 
 class Mapper:
@@ -240,18 +214,12 @@ class Mapper:
         self._buffers: dict[str | None, _Buffer] = {}
         self._stream_message_ids: dict[str | None, str] = {}
         self._last_assistant_ids: dict[str | None, str] = {}
-        self._task_by_tool_use: dict[str, str] = {}
-        self._tool_use_by_task: dict[str, str] = {}
-        self._in_flight: set[str] = set()
-        self._completed: set[str] = set()
+        self._tasks = SubagentTasks()
+        # The same dict, read by _emit for every subagent event (no lookup through _tasks).
+        self._task_by_tool_use = self._tasks.task_by_tool_use
         self._tool_names: dict[str, str] = {}
         self._reported: set[str] = set()
-        self._todo_tool_uses: dict[str, str] = {}
-        # The list before each todo call changed it, for a refusal to take back (R10).
-        self._todos_before: dict[str, todos.TodoState] = {}
-        self._last_todo_change: str | None = None
-        self._todos = todos.TodoState()
-        self._todo_snapshot: tuple[TodoItem, ...] | None = None
+        self._todos = TodoTracker()
         self._ledger = UsageLedger()
         self._consumed: list[str] = []
         # The input of the latest main-thread model call, and the model: the context used.
@@ -277,7 +245,7 @@ class Mapper:
 
     @property
     def tasks_in_flight(self) -> frozenset[str]:
-        return frozenset(self._in_flight)
+        return frozenset(self._tasks.in_flight)
 
     @property
     def ledger(self) -> UsageLedger:
@@ -285,7 +253,7 @@ class Mapper:
 
     @property
     def todo_snapshot(self) -> tuple[TodoItem, ...] | None:
-        return self._todo_snapshot
+        return self._todos.snapshot
 
     def pop_consumed_uuids(self) -> list[str]:
         """The uuids of echoed user messages seen since the last call (rule R12)."""
@@ -347,7 +315,7 @@ class Mapper:
         """The CLI's output ended (rule R7)."""
         events: list[Event] = []
         self._flush_all(events)
-        self._in_flight.clear()
+        self._tasks.in_flight.clear()
         stop = self._stop
         stop.drain_ended()
         terminal: Event
@@ -383,66 +351,23 @@ class Mapper:
             case sdk.ResultMessage():
                 self._on_result(message, events)
             case sdk.TaskStartedMessage():
-                self._on_task_started(message, events)
+                self._subagent(self._tasks.started(message), message, events)
             case sdk.TaskProgressMessage():
-                self._emit(
-                    events,
-                    SubagentProgress(
-                        task_id=message.task_id,
-                        tool_use_id=message.tool_use_id
-                        or self._tool_use_by_task.get(message.task_id),
-                        description=message.description,
-                        last_tool_name=message.last_tool_name,
-                        usage=dict(message.usage),
-                        raw=message,
-                    ),
-                    parent=_opt_str(message.data.get("parent_tool_use_id")),
-                )
+                self._subagent(self._tasks.progress(message), message, events)
             case sdk.TaskNotificationMessage():
-                self._task_finished(
-                    events,
-                    message,
-                    task_id=message.task_id,
-                    status=message.status,
-                    summary=message.summary,
-                    usage=dict(message.usage) if message.usage is not None else None,
-                    tool_use_id=message.tool_use_id,
-                )
+                self._subagent(self._tasks.notified(message), message, events)
             case sdk.TaskUpdatedMessage():
-                self._on_task_updated(message, events)
+                self._subagent(self._tasks.updated(message), message, events)
             case sdk.SystemMessage():
                 self._on_system(message, events)
             case sdk.RateLimitEvent():
-                info = message.rate_limit_info
-                if info.status == "allowed":
-                    self._pass(
-                        events,
-                        Passthrough(frame_type="rate_limit_event", data=info.raw, raw=message),
-                    )
+                notice = mapper_system.rate_limit(message)
+                if isinstance(notice, Passthrough):
+                    self._pass(events, notice)
                 else:
-                    self._emit(
-                        events,
-                        WarningEvent(
-                            code="rate_limit",
-                            message=(
-                                f"rate limit status {info.status!r}"
-                                f" (type {info.rate_limit_type}, resets at {info.resets_at})"
-                            ),
-                            raw=message,
-                        ),
-                    )
+                    self._emit(events, notice)
             case sdk.ConversationResetMessage():
-                self._pass(
-                    events,
-                    Passthrough(
-                        frame_type="conversation_reset",
-                        data={
-                            "new_conversation_id": message.new_conversation_id,
-                            "session_id": message.session_id,
-                        },
-                        raw=message,
-                    ),
-                )
+                self._pass(events, mapper_system.conversation_reset(message))
             case _:
                 assert_never(message)
         return events
@@ -574,19 +499,10 @@ class Mapper:
         first = block.id not in self._reported
         self._reported.add(block.id)
         if parent is None and block.name in todos.TODO_TOOLS:
-            self._todo_tool_uses[block.id] = block.name
-            if first and block.name in todos.TODO_WRITING_TOOLS:
-                self._todos_before[block.id] = self._todos
-                self._last_todo_change = block.id
-                match block.name:
-                    case todos.TODO_WRITE:
-                        self._todos = todos.apply_todo_write(self._todos, block.input)
-                    case todos.TASK_CREATE:
-                        self._todos = todos.apply_task_create(self._todos, block.id, block.input)
-                    case _:
-                        self._todos = todos.apply_task_update(self._todos, block.input)
-                self._todo_updated(events, block.id, block.name)
-            return TodoListContent(tool_use_id=block.id, items=self._todos.items)
+            content, update = self._todos.call(block, first=first)
+            if update is not None:
+                self._emit(events, update)
+            return content
         if first:
             self._emit(
                 events,
@@ -601,15 +517,6 @@ class Mapper:
                     parent=parent,
                 )
         return ToolUseContent(tool_use_id=block.id, name=block.name, input=block.input)
-
-    def _todo_updated(self, events: list[Event], tool_use_id: str, tool_name: str) -> None:
-        self._todo_snapshot = self._todos.items
-        self._emit(
-            events,
-            TodoListUpdated(
-                items=self._todo_snapshot, tool_use_id=tool_use_id, tool_name=tool_name
-            ),
-        )
 
     def _flush(self, parent: str | None, events: list[Event]) -> None:
         buffer = self._buffers.pop(parent, None)
@@ -655,14 +562,15 @@ class Mapper:
         for block in content:
             match block:
                 case sdk.ToolResultBlock():
-                    todo_tool = self._todo_tool_uses.get(block.tool_use_id)
+                    todo_tool = self._todos.tool_uses.get(block.tool_use_id)
                     if todo_tool is not None:
-                        self._todo_result(
-                            events,
+                        # A todo tool's result is suppressed; it may change the list (R10).
+                        for event in self._todos.result(
                             block,
                             todo_tool,
                             message.tool_use_result if len(results) == 1 else None,
-                        )
+                        ):
+                            self._emit(events, event)
                         continue
                     blocks.append(
                         ToolResultContent(
@@ -694,52 +602,12 @@ class Mapper:
         for result in tool_results:
             self._emit(events, result, parent=parent)
 
-    def _todo_result(
-        self,
-        events: list[Event],
-        block: sdk.ToolResultBlock,
-        tool_name: str,
-        tool_use_result: Mapping[str, Any] | None,
-    ) -> None:
-        """A todo tool's result: suppressed; a ``TaskCreate``'s may change the list, and a
-        refusal takes the call's change back and is reported (R10)."""
-        before = self._todos_before.pop(block.tool_use_id, None)
-        if block.is_error:
-            self._emit(
-                events,
-                WarningEvent(
-                    code="todo_refused",
-                    message=f"the CLI refused {tool_name} ({block.tool_use_id}): "
-                    f"{_result_text(block.content)}",
-                ),
-            )
-            if tool_name != todos.TASK_CREATE:
-                if before is not None and self._last_todo_change == block.tool_use_id:
-                    self._todos = before
-                    self._last_todo_change = None
-                    self._todo_updated(events, block.tool_use_id, tool_name)
-                return
-        if tool_name != todos.TASK_CREATE:
-            return
-        before = self._todos
-        self._todos = todos.apply_task_create_result(
-            before,
-            block.tool_use_id,
-            content=block.content,
-            is_error=block.is_error,
-            tool_use_result=tool_use_result,
-        )
-        if self._todos != before:
-            self._todo_updated(events, block.tool_use_id, tool_name)
-
     # -- results ---------------------------------------------------------------------------
 
     def _on_result(self, message: sdk.ResultMessage, events: list[Event]) -> None:
         self._flush_all(events)
         usage = self._ledger.record_result(message)
-        uuids = message.user_message_uuids or (
-            [message.user_message_uuid] if message.user_message_uuid else []
-        )
+        uuids = mapper_system.consumed_uuids(message)
         if self._stop.draining:
             # The aborted turn's late result: counted, not reported (R6); the pushes it took in
             # are consumed all the same, and only this queue can tell the actor so (R12).
@@ -747,249 +615,73 @@ class Mapper:
             self._consumed.extend(uuids)
             return
         self._open_turn()
-        if self._stop.abort_pending and _is_abort_result(message):
-            terminal: Event = Aborted(
-                reason=self._stop.abort_reason or message.terminal_reason or "aborted",
-                usage=usage.turn,
-                session_id=message.session_id,
-                raw=message,
-            )
+        terminal: Event
+        if self._stop.abort_pending and mapper_system.is_abort_result(message):
+            terminal = mapper_system.aborted(message, reason=self._stop.abort_reason, usage=usage)
         else:
-            if message.is_error and (
-                message.api_error_status is not None or message.terminal_reason == "api_error"
-            ):
-                status = message.api_error_status
-                how = f" (HTTP {status})" if status is not None else " (no HTTP response)"
-                self._emit(
-                    events,
-                    Error(
-                        message=f"the model API failed{how}: {message.result or ''}",
-                        code="api_error",
-                        fatal=False,
-                        status=status,
-                        raw=message,
-                    ),
-                )
-            self._check_structured_output(message, events)
-            terminal = Result(
-                subtype=message.subtype,
-                is_error=message.is_error,
-                session_id=message.session_id,
-                usage=usage.turn,
-                execution_usage=usage.execution,
-                session_usage=usage.session,
-                num_turns=message.num_turns,
-                duration_ms=message.duration_ms,
-                stop_reason=message.stop_reason,
-                terminal_reason=message.terminal_reason,
-                text=message.result,
-                errors=tuple(message.errors or ()),
-                api_error_status=message.api_error_status,
-                user_message_uuids=tuple(uuids),
-                todo_list_snapshot=self._todo_snapshot,
-                structured_output=message.structured_output,
+            error = mapper_system.api_error(message)
+            if error is not None:
+                self._emit(events, error)
+            warning = mapper_system.structured_output_warning(self._output_validator, message)
+            if warning is not None:
+                self._emit(events, warning)
+            terminal = mapper_system.result(
+                message,
+                usage=usage,
+                uuids=uuids,
+                todo_list_snapshot=self._todos.snapshot,
                 context_tokens=self._context_tokens,
-                context_window=self._context_window(message),
-                raw=message,
+                model=self._model,
             )
         self._terminal(events, terminal)
 
-    # -- subagent tasks --------------------------------------------------------------------
+    # -- subagent tasks ------------------------------------------------------------------
 
-    def _on_task_started(self, message: sdk.TaskStartedMessage, events: list[Event]) -> None:
-        if message.tool_use_id is not None:
-            self._task_by_tool_use[message.tool_use_id] = message.task_id
-            self._tool_use_by_task[message.task_id] = message.tool_use_id
-        if message.task_id not in self._completed:
-            self._in_flight.add(message.task_id)
-        self._emit(
-            events,
-            SubagentStarted(
-                task_id=message.task_id,
-                tool_use_id=message.tool_use_id,
-                description=message.description,
-                task_type=message.task_type,
-                raw=message,
-            ),
-            parent=_opt_str(message.data.get("parent_tool_use_id")),
-        )
-
-    def _on_task_updated(self, message: sdk.TaskUpdatedMessage, events: list[Event]) -> None:
-        if message.status in _TERMINAL_TASK_STATUSES:
-            self._task_finished(
-                events,
-                message,
-                task_id=message.task_id,
-                status=message.status,
-                summary=None,
-                usage=None,
-                tool_use_id=None,
-            )
-            return
-        self._emit(
-            events,
-            SubagentProgress(
-                task_id=message.task_id,
-                tool_use_id=self._tool_use_by_task.get(message.task_id),
-                description=_opt_str(message.patch.get("description")),
-                raw=message,
-            ),
-            parent=_opt_str(message.data.get("parent_tool_use_id")),
-        )
-
-    def _task_finished(
-        self,
-        events: list[Event],
-        message: sdk.SystemMessage,
-        *,
-        task_id: str,
-        status: str,
-        summary: str | None,
-        usage: Mapping[str, Any] | None,
-        tool_use_id: str | None,
+    def _subagent(
+        self, event: Event | None, message: sdk.SystemMessage, events: list[Event]
     ) -> None:
-        self._in_flight.discard(task_id)
-        if task_id in self._completed:
+        """Emit a subagent task's event (R14); None: a task that already completed."""
+        if event is None:
             return
-        self._completed.add(task_id)
-        agent_tool_use_id = tool_use_id or self._tool_use_by_task.get(task_id)
-        if agent_tool_use_id is not None:
+        if isinstance(event, SubagentCompleted) and event.tool_use_id is not None:
             # The subagent's last message is still buffered (R8): it belongs before its end.
-            self._flush(agent_tool_use_id, events)
-        self._emit(
-            events,
-            SubagentCompleted(
-                task_id=task_id,
-                tool_use_id=agent_tool_use_id,
-                status=status,
-                summary=summary,
-                usage=usage,
-                raw=message,
-            ),
-            parent=_opt_str(message.data.get("parent_tool_use_id")),
-        )
+            self._flush(event.tool_use_id, events)
+        self._emit(events, event, parent=parent_of(message))
 
     # -- system messages -------------------------------------------------------------------
 
     def _on_system(self, message: sdk.SystemMessage, events: list[Event]) -> None:
-        data = message.data
         match message.subtype:
             case "init":
                 self._stop.drain_ended()
                 self._flush_all(events)
                 self._open_turn()
-                self._emit(
-                    events,
-                    TurnStarted(
-                        session_id=_opt_str(data.get("session_id")),
-                        model=_opt_str(data.get("model")),
-                        raw=message,
-                    ),
-                )
+                self._emit(events, mapper_system.turn_started(message))
             case "compact_boundary" if not self._stop.draining:
                 self._open_turn()
-                metadata = data.get("compact_metadata")
-                if not isinstance(metadata, Mapping):
-                    metadata = {}
-                self._emit(
-                    events,
-                    Flush(
-                        trigger=_opt_str(metadata.get("trigger")),
-                        pre_tokens=_opt_int(metadata.get("pre_tokens")),
-                        raw=message,
-                    ),
-                )
+                self._emit(events, mapper_system.compacted(message))
             case "api_retry" if not self._stop.draining:
                 self._open_turn()
-                delay = data.get("retry_delay_ms")
-                self._emit(
-                    events,
-                    Retry(
-                        attempt=_opt_int(data.get("attempt")),
-                        max_retries=_opt_int(data.get("max_retries")),
-                        delay_ms=float(delay) if isinstance(delay, int | float) else None,
-                        error_status=_opt_int(data.get("error_status")),
-                        error=_opt_str(data.get("error")),
-                        raw=message,
-                    ),
-                )
+                self._emit(events, mapper_system.retry(message))
             case "tool_use_summary" if not self._stop.draining:
                 self._on_tool_use_summary(message, events)
             case "compact_boundary" | "api_retry" | "tool_use_summary":
                 pass  # draining an aborted turn (R6)
-            case subtype:
-                self._pass(
-                    events, Passthrough(frame_type=f"system:{subtype}", data=data, raw=message)
-                )
+            case _:
+                self._pass(events, mapper_system.other_system(message))
 
     def _on_tool_use_summary(self, message: sdk.SystemMessage, events: list[Event]) -> None:
-        data = message.data
-        parent = _opt_str(data.get("parent_tool_use_id"))
+        parent = parent_of(message)
         if parent is None:
             self._open_turn()
-        uuid = _opt_str(data.get("uuid")) or f"seq-{self._seq + 1}"
-        tool_use_id = f"{TOOL_USE_SUMMARY}:{uuid}"
-        if tool_use_id in self._reported:
+        use, result = mapper_system.tool_use_summary(message, next_seq=self._seq + 1)
+        if use.tool_use_id in self._reported:
             return
-        self._reported.add(tool_use_id)
-        preceding = data.get("preceding_tool_use_ids")
-        preceding_ids = (
-            [i for i in preceding if isinstance(i, str)] if isinstance(preceding, list) else []
-        )
-        self._emit(
-            events,
-            ToolUse(
-                tool_use_id=tool_use_id,
-                name=TOOL_USE_SUMMARY,
-                input={"preceding_tool_use_ids": preceding_ids},
-                synthetic=True,
-                raw=message,
-            ),
-            parent=parent,
-        )
-        self._emit(
-            events,
-            ToolResult(
-                tool_use_id=tool_use_id,
-                content=_opt_str(data.get("summary")) or "",
-                tool_name=TOOL_USE_SUMMARY,
-                synthetic=True,
-                raw=message,
-            ),
-            parent=parent,
-        )
+        self._reported.add(use.tool_use_id)
+        self._emit(events, use, parent=parent)
+        self._emit(events, result, parent=parent)
 
     # -- stamping and turns ----------------------------------------------------------------
-
-    def _check_structured_output(self, result: sdk.ResultMessage, events: list[Event]) -> None:
-        """With an output schema, a successful result's structured output must follow it (R16):
-        a ``warning`` (``structured_output_invalid``) says when it does not, or is missing."""
-        validator = self._output_validator
-        if validator is None or result.is_error:
-            return
-        output = result.structured_output
-        if output is None:
-            problem = "the result has no structured output"
-        else:
-            error = next(iter(validator.iter_errors(output)), None)
-            if error is None:
-                return
-            where = "/".join(str(part) for part in error.absolute_path) or "(the top)"
-            problem = f"the structured output does not follow the schema at {where}: "
-            problem += error.message
-        self._emit(events, WarningEvent(code="structured_output_invalid", message=problem))
-
-    def _context_window(self, result: sdk.ResultMessage) -> int | None:
-        """The CLI's own figure for the turn's model, else the table's."""
-        model_usage = result.model_usage or {}
-        entry = model_usage.get(self._model or "") if self._model else None
-        if entry is None and len(model_usage) == 1:
-            entry = next(iter(model_usage.values()))
-        if isinstance(entry, Mapping):
-            window = entry.get("contextWindow")
-            if is_int(window) and window > 0:
-                return window
-        return context_window(self._model)
 
     def _ensure_execution(self) -> None:
         if not self._execution_started:
