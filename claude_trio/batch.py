@@ -1,5 +1,5 @@
 """Many prompts, one call: :func:`run_batch` on any session host (a fleet, a gateway client,
-a Redis cluster's fleet, one of your own: ``actors/hosts.py``), and the ``claude-trio batch``
+a Redis cluster's fleet, one of your own: ``actors/fanout/hosts.py``), and the ``claude-trio batch``
 command around it.
 
 ::
@@ -12,12 +12,12 @@ command around it.
 
 At most ``max_live`` items run at once. Each item is one session; an attempt that fails on an
 overloaded or rate-limited model API (429, 529, ``overloaded``) is tried again after a backoff
-that honours ``retry-after`` (``protocol/batch.py``, rule 3), up to ``retry.retries`` times.
+that honours ``retry-after`` (``protocol/fanout/batch.py``, rule 3), up to ``retry.retries`` times.
 ``budget`` (USD): once the cost spent (``spent`` before, plus every attempt so far) reaches it,
 no new item starts; the ones running finish. ``on_result`` is awaited with each item's
-:class:`~claude_trio.protocol.batch.BatchResult` as soon as it is final (the command writes
+:class:`~claude_trio.protocol.fanout.batch.BatchResult` as soon as it is final (the command writes
 and syncs its line there); ``on_progress`` is called with a
-:class:`~claude_trio.protocol.batch.BatchProgress` at every change.
+:class:`~claude_trio.protocol.fanout.batch.BatchProgress` at every change.
 
 Cancellation: cancelling ``run_batch`` aborts the items' sessions through their handle's
 ``abort`` (a host's session does not stop with whoever follows it), then re-raises;
@@ -57,9 +57,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from claude_trio.actors.fleet import open_fleet
-from claude_trio.actors.hosts import SessionHost
-from claude_trio.args import (
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.actors.fanout.hosts import SessionHost
+from claude_trio.cli.args import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SESSION_ERROR,
@@ -68,17 +68,7 @@ from claude_trio.args import (
     has_credentials,
 )
 from claude_trio.client import connect_gateway
-from claude_trio.protocol.batch import (
-    Attempt,
-    BatchItem,
-    BatchProgress,
-    BatchResult,
-    RetryPolicy,
-    parse_items,
-    read_results,
-)
 from claude_trio.protocol.checks import check_int, check_number
-from claude_trio.protocol.codec import dumps
 from claude_trio.protocol.errors import (
     BatchFileError,
     ClaudeTrioError,
@@ -88,7 +78,17 @@ from claude_trio.protocol.errors import (
     ReplayGapError,
     SessionLostError,
 )
-from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
+from claude_trio.protocol.fanout.batch import (
+    Attempt,
+    BatchItem,
+    BatchProgress,
+    BatchResult,
+    RetryPolicy,
+    parse_items,
+    read_results,
+)
+from claude_trio.protocol.fanout.codec import dumps
+from claude_trio.protocol.session.usage import ZERO_USAGE, Usage, add_usage
 
 __all__ = [
     "BatchItem",
@@ -212,7 +212,7 @@ async def run_batch(
     on_progress: Callable[[BatchProgress], None] | None = None,
     rng: random.Random | None = None,
 ) -> BatchReport:
-    """Run ``items`` on ``runner``, any session host (``actors/hosts.py``: a fleet, a Redis
+    """Run ``items`` on ``runner``, any session host (``actors/fanout/hosts.py``: a fleet, a Redis
     cluster's, a gateway client); see the module docstring.
 
     ``spent``: cost already spent on this batch (counts toward ``budget``); ``skipped``:
@@ -223,7 +223,7 @@ async def run_batch(
         raise InvalidParamsError(
             "runner",
             runner,
-            "a session host (actors/hosts.py): a Fleet (open_fleet), a GatewayClient "
+            "a session host (actors/fanout/hosts.py): a Fleet (open_fleet), a GatewayClient "
             "(connect_gateway), a RedisFleet, or your own",
         )
     check_int("max_live", max_live, 1)

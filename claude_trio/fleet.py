@@ -20,7 +20,7 @@ implements (the local fleet, the Redis fleet, the gateway client): code written 
 runs on any of the three; ``claude_trio.testing.run_host_conformance`` checks a host of your own.
 """
 
-from claude_trio.actors.fleet import (
+from claude_trio.actors.fanout.fleet import (
     Fleet,
     FleetSession,
     FleetStatistics,
@@ -28,7 +28,7 @@ from claude_trio.actors.fleet import (
     Subscription,
     open_fleet,
 )
-from claude_trio.actors.hosts import SessionHandle, SessionHost
+from claude_trio.actors.fanout.hosts import SessionHandle, SessionHost
 
 __all__ = [
     "Fleet",

@@ -104,7 +104,8 @@ class ControlRefusedError(LocalProtocolError):
 
 
 class HookDecisionError(LocalProtocolError, ValueError):
-    """A hook returned something its event cannot take (``protocol/hooks.py``, rule 2)."""
+    """A hook returned something its event cannot take (``protocol/extensions/hooks.py``, rule
+    2)."""
 
 
 # -- the peer ------------------------------------------------------------------------------------
@@ -131,7 +132,7 @@ WireErrorCode: TypeAlias = Literal[
     "internal",  # (gateway) a bug of ours
     "unavailable",  # (gateway) the cluster behind it (Redis) does not answer: try again later
 ]
-"""The machine-readable code of a websocket ``error`` frame (``protocol/wire.py``)."""
+"""The machine-readable code of a websocket ``error`` frame (``protocol/fanout/wire.py``)."""
 
 
 class WireError(RemoteProtocolError):

@@ -43,11 +43,11 @@ from claude_agent_sdk import (
 )
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import open_fleet
+from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.client import connect_gateway
-from claude_trio.protocol.events import Result, TextDelta
-from claude_trio.protocol.options import build_options
-from claude_trio.protocol.remote import GatewayLimits
+from claude_trio.protocol.config.options import build_options
+from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.session.events import Result, TextDelta
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, ReplyUsage
 

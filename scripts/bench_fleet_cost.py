@@ -46,9 +46,9 @@ from claude_agent_sdk import (
 )
 
 from claude_trio import ExecuteParams, open_session
-from claude_trio.actors.fleet import open_fleet
-from claude_trio.protocol.events import Result
-from claude_trio.protocol.options import build_options
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.protocol.config.options import build_options
+from claude_trio.protocol.session.events import Result
 from claude_trio.testing import FakeCLI
 from claude_trio.testing.fake_cli import FakeTransport
 

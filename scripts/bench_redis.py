@@ -49,11 +49,11 @@ from bench_gateway import attach, fake_recording, handshake
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import Subscription, open_fleet
-from claude_trio.actors.redis_fleet import open_redis_fleet
-from claude_trio.actors.redis_worker import WorkerConfig, serve_worker
-from claude_trio.protocol.redis_keys import RedisKeys
-from claude_trio.protocol.remote import GatewayLimits
+from claude_trio.actors.cluster.fleet import open_redis_fleet
+from claude_trio.actors.cluster.worker import WorkerConfig, serve_worker
+from claude_trio.actors.fanout.fleet import Subscription, open_fleet
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.fanout.remote import GatewayLimits
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
 

@@ -11,16 +11,16 @@ local ones, and survives dropped connections.
         async for event in session.events:
             ...
 
-``session.events`` yields the event classes of :mod:`claude_trio.protocol.events` (decoded with
-the codec; ``raw`` is ``None``) and ends after the execution's final terminal event, as a local
+``session.events`` yields the event classes of :mod:`claude_trio.protocol.session.events` (decoded
+with the codec; ``raw`` is ``None``) and ends after the execution's final terminal event, as a local
 session's does. ``push``, ``answer``, ``abort`` and ``continue_`` are the gateway's ops.
 
 **Dropped connections.** When the connection drops (the server went away, a proxy cut it, a
 ping went unanswered within ``ping_timeout``), the client reconnects with exponential backoff
 (with jitter) and attaches every session it follows again from the last ``seq`` it queued, so
 the consumer sees every event exactly once, in order: no gap, no duplicate
-(``protocol/follow.py`` decides what to queue, drop and re-attach). If the server no longer holds
-the events after that seq (its replay buffer evicted them), ``session.events`` raises
+(``protocol/fanout/follow.py`` decides what to queue, drop and re-attach). If the server no longer
+holds the events after that seq (its replay buffer evicted them), ``session.events`` raises
 :class:`ResyncRequiredError`; if it no longer knows the session (it restarted, or forgot it),
 :class:`SessionLostError`. An op whose reply was lost with the connection is sent again when it
 is safe to repeat (``hello``, ``list``, ``abort``, ``set_model``, ``set_permission_mode``);
@@ -38,7 +38,8 @@ from the server's buffer, never unbounded memory, and never holds up the connect
 sessions.
 
 Errors the server sends for an op raise :class:`RemoteOpError` with the code of
-``protocol/wire.py`` and the server's message. Nothing ``connect_gateway`` starts outlives its
+``protocol/fanout/wire.py`` and the server's message. Nothing ``connect_gateway`` starts outlives
+its
 ``async with``.
 
 The parts: ``config.py`` (:class:`ClientConfig`, :class:`ClientStatistics`), ``session.py``

@@ -11,7 +11,7 @@ pinger. Nothing outlives the ``async with``: leaving it closes the websocket (bo
 ``close_timeout``) and ends every task.
 Cancellation: cancelling an op's caller abandons the op (its reply, if any, is dropped).
 Error handling: errors the server sends for an op raise :class:`RemoteOpError` with the code
-of ``protocol/wire.py`` and the server's message; a connection lost is retried (see
+of ``protocol/fanout/wire.py`` and the server's message; a connection lost is retried (see
 :mod:`claude_trio.client`), and after too many failed attempts every waiting op and every
 session's events raise :class:`GatewayUnavailableError` (or :class:`GatewayRefusedError`).
 """
@@ -37,9 +37,10 @@ from trio_websocket import (
     connect_websocket_url,
 )
 
-from claude_trio.actors.boundary import raise_unwrapped
+from claude_trio.actors.session.boundary import raise_unwrapped
 from claude_trio.client.config import ClientConfig, ClientStatistics, _check_url
 from claude_trio.client.session import RemoteSession, _follow_error
+from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import (
     ConnectionLostError,
     GatewayError,
@@ -50,10 +51,9 @@ from claude_trio.protocol.errors import (
     UnknownSessionError,
     WireError,
 )
-from claude_trio.protocol.follow import Follow
-from claude_trio.protocol.params import ExecuteParams
-from claude_trio.protocol.remote import check_token
-from claude_trio.protocol.wire import (
+from claude_trio.protocol.fanout.follow import Follow
+from claude_trio.protocol.fanout.remote import check_token
+from claude_trio.protocol.fanout.wire import (
     AbortOp,
     AttachOp,
     DetachOp,

@@ -4,7 +4,7 @@ events, a view of that queue).
 
 A session is created and fed by the client that follows it (``connection.py``'s
 ``GatewayClient``); what it asks of that client is :class:`_Client`, so this module does not
-import the connection. What to queue, drop and re-attach is ``protocol/follow.py``'s.
+import the connection. What to queue, drop and re-attach is ``protocol/fanout/follow.py``'s.
 
 Channels: each session holds one queue of events, bounded by ``ClientConfig.max_queue``
 (a consumer that falls behind gets the session detached, then attached again from its last
@@ -27,10 +27,11 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
-from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.channel import BaseReceiveChannel
+from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.client.config import ClientConfig
-from claude_trio.protocol.approvals import ApprovalAnswer
+from claude_trio.protocol.config.images import ImageInput, check_images
+from claude_trio.protocol.config.permissions import PermissionMode
 from claude_trio.protocol.errors import (
     ConnectionLostError,
     GatewayError,
@@ -39,14 +40,9 @@ from claude_trio.protocol.errors import (
     ResyncRequiredError,
     SessionLostError,
 )
-from claude_trio.protocol.events import Aborted, Event, Result, is_terminal
-from claude_trio.protocol.follow import Follow, FollowError
-from claude_trio.protocol.images import ImageInput, check_images
-from claude_trio.protocol.lifecycle import Accepted, Rejected
-from claude_trio.protocol.permissions import PermissionMode
-from claude_trio.protocol.transcript import Transcript
-from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
-from claude_trio.protocol.wire import (
+from claude_trio.protocol.extensions.approvals import ApprovalAnswer
+from claude_trio.protocol.fanout.follow import Follow, FollowError
+from claude_trio.protocol.fanout.wire import (
     AbortOp,
     AnswerOp,
     AttachOp,
@@ -62,6 +58,10 @@ from claude_trio.protocol.wire import (
     SetModelOp,
     SetPermissionModeOp,
 )
+from claude_trio.protocol.session.events import Aborted, Event, Result, is_terminal
+from claude_trio.protocol.session.lifecycle import Accepted, Rejected
+from claude_trio.protocol.session.transcript import Transcript
+from claude_trio.protocol.session.usage import ZERO_USAGE, Usage, add_usage
 
 __all__ = ["RemoteEvents", "RemoteSession"]
 
@@ -195,7 +195,7 @@ class RemoteSession:
     ) -> contextlib.AbstractAsyncContextManager[RemoteEvents]:
         """``async with session.subscribe(last_seq) as events:``: the events after
         ``last_seq`` (all the server still holds for ``None``), then live ones, until the
-        end of the current execution (:class:`~claude_trio.actors.hosts.SessionHandle`).
+        end of the current execution (:class:`~claude_trio.actors.fanout.hosts.SessionHandle`).
 
         A client follows a session once: the channel replaces :attr:`events`, and the
         session is attached again from ``last_seq`` unless what this client has queued
@@ -212,7 +212,7 @@ class RemoteSession:
 
     async def result(self) -> Transcript:
         """Wait for the current execution's final event; its
-        :class:`~claude_trio.protocol.transcript.Transcript`. The events this client has
+        :class:`~claude_trio.protocol.session.transcript.Transcript`. The events this client has
         queued are used when they start the execution (right after ``open``); otherwise the
         execution is replayed from its first event (what is left of it when the server no
         longer holds them all)."""
@@ -454,7 +454,7 @@ class RemoteSession:
                 raise SessionLostError(self.id)
             if info.executions <= self._executions:
                 continue  # it never reached the server: send it again
-            # It was accepted: follow on from the last event (protocol/follow.py, rule 5).
+            # It was accepted: follow on from the last event (protocol/fanout/follow.py, rule 5).
             first_seq = info.first_seq
             if self._follow.continue_lost(first_seq):
                 client._attach_again(self)

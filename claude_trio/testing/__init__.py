@@ -49,10 +49,9 @@ from claude_trio.offline.model_double import (
     turns,
 )
 from claude_trio.offline.model_double import Responder as ModelResponder
-from claude_trio.protocol.cassette import Cassette
+from claude_trio.protocol.cassettes.format import Cassette
 from claude_trio.protocol.errors import ModelDoubleRunaway
-
-from .cassette import (
+from claude_trio.testing.cassette import (
     DEMO_ABORT_CASSETTE,
     DEMO_CASSETTE,
     CassetteMismatchError,
@@ -62,14 +61,14 @@ from .cassette import (
     load_cassette,
     replay,
 )
-from .contract import (
+from claude_trio.testing.contract import (
     ContractRecorder,
     ContractViolationError,
     Violation,
     check_contract,
     contract_violations,
 )
-from .fake_cli import (
+from claude_trio.testing.fake_cli import (
     CLAUDE_CODE_VERSION,
     DEFAULT_MODEL,
     FakeCLI,
@@ -85,8 +84,17 @@ from .fake_cli import (
     prompt_stream,
     user_message,
 )
-from .host_conformance import HostConformanceError, conformance_cli, run_host_conformance
-from .redis_server import RedisServer, RedisServerError, RedisTLS, open_redis_server
+from claude_trio.testing.host_conformance import (
+    HostConformanceError,
+    conformance_cli,
+    run_host_conformance,
+)
+from claude_trio.testing.redis_server import (
+    RedisServer,
+    RedisServerError,
+    RedisTLS,
+    open_redis_server,
+)
 
 __all__ = [
     "CLAUDE_CODE_VERSION",

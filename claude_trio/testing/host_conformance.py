@@ -1,6 +1,6 @@
 """The behaviour contracts every session host keeps, as one suite you run against yours.
 
-A session host (``claude_trio.actors.hosts.SessionHost``: a local ``Fleet``, a Redis
+A session host (``claude_trio.actors.fanout.hosts.SessionHost``: a local ``Fleet``, a Redis
 cluster's ``RedisFleet``, a ``GatewayClient``, or one you write) promises the same things
 whichever it is. This suite checks them, the way ``claude_agent_sdk.testing``'s
 ``run_session_store_conformance`` checks a session store::
@@ -67,10 +67,12 @@ from typing import TypeAlias
 import attrs
 import trio
 
-from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
-from claude_trio.actors.hosts import SessionHandle, SessionHost
+from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.fanout.hosts import SessionHandle, SessionHost
+from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import ClaudeTrioError, UnknownSessionError
-from claude_trio.protocol.events import (
+from claude_trio.protocol.fanout.wire import SessionInfo
+from claude_trio.protocol.session.events import (
     Aborted,
     Event,
     Result,
@@ -78,14 +80,11 @@ from claude_trio.protocol.events import (
     UserInputRequest,
     UserMessage,
 )
-from claude_trio.protocol.lifecycle import Accepted, Rejected
-from claude_trio.protocol.params import ExecuteParams
-from claude_trio.protocol.transcript import Transcript, ends_execution
-from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
-from claude_trio.protocol.wire import SessionInfo
-
-from .contract import check_contract
-from .fake_cli import FakeCLI, FakeTurn
+from claude_trio.protocol.session.lifecycle import Accepted, Rejected
+from claude_trio.protocol.session.transcript import Transcript, ends_execution
+from claude_trio.protocol.session.usage import ZERO_USAGE, Usage, add_usage
+from claude_trio.testing.contract import check_contract
+from claude_trio.testing.fake_cli import FakeCLI, FakeTurn
 
 __all__ = [
     "CONTRACTS",

@@ -30,10 +30,10 @@ from claude_trio import (
     UserInputResolved,
     open_cli_pool,
 )
-from claude_trio.actors.fleet import FleetSession, ResyncRequired, Subscription, open_fleet
+from claude_trio.actors.fanout.fleet import FleetSession, ResyncRequired, Subscription, open_fleet
 from claude_trio.errors import LocalProtocolError, SlowSubscriberError, UnknownSessionError
-from claude_trio.protocol import replay as replay_module
-from claude_trio.protocol.images import ImageInput
+from claude_trio.protocol.config.images import ImageInput
+from claude_trio.protocol.fanout import replay as replay_module
 from claude_trio.testing import FakeCLI, FakeTurn
 
 PARAMS = ExecuteParams(prompt="hello")

@@ -11,13 +11,13 @@ import trio
 import trio.testing
 from session_kit import CONFIG
 
-from claude_trio.actors import fleet as fleet_module
-from claude_trio.actors import subscription as subscription_module
-from claude_trio.actors.fleet import open_fleet
+from claude_trio.actors.fanout import fleet as fleet_module
+from claude_trio.actors.fanout import subscription as subscription_module
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import ReplayGapError
-from claude_trio.protocol.events import AssistantMessage, Result
-from claude_trio.protocol.params import ExecuteParams
-from claude_trio.protocol.transcript import Transcript
+from claude_trio.protocol.session.events import AssistantMessage, Result
+from claude_trio.protocol.session.transcript import Transcript
 from claude_trio.testing import FakeCLI, FakeTurn
 
 PARAMS = ExecuteParams(prompt="talk")

@@ -15,10 +15,10 @@ import attrs
 import pytest
 import trio
 
-from claude_trio.actors.fleet import Fleet, open_fleet
-from claude_trio.protocol.params import ExecuteParams
-from claude_trio.protocol.usage import ZERO_USAGE
-from claude_trio.protocol.wire import SessionInfo
+from claude_trio.actors.fanout.fleet import Fleet, open_fleet
+from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.fanout.wire import SessionInfo
+from claude_trio.protocol.session.usage import ZERO_USAGE
 from claude_trio.testing import (
     FakeCLI,
     FakeTurn,

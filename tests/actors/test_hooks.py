@@ -12,12 +12,12 @@ import trio.testing
 from session_kit import assert_no_leak, check_stream, collect, fake_session
 
 from claude_trio import Aborted, Error, ExecuteParams, Result
-from claude_trio.actors.core import STOPPED
-from claude_trio.actors.hooks import CLI_TIMEOUT_MARGIN, SessionHooks
-from claude_trio.actors.tool_runner import CallbackRunner, run_tool_runner
+from claude_trio.actors.extensions.hooks import CLI_TIMEOUT_MARGIN, SessionHooks
+from claude_trio.actors.extensions.tool_runner import CallbackRunner, run_tool_runner
+from claude_trio.actors.session.core import STOPPED
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import AdapterReady, Event, HookInvoked
-from claude_trio.protocol.hooks import Hook, HookDecision, HookInput, hook
+from claude_trio.protocol.extensions.hooks import Hook, HookDecision, HookInput, hook
+from claude_trio.protocol.session.events import AdapterReady, Event, HookInvoked
 from claude_trio.testing import FakeCLI, FakeTurn
 
 

@@ -16,9 +16,9 @@ from gateway_kit import TOKEN, gateway, say, text_of
 from proxy_kit import CutProxy, cut_proxy
 
 from claude_trio import ExecuteParams, allow_tool
-from claude_trio.actors import gateway as gateway_module
-from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
-from claude_trio.actors.fleet import Fleet, Subscription, open_fleet
+from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.fanout import gateway as gateway_module
+from claude_trio.actors.fanout.fleet import Fleet, Subscription, open_fleet
 from claude_trio.client import ClientConfig, GatewayClient, connect_gateway
 from claude_trio.errors import (
     ConnectionLostError,
@@ -28,9 +28,10 @@ from claude_trio.errors import (
     ResyncRequiredError,
     SessionLostError,
 )
-from claude_trio.protocol.codec import event_to_json
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import (
+from claude_trio.protocol.fanout.codec import event_to_json
+from claude_trio.protocol.fanout.remote import RemotePolicy, remote_params
+from claude_trio.protocol.session.events import (
     Aborted,
     Event,
     Result,
@@ -38,8 +39,7 @@ from claude_trio.protocol.events import (
     UserInputRequest,
     UserMessage,
 )
-from claude_trio.protocol.lifecycle import Accepted
-from claude_trio.protocol.remote import RemotePolicy, remote_params
+from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.testing import FakeCLI, FakeTurn
 
 PATIENT = ClientConfig(reconnect_attempts=1000, backoff_base=0.01, backoff_max=0.02)
@@ -444,7 +444,7 @@ async def test_a_client_opened_session_can_be_attached_from_a_second_client() ->
 
 
 async def test_leaving_a_remote_run_early_stops_the_session_on_the_server() -> None:
-    from claude_trio.runner import open_remote_session
+    from claude_trio.cli.runner import open_remote_session
 
     async def forever(turn: FakeTurn) -> None:
         await turn.text("working")

@@ -14,11 +14,11 @@ import trio
 from proxy_kit import cut_proxy
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import Subscription, open_fleet
+from claude_trio.actors.fanout.fleet import Subscription, open_fleet
 from claude_trio.client import ClientConfig, connect_gateway
-from claude_trio.protocol.codec import event_to_json
-from claude_trio.protocol.events import Event, Result
-from claude_trio.protocol.remote import RemotePolicy, remote_params
+from claude_trio.protocol.fanout.codec import event_to_json
+from claude_trio.protocol.fanout.remote import RemotePolicy, remote_params
+from claude_trio.protocol.session.events import Event, Result
 from claude_trio.testing.model_double import (
     ModelDouble,
     ModelRequest,

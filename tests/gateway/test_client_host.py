@@ -11,8 +11,8 @@ import trio
 from gateway_kit import TOKEN, gateway
 
 from claude_trio.client import ClientConfig, GatewayClient, connect_gateway
+from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import GatewayError, ReplayGapError, ResyncRequiredError
-from claude_trio.protocol.params import ExecuteParams
 from claude_trio.testing import conformance_cli, run_host_conformance
 
 CONFIG = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)

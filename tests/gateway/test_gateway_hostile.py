@@ -33,22 +33,22 @@ from gateway_kit import (
 from wsproto.events import CloseConnection, Ping, RejectConnection, TextMessage
 
 from claude_trio import ExecuteParams
-from claude_trio.actors import gateway_connection
-from claude_trio.actors.fleet import Subscription
-from claude_trio.actors.gateway import GatewayOwner
-from claude_trio.protocol.events import (
-    Result,
-    ToolUse,
-    UserInputRequest,
-    UserMessage,
-)
-from claude_trio.protocol.remote import GatewayLimits
-from claude_trio.protocol.wire import (
+from claude_trio.actors.fanout import gateway_connection
+from claude_trio.actors.fanout.fleet import Subscription
+from claude_trio.actors.fanout.gateway import GatewayOwner
+from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.fanout.wire import (
     ErrorFrame,
     EventFrame,
     OpenedFrame,
     ReplyFrame,
     decode_frame,
+)
+from claude_trio.protocol.session.events import (
+    Result,
+    ToolUse,
+    UserInputRequest,
+    UserMessage,
 )
 from claude_trio.testing import FakeCLI, FakeTurn, check_contract
 
@@ -312,7 +312,7 @@ SERVER_SCRIPT = textwrap.dedent(
     from functools import partial
     import trio
     from claude_trio import serve_gateway
-    from claude_trio.actors.fleet import open_fleet
+    from claude_trio.actors.fanout.fleet import open_fleet
     from claude_trio.testing import FakeCLI
 
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))

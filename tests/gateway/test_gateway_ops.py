@@ -11,11 +11,10 @@ from gateway_kit import Client, bearer, client, gateway, is_final_result, say, t
 from trio_websocket import ConnectionRejected, open_websocket_url
 
 from claude_trio import ExecuteParams
-from claude_trio.actors import gateway_connection
-from claude_trio.actors.gateway import GatewayOwner
-from claude_trio.protocol.events import Event, Result, TextDelta, TurnStarted
-from claude_trio.protocol.remote import GatewayLimits, Principal
-from claude_trio.protocol.wire import (
+from claude_trio.actors.fanout import gateway_connection
+from claude_trio.actors.fanout.gateway import GatewayOwner
+from claude_trio.protocol.fanout.remote import GatewayLimits, Principal
+from claude_trio.protocol.fanout.wire import (
     OP_NAMES,
     ContinuedFrame,
     ErrorFrame,
@@ -26,6 +25,7 @@ from claude_trio.protocol.wire import (
     ReplyFrame,
     SessionsFrame,
 )
+from claude_trio.protocol.session.events import Event, Result, TextDelta, TurnStarted
 from claude_trio.testing import FakeCLI, FakeTurn
 
 ALICE = "alice-token-0123456789abcdef"

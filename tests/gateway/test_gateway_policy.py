@@ -18,13 +18,13 @@ from gateway_kit import TOKEN, client, gateway, say
 from trio_websocket import ConnectionRejected, open_websocket_url
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import Subscription, open_fleet
+from claude_trio.actors.fanout.fleet import Subscription, open_fleet
+from claude_trio.protocol.config.options import MUTATING_BUILTINS, READONLY_BUILTINS
+from claude_trio.protocol.config.tools import SCHEDULING_TOOLS
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import Error
-from claude_trio.protocol.options import MUTATING_BUILTINS, READONLY_BUILTINS
-from claude_trio.protocol.remote import GatewayLimits
-from claude_trio.protocol.tools import SCHEDULING_TOOLS
-from claude_trio.protocol.wire import ErrorFrame, EventFrame
+from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.fanout.wire import ErrorFrame, EventFrame
+from claude_trio.protocol.session.events import Error
 from claude_trio.testing import FakeCLI
 
 
@@ -396,7 +396,7 @@ async def test_query_token_given_twice_is_refused() -> None:
 
 
 def test_the_descriptor_limit_lowers_the_connection_cap() -> None:
-    from claude_trio.protocol.remote import connection_cap
+    from claude_trio.protocol.fanout.remote import connection_cap
 
     limits = GatewayLimits(max_connections=512, fd_reserve=64)
     assert connection_cap(limits, 256) == 192
@@ -409,7 +409,7 @@ def test_the_descriptor_limit_lowers_the_connection_cap() -> None:
 async def test_an_op_the_decoder_fails_on_is_an_error_frame_not_a_dead_connection(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import claude_trio.actors.gateway_connection as gateway_connection
+    import claude_trio.actors.fanout.gateway_connection as gateway_connection
 
     real_decode = gateway_connection.decode_op
 

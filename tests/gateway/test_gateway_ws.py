@@ -36,8 +36,15 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import open_fleet
-from claude_trio.protocol.events import (
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.fanout.wire import (
+    ErrorFrame,
+    EventFrame,
+    ReplyFrame,
+    ResyncRequiredFrame,
+)
+from claude_trio.protocol.session.events import (
     AssistantMessage,
     Event,
     Result,
@@ -45,13 +52,6 @@ from claude_trio.protocol.events import (
     ToolUse,
     UserInputRequest,
     UserInputResolved,
-)
-from claude_trio.protocol.remote import GatewayLimits
-from claude_trio.protocol.wire import (
-    ErrorFrame,
-    EventFrame,
-    ReplyFrame,
-    ResyncRequiredFrame,
 )
 from claude_trio.testing import FakeCLI, FakeTurn, check_contract
 

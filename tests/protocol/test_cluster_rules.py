@@ -1,5 +1,5 @@
-"""The cluster's pure rules (``protocol/cluster.py``): the codecs, the fencing comparison, and a
-Hypothesis model of a session under push / CLI turns / abort / worker death / a worker that
+"""The cluster's pure rules (``protocol/cluster/records.py``): the codecs, the fencing comparison,
+and a Hypothesis model of a session under push / CLI turns / abort / worker death / a worker that
 pauses then resumes / gateway switch, checking that every execution has exactly one final
 event, no accepted push is lost, none is answered twice, and nothing is stored by a worker
 whose token is stale."""
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from claude_trio.protocol.cluster import (
+from claude_trio.protocol.cluster.records import (
     AcceptedPush,
     Command,
     Fenced,
@@ -27,10 +27,10 @@ from claude_trio.protocol.cluster import (
     plan_move,
     seq_of_id,
 )
+from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.errors import RemoteProtocolError
-from claude_trio.protocol.events import Aborted, Event, Result, TextDelta, WarningEvent
-from claude_trio.protocol.images import ImageInput
-from claude_trio.protocol.usage import ZERO_USAGE, Usage
+from claude_trio.protocol.session.events import Aborted, Event, Result, TextDelta, WarningEvent
+from claude_trio.protocol.session.usage import ZERO_USAGE, Usage
 
 
 def result(text: str, uuids: tuple[str, ...] = (), *, final: bool) -> Result:

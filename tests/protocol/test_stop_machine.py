@@ -1,4 +1,4 @@
-"""StopMachine: every rule of protocol/stop.py, every input a phase does not take, and a
+"""StopMachine: every rule of protocol/session/stop.py, every input a phase does not take, and a
 Hypothesis state machine over all of its inputs checked against the transition table."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from claude_trio.protocol.errors import LocalProtocolError
-from claude_trio.protocol.lifecycle import ExecutionLifecycle
-from claude_trio.protocol.stop import (
+from claude_trio.protocol.session.lifecycle import ExecutionLifecycle
+from claude_trio.protocol.session.stop import (
     TRANSITIONS,
     ArmDeadline,
     CloseGate,

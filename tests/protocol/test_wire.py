@@ -8,12 +8,10 @@ from typing import Any
 import pytest
 
 from claude_trio.errors import WireError
-from claude_trio.protocol.events import Question, Result, TextDelta, UserInputRequest
-from claude_trio.protocol.images import ImageInput
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.subagents import SubagentDefinition
-from claude_trio.protocol.usage import Usage
-from claude_trio.protocol.wire import (
+from claude_trio.protocol.config.images import ImageInput
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.config.subagents import SubagentDefinition
+from claude_trio.protocol.fanout.wire import (
     AbortOp,
     AnswerOp,
     AttachOp,
@@ -42,6 +40,8 @@ from claude_trio.protocol.wire import (
     params_from_json,
     params_to_json,
 )
+from claude_trio.protocol.session.events import Question, Result, TextDelta, UserInputRequest
+from claude_trio.protocol.session.usage import Usage
 
 FULL_PARAMS = ExecuteParams(
     prompt="do it",

@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from claude_trio import ExecuteParams
-from claude_trio.actors.redis_fleet import RedisFleet, open_redis_fleet
-from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
+from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.testing import RedisServer
 
 

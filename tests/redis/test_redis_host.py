@@ -14,16 +14,16 @@ import coredis
 import trio
 from cluster_kit import TOKEN, open_gateway, open_worker
 
-from claude_trio.actors.fleet import open_fleet
-from claude_trio.actors.gateway import serve_gateway
-from claude_trio.actors.hosts import SessionHost
-from claude_trio.actors.redis_fleet import RedisFleet, open_redis_fleet
+from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.actors.fanout.gateway import serve_gateway
+from claude_trio.actors.fanout.hosts import SessionHost
 from claude_trio.client import ClientConfig, GatewayClient, connect_gateway
-from claude_trio.protocol.images import ImageInput
-from claude_trio.protocol.lifecycle import Accepted
-from claude_trio.protocol.params import ExecuteParams
-from claude_trio.protocol.usage import ZERO_USAGE
-from claude_trio.protocol.wire import SessionInfo
+from claude_trio.protocol.config.images import ImageInput
+from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.fanout.wire import SessionInfo
+from claude_trio.protocol.session.lifecycle import Accepted
+from claude_trio.protocol.session.usage import ZERO_USAGE
 from claude_trio.testing import (
     FakeCLI,
     FakeTurn,
