@@ -46,7 +46,7 @@ import coredis
 import coredis.exceptions
 import trio
 
-from claude_trio.actors.cluster.writes import FencedOut, FencedWrites
+from claude_trio.actors.cluster.writes import FencedWrites, _FencedOut
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.fleet import Fleet, FleetSession, ResyncRequired
 from claude_trio.protocol.cluster.keys import RedisKeys
@@ -383,7 +383,7 @@ class Worker:
             return
         try:
             await self._begin_owned(nursery, entry_id, job, token, moved=moved)
-        except FencedOut as exc:  # taken by another worker meanwhile: not ours to end
+        except _FencedOut as exc:  # taken by another worker meanwhile: not ours to end
             log.warning(exc.fenced.message, extra={"event": "fenced", "session": sid})
             self.fenced += 1
 
@@ -444,7 +444,7 @@ class Worker:
         nursery.start_soon(self._publish, running, name=f"worker publisher {sid}")
         try:
             await self._writes.record(sid, token, {"state": "live", "worker": self.id})
-        except FencedOut:
+        except _FencedOut:
             await self._fence(running)  # its publisher stores nothing and waits for the CLI
 
     async def _plan_move(
@@ -547,7 +547,7 @@ class Worker:
         session was taken by another worker (rule 7), stop its CLI and store nothing more."""
         try:
             await self._publish_owned(running)
-        except FencedOut:
+        except _FencedOut:
             await self._fence(running)
             await running.local.wait_closed()
         finally:
@@ -679,7 +679,7 @@ class Worker:
         else:
             try:
                 outcome = await self._apply_to(running, command)
-            except FencedOut as exc:
+            except _FencedOut as exc:
                 await self._fence(running)
                 outcome = exc.fenced.outcome()
         reply = command.reply

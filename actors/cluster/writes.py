@@ -4,12 +4,12 @@ Every write a worker makes for a session it runs goes through :class:`FencedWrit
 the session (its new token), storing its events, updating its record, recording an accepted
 push. Each is one of the Lua scripts of ``protocol/cluster/scripts.py``, which writes nothing
 unless the session record's epoch still equals the worker's token; a refused write raises
-:class:`FencedOut` (nothing was written), and the worker stops that session's CLI.
+:class:`_FencedOut` (nothing was written), and the worker stops that session's CLI.
 
 Channels: none. Cancellation: a write is one script call, retried while Redis is unavailable;
 cancelling it ends the retries (a script runs whole or not at all). Error handling: a Redis
 error is retried by the worker's ``retrying`` (which tracks its degraded state), never
-raised; a write the token no longer allows raises ``FencedOut``.
+raised; a write the token no longer allows raises ``_FencedOut``.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ from claude_trio.protocol.cluster.scripts import (
 from claude_trio.protocol.session.events import Aborted, Event, Result, TurnStarted
 from claude_trio.protocol.session.usage import Usage
 
-__all__ = ["FencedOut", "FencedWrites"]
+__all__ = ["FencedWrites"]
 
 #: ``await retrying(what, call)``: ``await call()`` until Redis answers (the worker's).
 Retrying = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 
 
-class FencedOut(Exception):
+class _FencedOut(Exception):
     """A write was refused by rule 7: nothing was written (caught where the session's work
     is done)."""
 
@@ -82,9 +82,9 @@ class FencedWrites:
         )
         return int(token)
 
-    def refused(self, sid: str, token: int) -> FencedOut:
+    def refused(self, sid: str, token: int) -> _FencedOut:
         """The error that says this worker's ``token`` for ``sid`` is no longer current."""
-        return FencedOut(Fenced(session=sid, worker=self._worker_id, token=token))
+        return _FencedOut(Fenced(session=sid, worker=self._worker_id, token=token))
 
     async def record(
         self, sid: str, token: int, update: Mapping[str, str], *, clear_pushes: bool = False
@@ -118,7 +118,7 @@ class FencedWrites:
         """Append events to the session's stream in one round trip (those already there are
         refused by Redis and skipped), and the record's seq with a turn's start or end (and
         ``usage``, the session's after these events, when given); if the session is still
-        ours (rule 7), else ``FencedOut`` and nothing is written."""
+        ours (rule 7), else ``_FencedOut`` and nothing is written."""
         await trio.lowlevel.checkpoint()
         keys = self._keys
         update: dict[str, str] = {}
