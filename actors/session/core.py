@@ -197,7 +197,7 @@ class SessionCore:
         if ended is not None:
             end.finish(ended, out)
             return False
-        if stop.wants_output:
+        if stop.released and stop.wants_output:  # (released: a plain attribute, cheap)
             self.stopper.output_seen(turn_open=self.mapper.turn_open)
         if out:
             if stop.released and self.stream.full:

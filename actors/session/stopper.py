@@ -257,7 +257,8 @@ class Stopper:
                     assert armed is not None
                     self._deadline = None
                     which = armed[0]
-                    self._apply(machine.deadline_passed(which, after=self._seconds(which)))
+                    if machine.deadline == which:  # not moved on in the same instant
+                        self._apply(machine.deadline_passed(which, after=self._seconds(which)))
                 nursery.cancel_scope.cancel()
         self.client = None
 
