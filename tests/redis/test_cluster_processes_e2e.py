@@ -288,7 +288,13 @@ async def test_a_worker_paused_past_dead_after_is_fenced_when_it_resumes(
                     events.append(event)
                 moved = SessionRecord.from_fields(await redis.hgetall(KEYS.session(session.id)))
                 entries = await redis.xrange(KEYS.events(session.id))
-                pending = await redis.xpending(KEYS.jobs, KEYS.workers_group)
+                # w1 acknowledges the job after it stored the final event, which the client
+                # may read first: wait (bounded) for the acknowledgement.
+                for _ in range(250):
+                    pending = await redis.xpending(KEYS.jobs, KEYS.workers_group)
+                    if pending.pending == 0:
+                        break
+                    await trio.sleep(0.02)
             finally:
                 w0.process.send_signal(signal.SIGCONT)
             for _ in range(1000):  # until w0 found out (its next heartbeat or write)
