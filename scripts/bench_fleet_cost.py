@@ -146,7 +146,7 @@ async def fleet_side(sessions: int, max_live: int, recording: bool = False) -> d
     wall, used = time.perf_counter() - start, time.process_time() - cpu
     ok = 0
     for session in started:
-        subscription = session.subscribe(None, max_queue=10_000)
+        subscription = session.subscribe_nowait(None, max_queue=10_000)
         with subscription:  # type: ignore[union-attr]
             events = [event async for event in subscription]  # type: ignore[union-attr]
         last = events[-1] if events else None
