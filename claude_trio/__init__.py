@@ -100,6 +100,8 @@ if TYPE_CHECKING:
         open_fleet as open_fleet,
         Fleet as Fleet,
         FleetSession as FleetSession,
+        SessionHost as SessionHost,
+        SessionHandle as SessionHandle,
     )
     from claude_trio.batch import (
         run_batch as run_batch,

@@ -1,5 +1,6 @@
-"""Many prompts, one call: :func:`run_batch` on a fleet or a gateway client, and the
-``claude-trio batch`` command around it.
+"""Many prompts, one call: :func:`run_batch` on any session host (a fleet, a gateway client,
+a Redis cluster's fleet, one of your own: ``actors/fanout/hosts.py``), and the ``claude-trio batch``
+command around it.
 
 ::
 
@@ -11,15 +12,15 @@
 
 At most ``max_live`` items run at once. Each item is one session; an attempt that fails on an
 overloaded or rate-limited model API (429, 529, ``overloaded``) is tried again after a backoff
-that honours ``retry-after`` (``protocol/batch.py``, rule 3), up to ``retry.retries`` times.
+that honours ``retry-after`` (``protocol/fanout/batch.py``, rule 3), up to ``retry.retries`` times.
 ``budget`` (USD): once the cost spent (``spent`` before, plus every attempt so far) reaches it,
 no new item starts; the ones running finish. ``on_result`` is awaited with each item's
-:class:`~claude_trio.protocol.batch.BatchResult` as soon as it is final (the command writes
+:class:`~claude_trio.protocol.fanout.batch.BatchResult` as soon as it is final (the command writes
 and syncs its line there); ``on_progress`` is called with a
-:class:`~claude_trio.protocol.batch.BatchProgress` at every change.
+:class:`~claude_trio.protocol.fanout.batch.BatchProgress` at every change.
 
-Cancellation: cancelling ``run_batch`` aborts the items' sessions (a remote one through its
-``abort``: a server's session does not stop with its client otherwise), then re-raises;
+Cancellation: cancelling ``run_batch`` aborts the items' sessions through their handle's
+``abort`` (a host's session does not stop with whoever follows it), then re-raises;
 results already passed to ``on_result`` stay. Error handling: an item that fails for good is
 a result with ``ok=False`` and its ``error``; a gateway that cannot be reached any more
 (``GatewayUnavailableError``, ``GatewayRefusedError``) ends the batch with that error.
@@ -56,8 +57,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from claude_trio.actors.fleet import Fleet, Subscription, open_fleet
-from claude_trio.args import (
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.actors.fanout.hosts import SessionHost
+from claude_trio.cli.args import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SESSION_ERROR,
@@ -65,8 +67,18 @@ from claude_trio.args import (
     NO_CREDENTIALS_MESSAGE,
     has_credentials,
 )
-from claude_trio.client import GatewayClient, connect_gateway
-from claude_trio.protocol.batch import (
+from claude_trio.client import connect_gateway
+from claude_trio.protocol.checks import check_int, check_number
+from claude_trio.protocol.errors import (
+    BatchFileError,
+    ClaudeTrioError,
+    ConnectionLostError,
+    InvalidParamsError,
+    RemoteOpError,
+    ReplayGapError,
+    SessionLostError,
+)
+from claude_trio.protocol.fanout.batch import (
     Attempt,
     BatchItem,
     BatchProgress,
@@ -75,19 +87,8 @@ from claude_trio.protocol.batch import (
     parse_items,
     read_results,
 )
-from claude_trio.protocol.checks import check_int, check_number
-from claude_trio.protocol.codec import dumps
-from claude_trio.protocol.errors import (
-    BatchFileError,
-    ClaudeTrioError,
-    ConnectionLostError,
-    InvalidParamsError,
-    RemoteOpError,
-    ResyncRequiredError,
-    SessionLostError,
-    SlowSubscriberError,
-)
-from claude_trio.protocol.usage import ZERO_USAGE, Usage, add_usage
+from claude_trio.protocol.fanout.codec import dumps
+from claude_trio.protocol.session.usage import ZERO_USAGE, Usage, add_usage
 
 __all__ = [
     "BatchItem",
@@ -103,9 +104,6 @@ __all__ = [
 ABORT_GRACE = 30.0
 #: How long writing one result line may take when the batch is being cancelled.
 WRITE_GRACE = 10.0
-#: Events a fleet subscription of an item may queue (it is read at once; a delta burst
-#: merges beyond that, which changes nothing for a result).
-_ITEM_QUEUE = 10_000
 
 
 @attrs.frozen(kw_only=True)
@@ -121,38 +119,12 @@ class BatchReport:
 # -- one attempt ----------------------------------------------------------------------------------
 
 
-async def _attempt_on_fleet(fleet: Fleet, item: BatchItem) -> Attempt:
-    attempt = Attempt()
-    session = await fleet.start(item.params, label=item.key[:256])
-    try:
-        last_seq: int | None = None
-        while True:
-            subscribed = session.subscribe(last_seq, max_queue=_ITEM_QUEUE)
-            if not isinstance(subscribed, Subscription):  # evicted while we lagged: the end
-                await session.wait_ended()
-                break
-            try:
-                with subscribed:
-                    async for event in subscribed:
-                        attempt.feed(event)
-                        last_seq = event.seq
-                break
-            except SlowSubscriberError:
-                continue  # read on from the last event seen: an exact replay
-    except BaseException:
-        with trio.move_on_after(ABORT_GRACE, shield=True):
-            await session.abort()
-        raise
-    if attempt.final is None:  # resubscribed past the end: the totals are the session's
-        attempt.usage = session.usage
-    return attempt
-
-
-async def _attempt_on_gateway(client: GatewayClient, item: BatchItem) -> Attempt:
+async def _attempt(host: SessionHost, item: BatchItem) -> Attempt:
+    """One session of ``item`` on ``host``, followed to its final event."""
     await trio.lowlevel.checkpoint()
     attempt = Attempt()
     try:
-        session = await client.open(item.params, label=item.key[:256])
+        handle = await host.open(item.params, label=item.key[:256])
     except RemoteOpError as exc:
         attempt.start_error = str(exc)
         # the server at its limit, closing, or failing: later may work; bad params never do
@@ -163,18 +135,19 @@ async def _attempt_on_gateway(client: GatewayClient, item: BatchItem) -> Attempt
         attempt.start_error_retryable = True
         return attempt
     try:
-        async for event in session.events:
-            attempt.feed(event)
-    except (ResyncRequiredError, SessionLostError) as exc:
+        async with handle.subscribe() as events:
+            async for event in events:
+                attempt.feed(event)
+    except (ReplayGapError, SessionLostError) as exc:
+        # Followed too far behind (the host no longer holds what came next), or the host
+        # forgot it: what it came to is not known here, so it runs again.
         attempt.start_error = str(exc)
         attempt.start_error_retryable = True
     except BaseException:
-        # A server's session does not stop with its client: stop it.
+        # A host's session does not stop with its follower: stop it.
         with trio.move_on_after(ABORT_GRACE, shield=True):
-            await session.abort()
+            await handle.abort()
         raise
-    finally:
-        session.close()
     return attempt
 
 
@@ -228,7 +201,7 @@ class _Run:
 
 async def run_batch(
     items: Sequence[BatchItem],
-    runner: Fleet | GatewayClient,
+    runner: SessionHost,
     *,
     max_live: int = 4,
     budget: float | None = None,
@@ -239,14 +212,20 @@ async def run_batch(
     on_progress: Callable[[BatchProgress], None] | None = None,
     rng: random.Random | None = None,
 ) -> BatchReport:
-    """Run ``items`` on ``runner`` (a fleet, or a gateway client); see the module docstring.
+    """Run ``items`` on ``runner``, any session host (``actors/fanout/hosts.py``: a fleet, a Redis
+    cluster's, a gateway client); see the module docstring.
 
     ``spent``: cost already spent on this batch (counts toward ``budget``); ``skipped``:
     items done earlier, for the progress counts only. ``rng``: the source of the retry
     jitter (a seeded one makes the waits reproducible).
     """
-    if not isinstance(runner, Fleet | GatewayClient):
-        raise InvalidParamsError("runner", runner, "a Fleet (open_fleet) or a GatewayClient")
+    if not isinstance(runner, SessionHost):
+        raise InvalidParamsError(
+            "runner",
+            runner,
+            "a session host (actors/fanout/hosts.py): a Fleet (open_fleet), a GatewayClient "
+            "(connect_gateway), a RedisFleet, or your own",
+        )
     check_int("max_live", max_live, 1)
     if budget is not None:
         check_number("budget", budget, above=0, allowed="a cost in USD > 0, or None")
@@ -264,17 +243,12 @@ async def run_batch(
         on_progress=on_progress,
     )
 
-    async def attempt_once(item: BatchItem) -> Attempt:
-        if isinstance(runner, Fleet):
-            return await _attempt_on_fleet(runner, item)
-        return await _attempt_on_gateway(runner, item)
-
     async def run_item(item: BatchItem) -> BatchResult:
         cost = 0.0
         attempts = 0
         while True:
             attempts += 1
-            attempt = await attempt_once(item)
+            attempt = await _attempt(runner, item)
             cost += attempt.usage.cost_usd
             state.cost += attempt.usage.cost_usd
             state.usage = add_usage(state.usage, attempt.usage)
@@ -492,7 +466,7 @@ def _silence_stdout() -> None:
 @asynccontextmanager
 async def _open_runner(
     args: argparse.Namespace, token: str | None
-) -> AsyncIterator[Fleet | GatewayClient]:
+) -> AsyncIterator[SessionHost]:
     if args.remote is not None:
         assert token is not None
         async with connect_gateway(args.remote, token=token) as client:

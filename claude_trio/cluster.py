@@ -7,9 +7,9 @@ it (``claude-trio serve --redis``). :class:`RedisSessionStore` keeps conversatio
 in Redis, so any worker can continue one.
 """
 
-from claude_trio.actors.redis_fleet import RedisFleet, RedisSession, open_redis_fleet
-from claude_trio.actors.redis_store import RedisSessionStore
-from claude_trio.actors.redis_worker import WorkerConfig, WorkerStatistics, serve_worker
+from claude_trio.actors.cluster.fleet import RedisFleet, RedisSession, open_redis_fleet
+from claude_trio.actors.cluster.store import RedisSessionStore
+from claude_trio.actors.cluster.worker import WorkerConfig, WorkerStatistics, serve_worker
 
 __all__ = [
     "RedisFleet",

@@ -21,13 +21,14 @@ built-in base, kept for callers that catch those)::
     │   └── RedisUnavailableError ── a Redis that could not be used at start
     ├── StreamEndedError ── a stream ended before the event waited for
     ├── SlowSubscriberError ── a subscription dropped: its consumer fell too far behind
+    ├── ReplayGapError ── the events after last_seq are no longer held by the host
     ├── UnknownSessionError (KeyError) ── no session with this id
     ├── GatewayError ── between the gateway client and the gateway
     │   ├── GatewayRefusedError ── the handshake was refused (HTTP status)
     │   ├── GatewayUnavailableError ── could not connect (again), or closed
     │   ├── ConnectionLostError ── the connection dropped before an op's reply
     │   ├── RemoteOpError ── the gateway answered an op with an error
-    │   ├── ResyncRequiredError ── events after last_seq can no longer be replayed
+    │   ├── ResyncRequiredError (ReplayGapError) ── events after last_seq can no longer be replayed
     │   └── SessionLostError ── the server no longer knows the session
     └── ModelDoubleRunaway (AssertionError) ── the CLI ran past a ModelDouble's script
 
@@ -36,6 +37,7 @@ The testing kit's own errors derive from it too; import them from ``claude_trio.
     ClaudeTrioError
     ├── CassetteMismatchError (CLIConnectionError) ── a test wrote what was not recorded
     ├── ContractViolationError (AssertionError) ── a stream broke the events' contract
+    ├── HostConformanceError (AssertionError) ── a session host broke one of its contracts
     ├── ScriptError ── a fake CLI's responder raised
     ├── SDKControlError ── the SDK refused a fake CLI's control request
     ├── RequestCancelledError ── the fake CLI withdrew its own control request

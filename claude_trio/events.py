@@ -15,7 +15,7 @@ cost; ``add_usage`` / ``sum_usage`` add figures up.
 This module imports no trio: a websocket client can use it on its own.
 """
 
-from claude_trio.protocol.events import (
+from claude_trio.protocol.session.events import (
     Aborted,
     AdapterReady,
     AssistantMessage,
@@ -53,8 +53,8 @@ from claude_trio.protocol.events import (
     WarningEvent,
     is_terminal,
 )
-from claude_trio.protocol.transcript import Exchange, SubagentRun, ToolCall, Transcript
-from claude_trio.protocol.usage import Usage, add_usage, normalize_usage, sum_usage
+from claude_trio.protocol.session.transcript import Exchange, SubagentRun, ToolCall, Transcript
+from claude_trio.protocol.session.usage import Usage, add_usage, normalize_usage, sum_usage
 
 __all__ = [
     "Aborted",

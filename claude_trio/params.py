@@ -14,21 +14,24 @@ Before starting: :func:`resolve_model` (an alias to the model id the CLI gets),
 This module imports no trio.
 """
 
-from claude_trio.protocol.capabilities import ArchitectureCapabilities, architecture_capabilities
-from claude_trio.protocol.images import ImageInput
-from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY, resolve_model
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.permissions import PERMISSION_MODES, PermissionMode
-from claude_trio.protocol.redact import redact_secrets
-from claude_trio.protocol.resume import (
+from claude_trio.protocol.config.capabilities import (
+    ArchitectureCapabilities,
+    architecture_capabilities,
+)
+from claude_trio.protocol.config.images import ImageInput
+from claude_trio.protocol.config.models import ADAPTIVE_THINKING_ONLY, resolve_model
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.config.permissions import PERMISSION_MODES, PermissionMode
+from claude_trio.protocol.config.redact import redact_secrets
+from claude_trio.protocol.config.resume import (
     ResumeConstraints,
     ResumeViolation,
     ScopeWidening,
     find_resume_violations,
     get_session_resume_constraints,
 )
-from claude_trio.protocol.skills import InlineSkill
-from claude_trio.protocol.subagents import SubagentDefinition
+from claude_trio.protocol.config.subagents import SubagentDefinition
+from claude_trio.protocol.extensions.skills import InlineSkill
 
 __all__ = [
     "ADAPTIVE_THINKING_ONLY",

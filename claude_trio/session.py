@@ -22,17 +22,22 @@
 * :class:`ClaudeCodeAdapter`: the TypeScript library's adapter interface, for ported code.
 """
 
-from claude_trio.actors.adapter import ClaudeCodeAdapter
-from claude_trio.actors.broker import AnswerAccepted, AnswerRejected, UserInputHandler
-from claude_trio.actors.driver import DriverConfig
-from claude_trio.actors.event_stream import EventStream
-from claude_trio.actors.pool import CLIPool, PoolStatistics, open_cli_pool
-from claude_trio.actors.session import Session, SessionUsage, open_session
-from claude_trio.protocol.approvals import ApprovalAnswer, allow_tool, always_allow_tool, deny_tool
-from claude_trio.protocol.controls import ContextUsage, McpServerStatus
-from claude_trio.protocol.custom_tools import CustomTool, custom_tool
-from claude_trio.protocol.hooks import Hook, HookDecision, HookInput, hook
-from claude_trio.protocol.lifecycle import Accepted, Rejected
+from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected, UserInputHandler
+from claude_trio.actors.session.adapter import ClaudeCodeAdapter
+from claude_trio.actors.session.driver import DriverConfig
+from claude_trio.actors.session.event_stream import EventStream
+from claude_trio.actors.session.open import Session, SessionUsage, open_session
+from claude_trio.actors.session.pool import CLIPool, PoolStatistics, open_cli_pool
+from claude_trio.protocol.extensions.approvals import (
+    ApprovalAnswer,
+    allow_tool,
+    always_allow_tool,
+    deny_tool,
+)
+from claude_trio.protocol.extensions.controls import ContextUsage, McpServerStatus
+from claude_trio.protocol.extensions.custom_tools import CustomTool, custom_tool
+from claude_trio.protocol.extensions.hooks import Hook, HookDecision, HookInput, hook
+from claude_trio.protocol.session.lifecycle import Accepted, Rejected
 
 __all__ = [
     "Accepted",

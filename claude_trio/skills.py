@@ -5,7 +5,7 @@
     for skill in await list_skills("/path/to/project"):
         print(skill.name, skill.source, skill.description)
 
-The rules (where the CLI looks, which one wins a name) are ``protocol/skills.py``'s.
+The rules (where the CLI looks, which one wins a name) are ``protocol/extensions/skills.py``'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from functools import partial
 
 import trio
 
-from claude_trio.protocol.skills import SkillInfo, SkillSource, scan_skills
+from claude_trio.protocol.extensions.skills import SkillInfo, SkillSource, scan_skills
 
 __all__ = ["SkillInfo", "list_skills"]
 

@@ -31,7 +31,7 @@ The rules they share, the ones trio code expects:
   own stream); a helper only reads from it, and what it did not read is still there.
 * **Bounded.** ``open_subagent_split`` passes events on with no buffer (a reader that does not
   read holds the split up: backpressure); ``open_tee`` applies the fleet's slow-subscriber
-  policy (``protocol/replay.py``): a consumer that falls too far behind has its deltas
+  policy (``protocol/fanout/replay.py``): a consumer that falls too far behind has its deltas
   merged, then is dropped with :class:`~.actors.fleet.SlowSubscriberError`, and nobody else
   waits for it. ``collect`` holds the events of one execution, which is what it returns.
 """
@@ -46,16 +46,18 @@ import attrs
 import trio
 from rich.console import Console
 
-from claude_trio.actors.boundary import open_block_nursery
 from claude_trio.actors.channel import BaseReceiveChannel, SourceView, check_source
-from claude_trio.actors.fleet import DEFAULT_SUBSCRIBER_BYTES
+from claude_trio.actors.fanout.fleet import DEFAULT_SUBSCRIBER_BYTES
+from claude_trio.actors.session.boundary import open_block_nursery
+from claude_trio.cli.render import Renderer
 from claude_trio.protocol.checks import check_int
 from claude_trio.protocol.errors import (
     InvalidParamsError,
     SlowSubscriberError,
     StreamEndedError,
 )
-from claude_trio.protocol.events import (
+from claude_trio.protocol.fanout.replay import Entry, SubscriberQueue
+from claude_trio.protocol.session.events import (
     EVENT_KINDS,
     EVENT_TYPES,
     Event,
@@ -63,9 +65,7 @@ from claude_trio.protocol.events import (
     SubagentCompleted,
     SubagentStarted,
 )
-from claude_trio.protocol.replay import Entry, SubscriberQueue
-from claude_trio.protocol.transcript import Transcript, ends_execution
-from claude_trio.render import Renderer
+from claude_trio.protocol.session.transcript import Transcript, ends_execution
 
 __all__ = [
     "DEFAULT_TEE_QUEUE",
@@ -238,7 +238,7 @@ async def collect(events: EventSource) -> Transcript:
 
     Reads until the stream ends or the execution's final event (a final ``result``,
     ``aborted``, a fatal ``error``) arrives, whichever is first. Everything read is held until
-    then (it is what the transcript holds). See ``protocol/transcript.py`` for the rules.
+    then (it is what the transcript holds). See ``protocol/session/transcript.py`` for the rules.
     """
     check_source(events)
     await trio.lowlevel.checkpoint()
@@ -312,7 +312,7 @@ def observe(events: EventSource, *observers: Observer) -> ObservedStream:
 
 
 class ConsoleObserver:
-    """Shows events on a console the way ``claude-trio run`` does (:class:`~claude_trio.render.
+    """Shows events on a console the way ``claude-trio run`` does (:class:`~claude_trio.cli.render.
     Renderer`): the answer streamed, thinking dimmed, one line per tool call and result,
     subagents indented, the todo list, questions, and a usage line per turn.
 
@@ -454,7 +454,7 @@ async def open_tee(
     A task reads ``events`` as they come and offers each to every consumer without waiting:
     no consumer slows the source or another consumer. Each copy holds at most ``max_queue``
     events and ``max_bytes`` counted bytes (the fleet's slow-subscriber policy,
-    ``protocol/replay.py``): when it is full, adjacent deltas of one message are merged (the
+    ``protocol/fanout/replay.py``): when it is full, adjacent deltas of one message are merged (the
     merged delta has the later seq); when that does not make room, the consumer is dropped
     (:class:`TeeOutput`). Consumers get the events without ``raw``, as fleet subscribers do.
 
@@ -594,7 +594,7 @@ async def open_subagent_split(events: EventSource) -> AsyncIterator[SubagentSpli
                 async for sub in split.subagents:
                     nursery.start_soon(show_subagent, sub.task_id, sub.events)
 
-    An event goes where its attribution says (``protocol/transcript.py``, rule 1): a
+    An event goes where its attribution says (``protocol/session/transcript.py``, rule 1): a
     subagent's ``subagent_started`` and ``subagent_completed`` to the agent that started it,
     then its channel is announced (at the start) or ended (at the completion). Nested
     subagents are announced on ``split.subagents`` too, with their ``parent_task_id``.

@@ -27,7 +27,7 @@ from typing import Any, TypeAlias, TypeGuard
 
 import attrs
 
-from .errors import InvalidParamsError
+from claude_trio.protocol.errors import InvalidParamsError
 
 MAX_SECONDS = 86_400.0
 

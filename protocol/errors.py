@@ -34,6 +34,7 @@ __all__ = [
     "RedisUsageError",
     "RemoteOpError",
     "RemoteProtocolError",
+    "ReplayGapError",
     "ResyncRequiredError",
     "ServeUsageError",
     "SessionLostError",
@@ -103,7 +104,8 @@ class ControlRefusedError(LocalProtocolError):
 
 
 class HookDecisionError(LocalProtocolError, ValueError):
-    """A hook returned something its event cannot take (``protocol/hooks.py``, rule 2)."""
+    """A hook returned something its event cannot take (``protocol/extensions/hooks.py``, rule
+    2)."""
 
 
 # -- the peer ------------------------------------------------------------------------------------
@@ -130,7 +132,7 @@ WireErrorCode: TypeAlias = Literal[
     "internal",  # (gateway) a bug of ours
     "unavailable",  # (gateway) the cluster behind it (Redis) does not answer: try again later
 ]
-"""The machine-readable code of a websocket ``error`` frame (``protocol/wire.py``)."""
+"""The machine-readable code of a websocket ``error`` frame (``protocol/fanout/wire.py``)."""
 
 
 class WireError(RemoteProtocolError):
@@ -195,6 +197,26 @@ class UnknownSessionError(ClaudeTrioError, KeyError):
         )
 
 
+class ReplayGapError(ClaudeTrioError):
+    """A session host no longer holds every event after ``last_seq`` (its replay buffer, or a
+    cluster's trimmed stream, starts at ``oldest_seq``): they cannot be replayed exactly.
+    Subscribe again with ``last_seq=None`` for what is left. A gateway client raises its
+    subclass ``ResyncRequiredError``."""
+
+    def __init__(self, session_id: str, last_seq: int, oldest_seq: int | None) -> None:
+        self.session_id = session_id
+        self.last_seq = last_seq
+        self.oldest_seq = oldest_seq
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return (
+            f"session {self.session_id}: the events after seq {self.last_seq} are no longer "
+            f"held (the replay starts at seq {self.oldest_seq}); subscribe again with "
+            "last_seq=None for what is left, or keep a larger replay buffer"
+        )
+
+
 # -- the gateway client --------------------------------------------------------------------------
 
 
@@ -232,19 +254,17 @@ class RemoteOpError(GatewayError):
         super().__init__(f"{op}: {code}: {message}")
 
 
-class ResyncRequiredError(GatewayError):
+class ResyncRequiredError(GatewayError, ReplayGapError):
     """The server's replay buffer no longer holds the events after ``last_seq``: they cannot
-    be replayed exactly (``oldest_seq`` is the oldest it holds)."""
+    be replayed exactly (``oldest_seq`` is the oldest it holds). A ``ReplayGapError``, as
+    every session host raises it."""
 
-    def __init__(self, session_id: str, last_seq: int, oldest_seq: int | None) -> None:
-        self.session_id = session_id
-        self.last_seq = last_seq
-        self.oldest_seq = oldest_seq
-        super().__init__(
-            f"session {session_id}: the server no longer holds the events after seq "
-            f"{last_seq} (its replay buffer starts at {oldest_seq}); this client fell too far "
-            "behind to resume exactly. Attach again with last_seq=None for what is left, or "
-            "give the server a larger replay buffer"
+    def _message(self) -> str:
+        return (
+            f"session {self.session_id}: the server no longer holds the events after seq "
+            f"{self.last_seq} (its replay buffer starts at {self.oldest_seq}); this client fell "
+            "too far behind to resume exactly. Attach again with last_seq=None for what is "
+            "left, or give the server a larger replay buffer"
         )
 
 

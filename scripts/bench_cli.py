@@ -31,8 +31,8 @@ from bench_replay import subprocess_transport
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, StreamEvent
 
 from claude_trio import Error, ExecuteParams, open_cli_pool, open_session
-from claude_trio.actors.sdk_private import SubprocessCLITransport, subprocess_of
-from claude_trio.protocol.options import build_options
+from claude_trio.actors.session.sdk_private import SubprocessCLITransport, subprocess_of
+from claude_trio.protocol.config.options import build_options
 from claude_trio.session import CLIPool
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply

@@ -43,11 +43,11 @@ from claude_agent_sdk import (
 )
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import open_fleet
+from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.client import connect_gateway
-from claude_trio.protocol.events import Result, TextDelta
-from claude_trio.protocol.options import build_options
-from claude_trio.protocol.remote import GatewayLimits
+from claude_trio.protocol.config.options import build_options
+from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.session.events import Result, TextDelta
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, ReplyUsage
 
@@ -94,7 +94,7 @@ async def fleet_side(mode: str, sessions: int, base_url: str) -> None:
             async with open_fleet(max_live=sessions, env=env) as fleet:
                 started = [await fleet.start(params) for _ in range(sessions)]
                 for session in started:
-                    subscription = session.subscribe(None, max_queue=100_000)
+                    subscription = session.subscribe_nowait(None, max_queue=100_000)
                     with subscription:  # type: ignore[union-attr]
                         async for event in subscription:  # type: ignore[union-attr]
                             if isinstance(event, Result) and event.final and not event.is_error:
@@ -243,7 +243,7 @@ async def _sweep(sessions: int, caps: tuple[int, ...]) -> dict[int, float]:
 
 
 def _final(session: Any) -> list[Any]:
-    subscription = session.subscribe(None, max_queue=100_000)
+    subscription = session.subscribe_nowait(None, max_queue=100_000)
     events = []
     while True:
         try:

@@ -47,9 +47,9 @@ from claude_agent_sdk import (
 )
 
 from claude_trio import ExecuteParams, open_session
-from claude_trio.actors.fleet import FleetSession, Subscription, open_fleet
-from claude_trio.protocol.events import Result
-from claude_trio.protocol.options import build_options
+from claude_trio.actors.fanout.fleet import FleetSession, Subscription, open_fleet
+from claude_trio.protocol.config.options import build_options
+from claude_trio.protocol.session.events import Result
 from claude_trio.testing import FakeCLI
 from claude_trio.testing.fake_cli import FakeTransport
 
@@ -154,7 +154,7 @@ async def fleet_side(sessions: int, max_live: int, recording: bool = False) -> d
 
 def _ended_well(session: FleetSession) -> bool:
     """The session's final event (replayed from its buffer) is a final, successful result."""
-    subscription = session.subscribe(session.last_seq - 1, max_queue=10)
+    subscription = session.subscribe_nowait(session.last_seq - 1, max_queue=10)
     assert isinstance(subscription, Subscription)
     with subscription:
         last = subscription.receive_nowait()

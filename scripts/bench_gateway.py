@@ -39,10 +39,10 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 
 from claude_trio import ExecuteParams, open_session, serve_gateway
-from claude_trio.actors.fleet import open_fleet
-from claude_trio.protocol.remote import GatewayLimits, remote_event
-from claude_trio.protocol.replay import slim
-from claude_trio.protocol.wire import EventFrame, encode_frame
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.protocol.fanout.remote import GatewayLimits, remote_event
+from claude_trio.protocol.fanout.replay import slim
+from claude_trio.protocol.fanout.wire import EventFrame, encode_frame
 from claude_trio.testing import FakeCLI, FakeTurn
 
 TOKEN = "bench-gateway-token-0123456789"

@@ -27,12 +27,12 @@ from bench_replay import Recording, ReplayTransport, replay_factory
 from claude_agent_sdk import ClaudeSDKClient, ResultMessage, StreamEvent
 
 from claude_trio import ExecuteParams, open_session
-from claude_trio.actors.event_stream import EventStream
-from claude_trio.actors.sdk_private import parse_message
-from claude_trio.actors.tap import TapTransport
-from claude_trio.protocol.frames import rewrite_unknown_frame
-from claude_trio.protocol.mapper import Mapper
-from claude_trio.protocol.options import build_options
+from claude_trio.actors.session.event_stream import EventStream
+from claude_trio.actors.session.sdk_private import parse_message
+from claude_trio.actors.session.tap import TapTransport
+from claude_trio.protocol.config.options import build_options
+from claude_trio.protocol.session.frames import rewrite_unknown_frame
+from claude_trio.protocol.session.mapper import Mapper
 
 TARGET_RATIO = 1.3
 PARAMS = ExecuteParams(prompt="Summarize the workspace.")

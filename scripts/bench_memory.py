@@ -27,7 +27,7 @@ from bench_replay import Recording, ReplayTransport, replay_factory
 from claude_agent_sdk import ClaudeSDKClient, StreamEvent
 
 from claude_trio import ExecuteParams, open_session
-from claude_trio.protocol.options import build_options
+from claude_trio.protocol.config.options import build_options
 
 TARGET_KIB = 64
 PARAMS = ExecuteParams(prompt="Summarize the workspace.")

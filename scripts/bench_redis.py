@@ -49,11 +49,11 @@ from bench_gateway import attach, fake_recording, handshake
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import Subscription, open_fleet
-from claude_trio.actors.redis_fleet import open_redis_fleet
-from claude_trio.actors.redis_worker import WorkerConfig, serve_worker
-from claude_trio.protocol.redis_keys import RedisKeys
-from claude_trio.protocol.remote import GatewayLimits
+from claude_trio.actors.cluster.fleet import open_redis_fleet
+from claude_trio.actors.cluster.worker import WorkerConfig, serve_worker
+from claude_trio.actors.fanout.fleet import Subscription, open_fleet
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.fanout.remote import GatewayLimits
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
 
@@ -129,7 +129,7 @@ async def gateway_server(mode: str, count: int, rate: float, url: str) -> None:
             served = await stack.enter_async_context(open_redis_fleet(gateway_redis, block=0.5))
             nursery = await stack.enter_async_context(trio.open_nursery())
         port = await nursery.start(partial(gateway, served))
-        session = await served.start(PARAMS)
+        session = await served.open(PARAMS)
         print(port, session.id, flush=True)
         await _wait_go()
         release.set()
@@ -334,11 +334,11 @@ async def _executions(url: str, workers: int, executions: int, turn_ms: int) -> 
         open_redis_fleet(redis, block=0.5) as fleet,
     ):
         started = time.perf_counter()
-        sessions = [await fleet.start(ExecuteParams(prompt=f"p{i}")) for i in range(executions)]
+        sessions = [await fleet.open(ExecuteParams(prompt=f"p{i}")) for i in range(executions)]
         with trio.fail_after(300):
             async with trio.open_nursery() as nursery:
                 for session in sessions:
-                    sub = session.subscribe(None, max_queue=1000)
+                    sub = session.subscribe_nowait(None, max_queue=1000)
                     assert isinstance(sub, Subscription)
                     nursery.start_soon(_drain, sub)
         return executions / (time.perf_counter() - started) * 60

@@ -27,7 +27,7 @@ import trio
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
 from claude_trio import ExecuteParams, open_session
-from claude_trio.actors.sdk_private import SubprocessCLITransport, route_permission_prompts
+from claude_trio.actors.session.sdk_private import SubprocessCLITransport, route_permission_prompts
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import (
     ModelDouble,

@@ -44,9 +44,9 @@ from trio_websocket import ConnectionClosed, HandshakeError, wrap_client_stream
 from wsproto.utilities import LocalProtocolError
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import open_fleet
-from claude_trio.protocol.remote import GatewayLimits
-from claude_trio.protocol.wire import EventFrame, OpenedFrame, decode_frame, params_to_json
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.fanout.wire import EventFrame, OpenedFrame, decode_frame, params_to_json
 from claude_trio.testing import FakeCLI, FakeTurn
 
 TOKEN = "bench-soak-token-0123456789abcdef"

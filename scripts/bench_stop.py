@@ -31,10 +31,10 @@ import trio
 from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ClaudeSDKClient, ToolUseBlock
 
 from claude_trio import ExecuteParams, TextDelta, ToolUse, open_session
-from claude_trio.actors.driver import subprocess_transport
-from claude_trio.actors.process import CLIProcessTransport
-from claude_trio.actors.sdk_private import SubprocessCLITransport, subprocess_of
-from claude_trio.protocol.options import build_options
+from claude_trio.actors.session.driver import subprocess_transport
+from claude_trio.actors.session.process import CLIProcessTransport
+from claude_trio.actors.session.sdk_private import SubprocessCLITransport, subprocess_of
+from claude_trio.protocol.config.options import build_options
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import (
     ModelDouble,

@@ -12,7 +12,7 @@ from pathlib import Path
 import trio
 
 from claude_trio import Aborted, UserInputRequest
-from claude_trio.demo import open_demo_session
+from claude_trio.cli.demo import open_demo_session
 
 
 async def record_abort(path: Path) -> None:

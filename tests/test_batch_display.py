@@ -11,8 +11,8 @@ from rich.console import Console
 
 from claude_trio import batch as batch_module
 from claude_trio.batch import LiveProgress, PlainProgress
-from claude_trio.protocol.batch import BatchProgress, BatchResult
-from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.fanout.batch import BatchProgress, BatchResult
+from claude_trio.protocol.session.usage import Usage
 
 
 def progress(**fields: int | float) -> BatchProgress:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from claude_trio import cli
+from claude_trio.cli.render import EventSink, JsonLinesRenderer, Renderer
+from claude_trio.protocol.config.params import ArchitectureConfig
 from claude_trio.protocol.errors import CLIError, InvalidParamsError
-from claude_trio.protocol.params import ArchitectureConfig
-from claude_trio.render import EventSink, JsonLinesRenderer, Renderer
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def with_key(monkeypatch: pytest.MonkeyPatch, no_credentials: None) -> None:
 
 
 class FakeRunner:
-    """Stands in for ``claude_trio.runner`` (imported lazily by ``main``)."""
+    """Stands in for ``claude_trio.cli.runner`` (imported lazily by ``main``)."""
 
     def __init__(self, behaviour: Callable[[], int]) -> None:
         self.behaviour = behaviour
@@ -42,9 +42,9 @@ class FakeRunner:
 
 def install_runner(monkeypatch: pytest.MonkeyPatch, behaviour: Callable[[], int]) -> FakeRunner:
     fake = FakeRunner(behaviour)
-    module = types.ModuleType("claude_trio.runner")
+    module = types.ModuleType("claude_trio.cli.runner")
     module.run_command = fake.run_command  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "claude_trio.runner", module)
+    monkeypatch.setitem(sys.modules, "claude_trio.cli.runner", module)
     return fake
 
 
@@ -590,9 +590,9 @@ def test_one_table_holds_every_command() -> None:
 
 def test_main_runs_the_command_the_table_names(monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[argparse.Namespace] = []
-    module = types.ModuleType("claude_trio.serve")
+    module = types.ModuleType("claude_trio.cli.serve")
     module.serve_command = lambda args: ran.append(args) or 7  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "claude_trio.serve", module)
+    monkeypatch.setitem(sys.modules, "claude_trio.cli.serve", module)
     assert cli.main(["serve", "--port", "0"]) == 7
     [args] = ran
     assert (args.command, args.port) == ("serve", 0)

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import trio
 
-from claude_trio import demo
-from claude_trio.protocol.events import Question, UserInputRequest
+from claude_trio.cli import demo
+from claude_trio.protocol.session.events import Question, UserInputRequest
 from claude_trio.testing.model_double import (
     ModelRequest,
     Reply,

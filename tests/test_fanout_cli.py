@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from claude_trio import cli
+from claude_trio.cli.logs import JsonLogFormatter, configure_logging
+from claude_trio.cli.serve import is_loopback, read_tokens, serve_config, url_for
 from claude_trio.errors import ServeUsageError
-from claude_trio.logs import JsonLogFormatter, configure_logging
-from claude_trio.protocol.remote import Principal
-from claude_trio.serve import is_loopback, read_tokens, serve_config, url_for
+from claude_trio.protocol.fanout.remote import Principal
 
 TOKEN = "a-token-chosen-on-purpose-0123"
 
@@ -229,7 +229,7 @@ def test_json_log_lines_carry_the_structured_fields_and_no_traceback() -> None:
 
 
 def test_a_tokens_file_readable_by_others_is_noted(tmp_path: Path) -> None:
-    from claude_trio.serve import _tokens_file_readable_by_others
+    from claude_trio.cli.serve import _tokens_file_readable_by_others
 
     path = tmp_path / "tokens.json"
     path.write_text("[]")

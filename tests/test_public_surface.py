@@ -128,9 +128,9 @@ def test_a_session_name_loads_on_first_use() -> None:
         """
         import sys
         import claude_trio
-        assert "claude_trio.actors.session" not in sys.modules
+        assert "claude_trio.actors.session.open" not in sys.modules
         claude_trio.open_session
-        assert "claude_trio.actors.session" in sys.modules
+        assert "claude_trio.actors.session.open" in sys.modules
         """
     )
     assert proc.returncode == 0, proc.stderr

@@ -11,9 +11,15 @@ import pytest
 import trio
 from rich.console import Console
 
-from claude_trio.protocol.approvals import check_approval_answer
-from claude_trio.protocol.codec import event_from_json
-from claude_trio.protocol.events import (
+from claude_trio.cli.render import (
+    TERMINAL_NO_ANSWER,
+    JsonLinesRenderer,
+    Renderer,
+    ask_interactively,
+)
+from claude_trio.protocol.extensions.approvals import check_approval_answer
+from claude_trio.protocol.fanout.codec import event_from_json
+from claude_trio.protocol.session.events import (
     Aborted,
     AssistantMessage,
     Error,
@@ -40,8 +46,7 @@ from claude_trio.protocol.events import (
     UserMessage,
     WarningEvent,
 )
-from claude_trio.protocol.usage import Usage
-from claude_trio.render import TERMINAL_NO_ANSWER, JsonLinesRenderer, Renderer, ask_interactively
+from claude_trio.protocol.session.usage import Usage
 
 USAGE = Usage(
     input_tokens=12_345, output_tokens=678, cache_read_input_tokens=10_000, cost_usd=0.0421

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_render import render
 
-from claude_trio.protocol.events import HookInvoked
+from claude_trio.protocol.session.events import HookInvoked
 
 
 def test_a_hook_call_is_one_line_with_the_hook_the_tool_and_the_decision() -> None:
@@ -26,7 +26,7 @@ def test_a_hook_call_is_one_line_with_the_hook_the_tool_and_the_decision() -> No
 
 
 def test_a_live_control_is_one_line_with_its_new_value() -> None:
-    from claude_trio.protocol.events import ControlApplied
+    from claude_trio.protocol.session.events import ControlApplied
 
     out = render(
         [

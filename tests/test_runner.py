@@ -1,7 +1,7 @@
 """The ``claude-trio`` runner: exit codes, every event to the renderer, Ctrl-C, dispatch.
 
 The session is a fake here (a context manager yielding an object with ``events`` and
-``abort()``, like :class:`~claude_trio.actors.session.Session`); the real CLI is driven by
+``abort()``, like :class:`~claude_trio.actors.session.open.Session`); the real CLI is driven by
 ``tests/e2e/test_commands.py``.
 """
 
@@ -24,9 +24,11 @@ import trio
 import trio.testing
 from rich.console import Console
 
-from claude_trio import cli, runner
+from claude_trio import cli
+from claude_trio.cli import runner
+from claude_trio.cli.render import JsonLinesRenderer, Renderer
 from claude_trio.protocol.errors import CLIError, InvalidParamsError
-from claude_trio.protocol.events import (
+from claude_trio.protocol.session.events import (
     Aborted,
     Error,
     Event,
@@ -35,8 +37,7 @@ from claude_trio.protocol.events import (
     TextDelta,
     UserInputRequest,
 )
-from claude_trio.protocol.usage import Usage
-from claude_trio.render import JsonLinesRenderer, Renderer
+from claude_trio.protocol.session.usage import Usage
 
 
 def result(*, is_error: bool = False, final: bool = True) -> Result:

@@ -27,13 +27,13 @@ from claude_trio import (
     open_tee,
     wait_for,
 )
+from claude_trio.cli.render import Renderer
 from claude_trio.errors import SlowSubscriberError, StreamEndedError
 from claude_trio.events import AssistantMessage, SubagentCompleted, SubagentStarted
-from claude_trio.protocol.contract import contract_violations
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import TextContent
-from claude_trio.protocol.wire import EventFrame, decode_frame, encode_frame
-from claude_trio.render import Renderer
+from claude_trio.protocol.fanout.wire import EventFrame, decode_frame, encode_frame
+from claude_trio.protocol.session.contract import contract_violations
+from claude_trio.protocol.session.events import TextContent
 from claude_trio.testing import FakeCLI, FakeTurn
 
 ASK = {
@@ -228,7 +228,7 @@ async def test_the_console_observer_shows_a_fleet_subscription_and_gateway_frame
 
     async with open_fleet(transport_factory=FakeCLI(say)) as fleet:
         fs = await fleet.start(ExecuteParams(prompt="hi"))
-        subscription = fs.subscribe(None, max_queue=100)
+        subscription = fs.subscribe_nowait(None, max_queue=100)
         assert not isinstance(subscription, type(None))
         from_fleet = io.StringIO()
         with subscription:

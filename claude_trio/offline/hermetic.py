@@ -16,7 +16,7 @@ from pathlib import Path
 
 import claude_agent_sdk
 
-from claude_trio.actors.sdk_private import BUNDLED_FOLDER
+from claude_trio.actors.session.sdk_private import BUNDLED_FOLDER
 from claude_trio.protocol.errors import CLIError
 
 __all__ = ["DUMMY_API_KEY", "bundled_cli_path", "hermetic_env"]

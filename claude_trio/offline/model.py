@@ -29,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from claude_trio.actors.boundary import open_block_nursery
+from claude_trio.actors.session.boundary import open_block_nursery
 from claude_trio.offline.hermetic import hermetic_env
 from claude_trio.offline.model_double import (
     HttpError,
@@ -62,7 +62,7 @@ TOOL_USAGE = ReplyUsage(input_tokens=120, output_tokens=40, cache_read_input_tok
 ANSWER_USAGE = ReplyUsage(input_tokens=180, output_tokens=60, cache_read_input_tokens=800)
 
 OFFLINE_ENV: Mapping[str, str] = {
-    # CLI 2.1.332 offers TodoWrite only with both switches (see claude_trio/demo.py).
+    # CLI 2.1.332 offers TodoWrite only with both switches (see claude_trio/cli/demo.py).
     "CLAUDE_CODE_ENABLE_TODO_TOOLS": "1",
     "CLAUDE_CODE_ENABLE_TASKS": "0",
     # The CLI sends even 127.0.0.1 through HTTP(S)_PROXY when one is set.

@@ -17,6 +17,9 @@
 * ``check_contract`` checks that a captured event stream keeps the invariants of every
   execution's stream, and reports every violation with its seq
   (:mod:`claude_trio.testing.contract`).
+* ``run_host_conformance(make_host)`` checks that a session host (a fleet, a Redis cluster's,
+  a gateway client, yours) keeps every contract of the session-host interface; its sessions
+  run ``conformance_cli()`` (:mod:`claude_trio.testing.host_conformance`).
 * ``open_redis_server`` runs a real ``redis-server`` on a free loopback port, in a directory of
   its own, for the Redis mode's tests; with ``tls=RedisTLS(...)`` it serves TLS only and its
   ``url`` is a ``rediss://`` URL trusting the given CA (:mod:`claude_trio.testing.redis_server`).
@@ -46,10 +49,9 @@ from claude_trio.offline.model_double import (
     turns,
 )
 from claude_trio.offline.model_double import Responder as ModelResponder
-from claude_trio.protocol.cassette import Cassette
+from claude_trio.protocol.cassettes.format import Cassette
 from claude_trio.protocol.errors import ModelDoubleRunaway
-
-from .cassette import (
+from claude_trio.testing.cassette import (
     DEMO_ABORT_CASSETTE,
     DEMO_CASSETTE,
     CassetteMismatchError,
@@ -59,14 +61,14 @@ from .cassette import (
     load_cassette,
     replay,
 )
-from .contract import (
+from claude_trio.testing.contract import (
     ContractRecorder,
     ContractViolationError,
     Violation,
     check_contract,
     contract_violations,
 )
-from .fake_cli import (
+from claude_trio.testing.fake_cli import (
     CLAUDE_CODE_VERSION,
     DEFAULT_MODEL,
     FakeCLI,
@@ -82,7 +84,17 @@ from .fake_cli import (
     prompt_stream,
     user_message,
 )
-from .redis_server import RedisServer, RedisServerError, RedisTLS, open_redis_server
+from claude_trio.testing.host_conformance import (
+    HostConformanceError,
+    conformance_cli,
+    run_host_conformance,
+)
+from claude_trio.testing.redis_server import (
+    RedisServer,
+    RedisServerError,
+    RedisTLS,
+    open_redis_server,
+)
 
 __all__ = [
     "CLAUDE_CODE_VERSION",
@@ -98,6 +110,7 @@ __all__ = [
     "FakeCLI",
     "FakeTransport",
     "FakeTurn",
+    "HostConformanceError",
     "HttpError",
     "ModelDouble",
     "ModelDoubleRunaway",
@@ -126,6 +139,7 @@ __all__ = [
     "Violation",
     "bundled_cli_path",
     "check_contract",
+    "conformance_cli",
     "contract_violations",
     "hermetic_env",
     "is_main_agent",
@@ -136,6 +150,7 @@ __all__ = [
     "prompt_stream",
     "prompt_too_long",
     "replay",
+    "run_host_conformance",
     "turns",
     "user_message",
 ]

@@ -7,8 +7,8 @@
             ...
 
 Record one with ``claude-trio run "prompt" --record PATH`` or ``open_session(...,
-record_to=PATH)`` (``actors/recorder.py``). The replay is the CLI the cassette heard: the SDK
-gets the recorded frames, the session maps them as it would the live CLI's, and what the
+record_to=PATH)`` (``actors/session/recorder.py``). The replay is the CLI the cassette heard: the
+SDK gets the recorded frames, the session maps them as it would the live CLI's, and what the
 session writes (the prompt, pushes, answers, interrupts) is compared with what was recorded.
 
 * **Time.** With ``timing="recorded"`` (the default) each frame comes at its recorded time
@@ -26,7 +26,7 @@ session writes (the prompt, pushes, answers, interrupts) is compared with what w
 * **Stopping.** ``kill_now()`` ends the output at once (exit -9), as a killed CLI's would;
   ``kill_tools()`` has nothing to kill.
 
-The rules of the player are ``protocol/cassette_player.py``'s. :data:`DEMO_CASSETTE` and
+The rules of the player are ``protocol/cassettes/player.py``'s. :data:`DEMO_CASSETTE` and
 :data:`DEMO_ABORT_CASSETTE` are cassettes of ``claude-trio demo`` (``scripts/record_cassettes``
 records them again).
 """
@@ -50,9 +50,10 @@ from claude_agent_sdk import (
     Transport,
 )
 
-from claude_trio.actors.sdk_private import BUNDLED_CLI_VERSION
-from claude_trio.protocol.cassette import Cassette, parse_cassette, version_notice
-from claude_trio.protocol.cassette_player import Emit, Finish, Mismatch, Player, Wait
+from claude_trio.actors.session.sdk_private import BUNDLED_CLI_VERSION
+from claude_trio.protocol.cassettes.format import Cassette, parse_cassette, version_notice
+from claude_trio.protocol.cassettes.player import Emit, Finish, Mismatch, Player, Wait
+from claude_trio.protocol.cassettes.scrub import Scrubber
 from claude_trio.protocol.checks import MAX_SECONDS, check_number
 from claude_trio.protocol.errors import (
     CassetteError,
@@ -60,7 +61,6 @@ from claude_trio.protocol.errors import (
     InvalidParamsError,
     LocalProtocolError,
 )
-from claude_trio.protocol.scrub import Scrubber
 
 __all__ = [
     "DEMO_ABORT_CASSETTE",
@@ -79,7 +79,7 @@ DEMO_CASSETTE: Path = Path(str(_CASSETTES / "demo.jsonl"))
 """A cassette of ``claude-trio demo``: the real CLI against the demo's scripted model, with
 thinking, a todo list, a file read, a subagent running Bash, a question and the answer. Replay
 it with ``demo_params(folder)`` and ``on_user_input=answer_demo_question``
-(``claude_trio.demo``)."""
+(``claude_trio.cli.demo``)."""
 DEMO_ABORT_CASSETTE: Path = Path(str(_CASSETTES / "demo-abort.jsonl"))
 """The demo aborted the moment the model asks its question (``session.abort()`` on the
 ``user_input_request`` event, before the answer): the interrupt, the CLI's interrupted turn."""
@@ -101,7 +101,8 @@ class CassetteVersionWarning(UserWarning):
 
 def load_cassette(path: str | os.PathLike[str]) -> Cassette:
     """Read and parse the cassette at ``path``; a malformed one raises
-    :class:`~claude_trio.protocol.cassette.CassetteError` naming the line and the problem."""
+    :class:`~claude_trio.protocol.cassettes.format.CassetteError` naming the line and the
+    problem."""
     if not isinstance(path, str | os.PathLike):
         raise InvalidParamsError("cassette", path, "a path, or a Cassette from load_cassette()")
     source = os.fspath(path)

@@ -5,7 +5,7 @@
     events = [event async for event in session.events]
     check_contract(events)          # raises ContractViolationError listing every violation
 
-The rules (``claude_trio.protocol.contract``, ARCHITECTURE.md's invariants): one event ends
+The rules (``claude_trio.protocol.session.contract``, ARCHITECTURE.md's invariants): one event ends
 the execution and nothing follows it; a turn's events come before its terminal event; ``seq``
 strictly increases; every ``tool_use`` is reported once and has at most one result, reported
 after it; every user-input request is resolved exactly once; usage never decreases;
@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from claude_trio.protocol.contract import (
+from claude_trio.protocol.errors import ClaudeTrioError
+from claude_trio.protocol.session.contract import (
     RULES,
     Violation,
     contract_violations,
     describe_violations,
 )
-from claude_trio.protocol.errors import ClaudeTrioError
-from claude_trio.protocol.events import Event
+from claude_trio.protocol.session.events import Event
 
 __all__ = [
     "RULES",

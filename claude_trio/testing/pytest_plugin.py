@@ -31,16 +31,15 @@ import pytest
 
 from claude_trio.offline.hermetic import hermetic_env
 from claude_trio.offline.model_double import ModelDouble, Script
-from claude_trio.protocol.contract import contract_violations, describe_violations
-from claude_trio.protocol.events import Event
-
-from .cassette import Replay, replay
-from .contract import ContractRecorder
-from .fake_cli import FakeCLI
-from .redis_server import RedisServer, open_redis_server
+from claude_trio.protocol.session.contract import contract_violations, describe_violations
+from claude_trio.protocol.session.events import Event
+from claude_trio.testing.cassette import Replay, replay
+from claude_trio.testing.contract import ContractRecorder
+from claude_trio.testing.fake_cli import FakeCLI
+from claude_trio.testing.redis_server import RedisServer, open_redis_server
 
 if TYPE_CHECKING:
-    from claude_trio.actors.session import Session
+    from claude_trio.actors.session.open import Session
 
 
 class FakeCLIFactory:

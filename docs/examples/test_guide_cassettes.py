@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from claude_trio import ExecuteParams, collect, open_session
-from claude_trio.demo import answer_demo_question, demo_params
+from claude_trio.cli.demo import answer_demo_question, demo_params
 from claude_trio.testing import DEMO_CASSETTE, FakeCLI, FakeTurn, load_cassette, replay
 
 

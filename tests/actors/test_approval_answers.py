@@ -19,13 +19,13 @@ from claude_agent_sdk.types import PermissionRuleValue, PermissionUpdate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claude_trio.actors.broker import (
+from claude_trio.actors.extensions.broker import (
     AnswerAccepted,
     AnswerRejected,
     UserInputBroker,
     run_user_input_broker,
 )
-from claude_trio.protocol.events import Event, UserInputRequest
+from claude_trio.protocol.session.events import Event, UserInputRequest
 
 TOOL_INPUT = {"command": "echo hi"}
 SUGGESTION = {

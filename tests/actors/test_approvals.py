@@ -25,9 +25,14 @@ from claude_trio import (
     UserInputResolved,
     open_session,
 )
-from claude_trio.actors.core import STOPPED
-from claude_trio.protocol.approvals import CANCELLED_MESSAGE, always, deny, no_answer_message
+from claude_trio.actors.session.core import STOPPED
 from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.extensions.approvals import (
+    CANCELLED_MESSAGE,
+    always,
+    deny,
+    no_answer_message,
+)
 from claude_trio.testing import FakeCLI, FakeTurn
 
 BASH = {"command": "rm -rf build", "description": "clean"}

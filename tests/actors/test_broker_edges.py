@@ -10,9 +10,13 @@ import trio.testing
 from claude_agent_sdk import PermissionResultDeny, ToolPermissionContext
 
 from claude_trio import AnswerRejected, deny_tool
-from claude_trio.actors.broker import UserInputBroker, UserInputHandler, run_user_input_broker
-from claude_trio.protocol.approvals import CANCELLED_MESSAGE
-from claude_trio.protocol.events import Event, UserInputRequest, UserInputResolved
+from claude_trio.actors.extensions.broker import (
+    UserInputBroker,
+    UserInputHandler,
+    run_user_input_broker,
+)
+from claude_trio.protocol.extensions.approvals import CANCELLED_MESSAGE
+from claude_trio.protocol.session.events import Event, UserInputRequest, UserInputResolved
 
 CONTEXT = ToolPermissionContext(signal=None, suggestions=[])
 

@@ -11,11 +11,11 @@ import trio
 import trio.testing
 
 from claude_trio.actors.channel import BaseReceiveChannel, ChannelStatistics, SourceView
-from claude_trio.actors.event_stream import EventStream
-from claude_trio.actors.fleet import Subscription
+from claude_trio.actors.fanout.fleet import Subscription
+from claude_trio.actors.session.event_stream import EventStream
+from claude_trio.cli.runner import _AnsweredEvents
 from claude_trio.client import RemoteEvents
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.runner import _AnsweredEvents
 from claude_trio.streams import EventFilter, ObservedStream, TeeOutput
 
 

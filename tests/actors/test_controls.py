@@ -13,7 +13,7 @@ from session_kit import CONFIG, check_stream, collect, fake_session
 
 from claude_trio import ExecuteParams, InvalidParamsError, Result
 from claude_trio.errors import ControlFailedError, ControlRefusedError
-from claude_trio.protocol.events import ControlApplied, Event, TurnStarted
+from claude_trio.protocol.session.events import ControlApplied, Event, TurnStarted
 from claude_trio.testing import FakeCLI, FakeTurn
 
 

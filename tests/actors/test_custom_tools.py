@@ -12,9 +12,14 @@ import trio.testing
 from session_kit import CONFIG, assert_no_leak, check_stream, collect, fake_session
 
 from claude_trio import Aborted, Error, ExecuteParams, Result
-from claude_trio.actors.tool_runner import MAX_CALLS, STOPPING, ToolRunner, run_tool_runner
-from claude_trio.protocol.custom_tools import CustomTool, custom_tool
-from claude_trio.protocol.events import AdapterReady
+from claude_trio.actors.extensions.tool_runner import (
+    MAX_CALLS,
+    STOPPING,
+    ToolRunner,
+    run_tool_runner,
+)
+from claude_trio.protocol.extensions.custom_tools import CustomTool, custom_tool
+from claude_trio.protocol.session.events import AdapterReady
 from claude_trio.testing import FakeCLI, FakeTurn, SDKControlError
 
 NUMBER = {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}

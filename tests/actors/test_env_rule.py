@@ -12,10 +12,10 @@ import pytest
 from session_kit import collect, fake_session
 
 from claude_trio import ArchitectureConfig, ExecuteParams, InvalidParamsError, open_fleet
-from claude_trio.actors.pool import open_cli_pool
+from claude_trio.actors.session.pool import open_cli_pool
 from claude_trio.errors import WireError
 from claude_trio.protocol.checks import MAX_ARGUMENT_BYTES
-from claude_trio.protocol.wire import decode_op
+from claude_trio.protocol.fanout.wire import decode_op
 from claude_trio.testing import FakeCLI
 
 BAD_ENVS: list[tuple[Any, str]] = [

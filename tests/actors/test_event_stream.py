@@ -49,8 +49,8 @@ async def test_a_producer_over_capacity_waits_until_the_low_water_mark() -> None
     assert woke == [2]
 
 
-@pytest.mark.parametrize("how", ["consumer_gone", "producer_closed", "released"])
-async def test_a_waiting_producer_is_released_when_the_stream_ends_or_is_released(
+@pytest.mark.parametrize("how", ["consumer_gone", "producer_closed", "woken"])
+async def test_a_waiting_producer_is_released_when_the_stream_ends_or_is_woken(
     how: str, autojump_clock: trio.testing.MockClock
 ) -> None:
     stream = EventStream(capacity=2)
@@ -69,8 +69,8 @@ async def test_a_waiting_producer_is_released_when_the_stream_ends_or_is_release
             await trio.sleep(0.5)
             if how == "consumer_gone":
                 await stream.aclose()
-            elif how == "released":
-                stream.release()
+            elif how == "woken":
+                stream.wake_producers()
             else:
                 stream.close()
     assert released == [0.5]

@@ -30,7 +30,7 @@ from claude_trio import (
     UserInputResolved,
     open_cli_pool,
 )
-from claude_trio.actors.fleet import (
+from claude_trio.actors.fanout.fleet import (
     FleetSession,
     FleetStatistics,
     ResyncRequired,
@@ -38,15 +38,15 @@ from claude_trio.actors.fleet import (
     open_fleet,
 )
 from claude_trio.errors import LocalProtocolError, SlowSubscriberError, UnknownSessionError
-from claude_trio.protocol import replay as replay_module
-from claude_trio.protocol.images import ImageInput
+from claude_trio.protocol.config.images import ImageInput
+from claude_trio.protocol.fanout import replay as replay_module
 from claude_trio.testing import FakeCLI, FakeTurn
 
 PARAMS = ExecuteParams(prompt="hello")
 
 
 def subscribe(fs: FleetSession, last_seq: int | None = None, max_queue: int = 1000) -> Subscription:
-    sub = fs.subscribe(last_seq, max_queue=max_queue)
+    sub = fs.subscribe_nowait(last_seq, max_queue=max_queue)
     assert isinstance(sub, Subscription), sub
     return sub
 
@@ -214,10 +214,10 @@ async def test_a_last_seq_older_than_the_buffer_requires_a_resync(
         full = await drain(subscribe(fs))
         last = fs.last_seq
         assert last == full[-1].seq
-        assert fs.subscribe(last - 5, max_queue=10) == ResyncRequired(
+        assert fs.subscribe_nowait(last - 5, max_queue=10) == ResyncRequired(
             session_id=fs.id, oldest_seq=last - 3
         )
-        assert fs.subscribe(0, max_queue=10) == ResyncRequired(
+        assert fs.subscribe_nowait(0, max_queue=10) == ResyncRequired(
             session_id=fs.id, oldest_seq=last - 3
         )
         # exactly at the edge of the buffer: nothing missing, so no resync
@@ -225,11 +225,11 @@ async def test_a_last_seq_older_than_the_buffer_requires_a_resync(
         # None: what the buffer holds (a new client)
         assert await drain(subscribe(fs, None)) == full[-4:]
         with pytest.raises(InvalidParamsError, match="last_seq"):
-            fs.subscribe(last + 1, max_queue=10)
+            fs.subscribe_nowait(last + 1, max_queue=10)
         with pytest.raises(InvalidParamsError, match="last_seq"):
-            fs.subscribe(-1, max_queue=10)
+            fs.subscribe_nowait(-1, max_queue=10)
         with pytest.raises(InvalidParamsError, match="max_queue"):
-            fs.subscribe(None, max_queue=0)
+            fs.subscribe_nowait(None, max_queue=0)
 
 
 async def test_a_slow_subscriber_is_coalesced_then_dropped_while_another_gets_everything(
@@ -431,13 +431,13 @@ async def test_finished_sessions_are_forgotten_past_keep_finished(
         first = await fleet.start(PARAMS)
         await first.wait_ended()
         await trio.testing.wait_all_tasks_blocked()
-        assert fleet.get(first.id) is first
+        assert fleet.get_nowait(first.id) is first
         second = await fleet.start(PARAMS)
         await second.wait_ended()
         await trio.testing.wait_all_tasks_blocked()
-        assert fleet.get(second.id) is second
+        assert fleet.get_nowait(second.id) is second
         with pytest.raises(KeyError):
-            fleet.get(first.id)
+            fleet.get_nowait(first.id)
 
 
 @pytest.mark.parametrize(
@@ -515,7 +515,7 @@ async def test_the_replay_keeps_events_without_raw_and_within_its_bytes(
         assert kept == events[-stats.events :]
         assert all(e.raw is None for e in events + kept)
         # A replay from an evicted seq is a resync, from a kept one exact.
-        assert isinstance(fs.subscribe(1, max_queue=10), ResyncRequired)
+        assert isinstance(fs.subscribe_nowait(1, max_queue=10), ResyncRequired)
         assert await drain(subscribe(fs, kept[0].seq - 1)) == kept
     check_stream(events)
 
@@ -541,7 +541,7 @@ async def test_a_stalled_subscriber_merges_in_linear_time_and_is_dropped_at_its_
         fs = await fleet.start(PARAMS)
         reader = subscribe(fs)
         stalled = subscribe(fs, max_queue=5)  # merges: holds 5 items, one a long run
-        bounded = fs.subscribe(None, max_queue=4, max_bytes=200_000)
+        bounded = fs.subscribe_nowait(None, max_queue=4, max_bytes=200_000)
         assert isinstance(bounded, Subscription)
         events = await drain(reader)
         assert joins == []  # about 10,000 merges and no text copied yet
@@ -617,13 +617,13 @@ async def test_notify_is_called_when_there_is_something_to_receive(
     fake = FakeCLI(tools_then_text(3))
     async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
         fs = await fleet.start(PARAMS)
-        sub = fs.subscribe(None, max_queue=2, notify=lambda: calls.append("notified"))
+        sub = fs.subscribe_nowait(None, max_queue=2, notify=lambda: calls.append("notified"))
         assert isinstance(sub, Subscription)
         await fs.wait_ended()
     assert calls  # offered, then dropped (a queue of 2 that nobody reads)
     assert sub.dropped_reason is not None
     with pytest.raises(InvalidParamsError, match="notify"):
-        fs.subscribe(None, max_queue=2, notify="call me")  # type: ignore[arg-type]
+        fs.subscribe_nowait(None, max_queue=2, notify="call me")  # type: ignore[arg-type]
 
 
 # -- a pool under a fleet, and the caller's exceptions ------------------------------------------
@@ -820,10 +820,10 @@ async def test_idle_sessions_past_keep_finished_are_forgotten_longest_idle_first
         # idle order: b (longest), a, c -> b is forgotten
         assert [s.id for s in fleet.sessions()] == [a.id, c.id]
         with pytest.raises(UnknownSessionError):
-            fleet.get(b.id)
+            fleet.get_nowait(b.id)
         with pytest.raises(UnknownSessionError):
             await fleet.continue_(b.id, "b again")
-        assert fleet.get(a.id) is a
+        assert fleet.get_nowait(a.id) is a
     assert_no_leak(fake)
 
 

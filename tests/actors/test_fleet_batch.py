@@ -11,7 +11,7 @@ import trio.testing
 from session_kit import CONFIG, assert_no_leak
 
 from claude_trio import ExecuteParams, InvalidParamsError
-from claude_trio.actors.fleet import open_fleet
+from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.batch import BatchItem, BatchProgress, BatchResult, RetryPolicy, run_batch
 from claude_trio.testing import FakeCLI, FakeTurn
 

@@ -12,12 +12,12 @@ import trio.testing
 from session_kit import assert_no_leak, check_stream, collect, fake_session
 
 from claude_trio import Aborted, Error, ExecuteParams, Result
-from claude_trio.actors.core import STOPPED
-from claude_trio.actors.hooks import CLI_TIMEOUT_MARGIN, SessionHooks
-from claude_trio.actors.tool_runner import CallbackRunner, run_tool_runner
+from claude_trio.actors.extensions.hooks import CLI_TIMEOUT_MARGIN, SessionHooks
+from claude_trio.actors.extensions.tool_runner import CallbackRunner, run_tool_runner
+from claude_trio.actors.session.core import STOPPED
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import AdapterReady, Event, HookInvoked
-from claude_trio.protocol.hooks import Hook, HookDecision, HookInput, hook
+from claude_trio.protocol.extensions.hooks import Hook, HookDecision, HookInput, hook
+from claude_trio.protocol.session.events import AdapterReady, Event, HookInvoked
 from claude_trio.testing import FakeCLI, FakeTurn
 
 
@@ -357,7 +357,7 @@ async def test_a_fleet_gives_its_hooks_to_every_session_and_checks_them_first(
     async with open_fleet(transport_factory=fake, config=CONFIG, hooks=[no_rm]) as fleet:
         sessions = [await fleet.start(ExecuteParams(prompt=name)) for name in ("a", "b")]
         for fs in sessions:
-            with fs.subscribe(None, max_queue=1000) as sub:
+            with fs.subscribe_nowait(None, max_queue=1000) as sub:
                 events = [event async for event in sub]
             check_stream(events)
             assert [e.decision for e in invoked(events)] == ["deny"]

@@ -13,9 +13,9 @@ import trio.testing
 from session_kit import CONFIG, assert_no_leak, collect, fake_session
 
 from claude_trio import ExecuteParams, InvalidParamsError, open_cli_pool
-from claude_trio.actors.skills_folder import FOLDER_PREFIX
-from claude_trio.protocol.events import AdapterReady
-from claude_trio.protocol.skills import InlineSkill
+from claude_trio.actors.extensions.skills_folder import FOLDER_PREFIX
+from claude_trio.protocol.extensions.skills import InlineSkill
+from claude_trio.protocol.session.events import AdapterReady
 from claude_trio.testing import FakeCLI, FakeTurn
 
 SKILL = InlineSkill(
@@ -152,8 +152,7 @@ async def test_a_folder_that_cannot_be_removed_is_logged_not_raised(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from claude_trio.actors import skills_folder
-
+    from claude_trio.actors.extensions import skills_folder
     def refuse(path: str) -> None:
         raise PermissionError(13, "Permission denied", path)
 

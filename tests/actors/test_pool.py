@@ -11,7 +11,7 @@ import trio.testing
 from session_kit import CONFIG, assert_no_leak, check_stream, collect
 
 from claude_trio import ExecuteParams, InvalidParamsError, Result, UserInputRequest, open_session
-from claude_trio.actors.pool import open_cli_pool
+from claude_trio.actors.session.pool import open_cli_pool
 from claude_trio.testing import FakeCLI, FakeTurn
 
 TEMPLATE = ExecuteParams(prompt="template", model="sonnet")

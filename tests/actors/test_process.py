@@ -1,4 +1,5 @@
-"""actors/process.py: killing the CLI reaches what it started, even in sessions of their own."""
+"""actors/session/process.py: killing the CLI reaches what it started, even in sessions of their
+own."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import psutil
 import trio
 
-from claude_trio.actors.process import kill_process_tree
+from claude_trio.actors.session.process import kill_process_tree
 
 # A stand-in for the CLI: it starts a "tool" the way the CLI starts Bash (a new session, so
 # neither its process group nor its parent's death reaches it), which would leave a file behind

@@ -1,5 +1,5 @@
-"""actors/sdk_private.py: the private names of claude-agent-sdk claude-trio relies on exist, and
-an SDK without one gives an error that names it and what to install."""
+"""actors/session/sdk_private.py: the private names of claude-agent-sdk claude-trio relies on exist,
+and an SDK without one gives an error that names it and what to install."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import textwrap
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
-from claude_trio.actors import sdk_private
-from claude_trio.protocol.versions import VERIFIED_SDK
+from claude_trio.actors.session import sdk_private
+from claude_trio.protocol.config.versions import VERIFIED_SDK
 
 
 def test_every_private_name_is_there_in_the_installed_sdk() -> None:
@@ -33,7 +33,7 @@ def test_an_sdk_without_a_private_name_fails_at_import_naming_it() -> None:
         import claude_agent_sdk._internal.transport.subprocess_cli as m
         del m._LineFramer
         try:
-            import claude_trio.actors.sdk_private
+            import claude_trio.actors.session.sdk_private
         except ImportError as exc:
             print(exc)
         """

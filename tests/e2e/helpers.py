@@ -17,8 +17,9 @@ from typing import Any, TypeVar
 
 import trio
 
-from claude_trio.actors.session import Session, open_session
-from claude_trio.protocol.events import (
+from claude_trio.actors.session.open import Session, open_session
+from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.session.events import (
     Aborted,
     Error,
     Event,
@@ -28,7 +29,6 @@ from claude_trio.protocol.events import (
     ToolUse,
     is_terminal,
 )
-from claude_trio.protocol.params import ExecuteParams
 from claude_trio.testing import check_contract
 from claude_trio.testing.model_double import ReplyUsage
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import attrs
 
-from claude_trio.protocol.events import Event, Result, is_terminal
+from claude_trio.protocol.session.events import Event, Result, is_terminal
 from claude_trio.testing import check_contract
 
 

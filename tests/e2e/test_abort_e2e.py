@@ -16,7 +16,7 @@ import trio
 from helpers_proc import assert_no_cli_left, assert_one_final_terminal
 
 from claude_trio import DriverConfig, ExecuteParams, open_session
-from claude_trio.protocol.events import (
+from claude_trio.protocol.session.events import (
     Aborted,
     Event,
     Result,

@@ -16,9 +16,9 @@ import trio
 from helpers import dump, of_type, params, run_session, workdir
 
 from claude_trio import allow_tool, always_allow_tool, deny_tool
-from claude_trio.protocol.approvals import no_answer_message
-from claude_trio.protocol.custom_tools import custom_tool
-from claude_trio.protocol.events import (
+from claude_trio.protocol.extensions.approvals import no_answer_message
+from claude_trio.protocol.extensions.custom_tools import custom_tool
+from claude_trio.protocol.session.events import (
     AdapterReady,
     Result,
     ToolResult,

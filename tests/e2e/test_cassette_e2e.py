@@ -24,8 +24,8 @@ from helpers import params, run_session
 from helpers_proc import assert_no_cli_left
 
 from claude_trio import Event, Result, UserInputRequest, open_session
-from claude_trio.args import build_execute_params, parse_args
-from claude_trio.protocol.params import ExecuteParams
+from claude_trio.cli.args import build_execute_params, parse_args
+from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.testing import check_contract, load_cassette, replay
 from claude_trio.testing.model_double import ModelDouble, Reply, turns
 

@@ -43,7 +43,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk.types import StreamEvent, ToolResultBlock
 
-from claude_trio.actors.sdk_private import SubprocessCLITransport, parse_message
+from claude_trio.actors.session.sdk_private import SubprocessCLITransport, parse_message
 from claude_trio.testing.mcp_elicit_server import (
     SERVER_NAME,
     TOOL_NAME,

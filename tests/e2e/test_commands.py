@@ -19,15 +19,15 @@ import pytest
 import trio
 from helpers_proc import children
 
-from claude_trio import demo
-from claude_trio.runner import UNATTENDED_DENIAL
+from claude_trio.cli import demo
+from claude_trio.cli.runner import UNATTENDED_DENIAL
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, turns
 
 pytestmark = pytest.mark.e2e
 
 COMMAND = (sys.executable, "-m", "claude_trio.cli")
 
-# Every kind the demo promises to show (see claude_trio/demo.py).
+# Every kind the demo promises to show (see claude_trio/cli/demo.py).
 DEMO_KINDS = {
     "thinking",
     "text_delta",

@@ -19,10 +19,10 @@ import pytest
 from helpers import of_type, params, run_session, workdir
 
 from claude_trio import ExecuteParams
-from claude_trio.actors.session import Session
+from claude_trio.actors.session.open import Session
 from claude_trio.errors import ControlRefusedError
-from claude_trio.protocol.events import ControlApplied, Event, Result, ToolResult, ToolUse
-from claude_trio.protocol.hooks import HookInput, hook
+from claude_trio.protocol.extensions.hooks import HookInput, hook
+from claude_trio.protocol.session.events import ControlApplied, Event, Result, ToolResult, ToolUse
 from claude_trio.testing.model_double import (
     ModelDouble,
     ModelRequest,

@@ -21,8 +21,8 @@ from helpers import (
     sonnet_cost,
 )
 
-from claude_trio.actors.sdk_private import SubprocessCLITransport
-from claude_trio.protocol.events import (
+from claude_trio.actors.session.sdk_private import SubprocessCLITransport
+from claude_trio.protocol.session.events import (
     AssistantMessage,
     Error,
     Result,

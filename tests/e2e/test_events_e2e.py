@@ -22,8 +22,8 @@ from helpers import (
     sonnet_cost,
 )
 
-from claude_trio.actors.session import Session
-from claude_trio.protocol.events import (
+from claude_trio.actors.session.open import Session
+from claude_trio.protocol.session.events import (
     AssistantMessage,
     Event,
     Flush,
@@ -46,8 +46,8 @@ from claude_trio.protocol.events import (
     UserMessage,
     WarningEvent,
 )
-from claude_trio.protocol.lifecycle import Accepted
-from claude_trio.protocol.usage import Usage, add_usage
+from claude_trio.protocol.session.lifecycle import Accepted
+from claude_trio.protocol.session.usage import Usage, add_usage
 from claude_trio.testing.model_double import (
     ModelDouble,
     Reply,

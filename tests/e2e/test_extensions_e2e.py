@@ -18,9 +18,10 @@ import trio
 from helpers import dump, of_type, params, run_session
 
 from claude_trio import list_skills
-from claude_trio.actors.session import Session
-from claude_trio.protocol.custom_tools import CustomTool, custom_tool
-from claude_trio.protocol.events import (
+from claude_trio.actors.session.open import Session
+from claude_trio.protocol.extensions.custom_tools import CustomTool, custom_tool
+from claude_trio.protocol.extensions.skills import InlineSkill
+from claude_trio.protocol.session.events import (
     Aborted,
     AdapterReady,
     Error,
@@ -31,7 +32,6 @@ from claude_trio.protocol.events import (
     ToolUse,
     TurnStarted,
 )
-from claude_trio.protocol.skills import InlineSkill
 from claude_trio.testing.model_double import (
     ModelDouble,
     ModelRequest,
@@ -277,8 +277,8 @@ async def test_the_stop_gate_is_asked_before_a_custom_tool_and_its_deny_stops_it
     gate is made to answer as it does after a stop, for the custom tool only."""
     from types import SimpleNamespace
 
-    from claude_trio.actors import session as session_module
-    from claude_trio.actors.core import STOPPED, stop_gate
+    from claude_trio.actors.session import open as session_module
+    from claude_trio.actors.session.core import STOPPED, stop_gate
 
     asked: list[str] = []
     stopped = stop_gate(SimpleNamespace(may_write_user_messages=False))  # type: ignore[arg-type]

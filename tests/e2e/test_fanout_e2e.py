@@ -26,7 +26,7 @@ import trio
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import SessionLostError
-from claude_trio.protocol.events import Result, TextDelta
+from claude_trio.protocol.session.events import Result, TextDelta
 
 pytestmark = pytest.mark.e2e
 

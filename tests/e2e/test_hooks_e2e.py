@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from helpers import dump, of_type, params, run_session, workdir
 
-from claude_trio.protocol.events import Error, HookInvoked, Result, ToolResult
-from claude_trio.protocol.hooks import HookDecision, HookInput, hook
+from claude_trio.protocol.extensions.hooks import HookDecision, HookInput, hook
+from claude_trio.protocol.session.events import Error, HookInvoked, Result, ToolResult
 from claude_trio.testing.model_double import ModelDouble, Reply, turns
 
 pytestmark = pytest.mark.e2e
@@ -108,8 +108,8 @@ async def test_the_cli_lets_the_stop_gate_s_deny_win_over_a_hook_s_allow(
     PreToolUse hook allows: the CLI runs the tool only if every hook allows."""
     from types import SimpleNamespace
 
-    from claude_trio.actors import session as session_module
-    from claude_trio.actors.core import STOPPED, stop_gate
+    from claude_trio.actors.session import open as session_module
+    from claude_trio.actors.session.core import STOPPED, stop_gate
 
     stopped = stop_gate(SimpleNamespace(may_write_user_messages=False))  # type: ignore[arg-type]
     monkeypatch.setattr(session_module, "stop_gate", lambda lifecycle: stopped)

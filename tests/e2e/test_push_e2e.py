@@ -13,8 +13,8 @@ import trio
 from helpers_proc import assert_no_cli_left, assert_one_final_terminal
 
 from claude_trio import ExecuteParams, open_session
-from claude_trio.protocol.events import Event, Result, TextDelta, ToolUse, UserMessage
-from claude_trio.protocol.lifecycle import Accepted, Rejected
+from claude_trio.protocol.session.events import Event, Result, TextDelta, ToolUse, UserMessage
+from claude_trio.protocol.session.lifecycle import Accepted, Rejected
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, turns
 
 pytestmark = pytest.mark.e2e

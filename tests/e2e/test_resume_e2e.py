@@ -24,9 +24,9 @@ from helpers import (
     sonnet_cost,
 )
 
-from claude_trio.protocol.events import Result, TurnStarted
-from claude_trio.protocol.params import ArchitectureConfig
-from claude_trio.protocol.resume import ResumeViolation, find_resume_violations
+from claude_trio.protocol.config.params import ArchitectureConfig
+from claude_trio.protocol.config.resume import ResumeViolation, find_resume_violations
+from claude_trio.protocol.session.events import Result, TurnStarted
 from claude_trio.testing.model_double import ModelDouble, Reply, ReplyUsage, turns
 
 pytestmark = pytest.mark.e2e

@@ -1,4 +1,5 @@
-"""Path scope through the real CLI against the Messages API double (``protocol/scope.py``).
+"""Path scope through the real CLI against the Messages API double
+(``protocol/extensions/scope.py``).
 
 The double asks for Read, Write and Bash calls inside and outside the scope; each test asserts
 what the model got back in its next request (the tool result the CLI sent) and what is on disk.
@@ -18,7 +19,7 @@ import trio
 from helpers import dump, of_type, params, run_session, workdir
 
 from claude_trio import allow_tool
-from claude_trio.protocol.events import (
+from claude_trio.protocol.session.events import (
     AdapterReady,
     Error,
     ToolResult,

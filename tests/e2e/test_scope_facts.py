@@ -1,7 +1,7 @@
 """What the real CLI does with path rules and its Bash sandbox, through a bare SDK client.
 
-These pin the facts ``protocol/scope.py`` is built on (``docs/sdk-facts.md``, "Path rules,
-working directories and the Bash sandbox"): which rule spelling matches an absolute path,
+These pin the facts ``protocol/extensions/scope.py`` is built on (``docs/sdk-facts.md``, "Path
+rules, working directories and the Bash sandbox"): which rule spelling matches an absolute path,
 that a deny beats an allow, that the working-directory blocks hold without asking
 ``can_use_tool`` in ``default`` mode, that only rules from settings reach the sandbox, and that
 ``failIfUnavailable`` makes the CLI refuse to run when the sandbox cannot.

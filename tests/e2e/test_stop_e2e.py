@@ -16,7 +16,14 @@ import trio
 from helpers_proc import assert_no_cli_left, assert_one_final_terminal
 
 from claude_trio import ExecuteParams, open_session
-from claude_trio.protocol.events import Aborted, Error, Event, TextDelta, ToolUse, is_terminal
+from claude_trio.protocol.session.events import (
+    Aborted,
+    Error,
+    Event,
+    TextDelta,
+    ToolUse,
+    is_terminal,
+)
 from claude_trio.testing.model_double import ModelDouble, Reply, Rule, Script, is_main_agent
 
 pytestmark = pytest.mark.e2e

@@ -15,8 +15,11 @@ from typing import Any
 import pytest
 from helpers import MODEL, dump, kinds, of_type, params, run_session
 
-from claude_trio.protocol import versions
-from claude_trio.protocol.events import (
+from claude_trio.protocol.config import versions
+from claude_trio.protocol.config.images import ImageInput
+from claude_trio.protocol.config.redact import MASK
+from claude_trio.protocol.config.subagents import SubagentDefinition
+from claude_trio.protocol.session.events import (
     Aborted,
     AdapterReady,
     Result,
@@ -25,9 +28,6 @@ from claude_trio.protocol.events import (
     ToolUse,
     WarningEvent,
 )
-from claude_trio.protocol.images import ImageInput
-from claude_trio.protocol.redact import MASK
-from claude_trio.protocol.subagents import SubagentDefinition
 from claude_trio.testing.model_double import (
     ModelDouble,
     ModelRequest,
@@ -104,7 +104,7 @@ async def test_a_config_warning_and_an_untested_version_come_before_adapter_read
 
 
 def _thinking(*, enabled: bool, budget: int) -> Any:
-    from claude_trio.protocol.params import ArchitectureConfig
+    from claude_trio.protocol.config.params import ArchitectureConfig
 
     return ArchitectureConfig(
         claude_thinking="enabled" if enabled else "adaptive", claude_thinking_budget=budget

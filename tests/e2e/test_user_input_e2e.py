@@ -14,7 +14,7 @@ from helpers import of_type
 from helpers_proc import assert_no_cli_left, assert_one_final_terminal, kinds
 
 from claude_trio import AnswerAccepted, AnswerRejected, ExecuteParams, open_session
-from claude_trio.protocol.events import (
+from claude_trio.protocol.session.events import (
     Event,
     Question,
     Result,

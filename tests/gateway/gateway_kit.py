@@ -17,9 +17,15 @@ from wsproto.events import AcceptConnection, RejectConnection, Request
 from wsproto.events import Event as WsEvent
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import Fleet, open_fleet
-from claude_trio.protocol.events import Event, Result, TextDelta
-from claude_trio.protocol.wire import EventFrame, Frame, OpenedFrame, decode_frame, params_to_json
+from claude_trio.actors.fanout.fleet import Fleet, open_fleet
+from claude_trio.protocol.fanout.wire import (
+    EventFrame,
+    Frame,
+    OpenedFrame,
+    decode_frame,
+    params_to_json,
+)
+from claude_trio.protocol.session.events import Event, Result, TextDelta
 from claude_trio.testing import FakeCLI, FakeTurn
 
 TOKEN = "s3cret-gateway-token-7f1d"

@@ -12,7 +12,7 @@ from proxy_kit import cut_proxy
 from claude_trio import ExecuteParams
 from claude_trio.batch import BatchItem, BatchResult, RetryPolicy, run_batch
 from claude_trio.client import ClientConfig, connect_gateway
-from claude_trio.protocol.remote import GatewayLimits
+from claude_trio.protocol.fanout.remote import GatewayLimits
 from claude_trio.testing import FakeCLI, FakeTurn
 
 FAST = ClientConfig(backoff_base=0.01, backoff_max=0.05, close_timeout=1.0)

@@ -16,9 +16,9 @@ from gateway_kit import TOKEN, gateway, say, text_of
 from proxy_kit import CutProxy, cut_proxy
 
 from claude_trio import ExecuteParams, allow_tool
-from claude_trio.actors import gateway as gateway_module
-from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
-from claude_trio.actors.fleet import Fleet, Subscription, open_fleet
+from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.fanout import gateway as gateway_module
+from claude_trio.actors.fanout.fleet import Fleet, Subscription, open_fleet
 from claude_trio.client import ClientConfig, GatewayClient, connect_gateway
 from claude_trio.errors import (
     ConnectionLostError,
@@ -28,9 +28,10 @@ from claude_trio.errors import (
     ResyncRequiredError,
     SessionLostError,
 )
-from claude_trio.protocol.codec import event_to_json
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import (
+from claude_trio.protocol.fanout.codec import event_to_json
+from claude_trio.protocol.fanout.remote import RemotePolicy, remote_params
+from claude_trio.protocol.session.events import (
     Aborted,
     Event,
     Result,
@@ -38,8 +39,7 @@ from claude_trio.protocol.events import (
     UserInputRequest,
     UserMessage,
 )
-from claude_trio.protocol.lifecycle import Accepted
-from claude_trio.protocol.remote import RemotePolicy, remote_params
+from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.testing import FakeCLI, FakeTurn
 
 PATIENT = ClientConfig(reconnect_attempts=1000, backoff_base=0.01, backoff_max=0.02)
@@ -74,7 +74,7 @@ async def local_run(script: Callable[[FakeTurn], Any], prompt: str) -> list[Even
     params = remote_params(ExecuteParams(prompt=prompt), RemotePolicy(), None)
     async with open_fleet(transport_factory=FakeCLI(script)) as fleet:
         fs = await fleet.start(params)
-        sub = fs.subscribe(None, max_queue=10**6)
+        sub = fs.subscribe_nowait(None, max_queue=10**6)
         assert not isinstance(sub, type(None))
         with sub:  # type: ignore[union-attr]
             return [event async for event in sub]  # type: ignore[union-attr]
@@ -171,7 +171,7 @@ async def test_a_consumer_that_falls_behind_is_detached_and_replayed_exactly() -
             connect_gateway(proxy.url, token=TOKEN, config=config) as gw,
         ):
             session = await gw.open(ExecuteParams(prompt="go"))
-            await fleet.get(session.id).wait_ended()  # the consumer read nothing meanwhile
+            await fleet.get_nowait(session.id).wait_ended()  # the consumer read nothing meanwhile
             remote = await collect(session.events)
             statistics = gw.statistics()
     local = await local_run(stream, "go")
@@ -260,7 +260,7 @@ async def test_an_op_lost_with_the_connection_raises_or_is_sent_again() -> None:
             rest = await collect(events)
             listed = await gw.list()
     assert isinstance(rest[-1], Aborted)
-    assert fleet.get(session.id).ended
+    assert fleet.get_nowait(session.id).ended
     assert [s.state for s in listed] == ["ended"]
     assert proxy.accepted == 3
 
@@ -288,7 +288,7 @@ async def test_continue_is_exactly_once_when_its_answer_is_lost(
         ):
             session = await gw.open(ExecuteParams(prompt="one"))
             first = await collect(session.events)
-            await fleet.get(session.id).wait_closed()
+            await fleet.get_nowait(session.id).wait_closed()
             cut = proxy.cut_at_next_client_message(forward=reached_the_server)
             await session.continue_("two")
             assert cut.is_set()
@@ -336,7 +336,7 @@ async def test_events_evicted_while_away_raise_resync_required() -> None:
             first = await events.receive()
             proxy.refusing = True
             proxy.cut()
-            await fleet.get(session.id).wait_ended()  # far more than 10 events meanwhile
+            await fleet.get_nowait(session.id).wait_ended()  # far more than 10 events meanwhile
             proxy.refusing = False
             got = [first]
             with pytest.raises(ResyncRequiredError) as caught:
@@ -358,7 +358,7 @@ async def test_a_session_the_server_forgot_raises_session_lost() -> None:
             await events.receive()
             proxy.refusing = True
             proxy.cut()
-            fs = fleet.get(session.id)
+            fs = fleet.get_nowait(session.id)
             await fs.wait_closed()  # ended and forgotten (keep_finished=0)
             proxy.refusing = False
             with pytest.raises(SessionLostError, match="no longer knows it"):
@@ -444,7 +444,7 @@ async def test_a_client_opened_session_can_be_attached_from_a_second_client() ->
 
 
 async def test_leaving_a_remote_run_early_stops_the_session_on_the_server() -> None:
-    from claude_trio.runner import open_remote_session
+    from claude_trio.cli.runner import open_remote_session
 
     async def forever(turn: FakeTurn) -> None:
         await turn.text("working")
@@ -458,7 +458,7 @@ async def test_leaving_a_remote_run_early_stops_the_session_on_the_server() -> N
                 first = await run.events.receive()
             (session,) = fleet.sessions()
             assert session.ended  # stopped on the server, not left running
-            replay = session.subscribe(None, max_queue=1000)
+            replay = session.subscribe_nowait(None, max_queue=1000)
             assert isinstance(replay, Subscription)
             with replay:
                 events = [event async for event in replay]

@@ -14,11 +14,11 @@ import trio
 from proxy_kit import cut_proxy
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import Subscription, open_fleet
+from claude_trio.actors.fanout.fleet import Subscription, open_fleet
 from claude_trio.client import ClientConfig, connect_gateway
-from claude_trio.protocol.codec import event_to_json
-from claude_trio.protocol.events import Event, Result
-from claude_trio.protocol.remote import RemotePolicy, remote_params
+from claude_trio.protocol.fanout.codec import event_to_json
+from claude_trio.protocol.fanout.remote import RemotePolicy, remote_params
+from claude_trio.protocol.session.events import Event, Result
 from claude_trio.testing.model_double import (
     ModelDouble,
     ModelRequest,
@@ -89,7 +89,7 @@ async def test_the_client_survives_three_cut_connections_with_the_real_cli_exact
         async with open_fleet(max_live=1, env=hermetic) as fleet:
             # the local run: the fleet's own subscription
             local_session = await fleet.start(local_params)
-            subscription = local_session.subscribe(None, max_queue=100_000)
+            subscription = local_session.subscribe_nowait(None, max_queue=100_000)
             assert isinstance(subscription, Subscription)
             with subscription:
                 local = [event async for event in subscription]

@@ -11,9 +11,7 @@ import trio.testing
 
 from claude_trio import ExecuteParams, Result, TextDelta
 from claude_trio.client import ClientConfig, GatewayClient
-from claude_trio.protocol.events import Event
-from claude_trio.protocol.usage import Usage
-from claude_trio.protocol.wire import (
+from claude_trio.protocol.fanout.wire import (
     EventFrame,
     Frame,
     OpenedFrame,
@@ -21,6 +19,8 @@ from claude_trio.protocol.wire import (
     SessionInfo,
     SessionsFrame,
 )
+from claude_trio.protocol.session.events import Event
+from claude_trio.protocol.session.usage import Usage
 
 
 class _Connection:

@@ -14,8 +14,8 @@ import trio
 from gateway_kit import Client, client, gateway, text_of
 
 from claude_trio import ExecuteParams
-from claude_trio.protocol.events import UserInputRequest, UserInputResolved
-from claude_trio.protocol.wire import EventFrame, ReplyFrame
+from claude_trio.protocol.fanout.wire import EventFrame, ReplyFrame
+from claude_trio.protocol.session.events import UserInputRequest, UserInputResolved
 from claude_trio.testing import FakeCLI, FakeTurn
 
 BASH = {"command": "make clean"}

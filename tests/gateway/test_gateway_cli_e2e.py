@@ -18,9 +18,8 @@ import trio
 from trio_websocket import open_websocket_url
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import open_fleet
-from claude_trio.protocol.events import Event, Result, TextDelta, UserInputRequest
-from claude_trio.protocol.wire import (
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.protocol.fanout.wire import (
     EventFrame,
     Frame,
     OpenedFrame,
@@ -28,6 +27,7 @@ from claude_trio.protocol.wire import (
     decode_frame,
     params_to_json,
 )
+from claude_trio.protocol.session.events import Event, Result, TextDelta, UserInputRequest
 from claude_trio.testing import check_contract
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, ReplyUsage, turns
 
@@ -122,7 +122,7 @@ async def test_a_real_cli_session_over_the_gateway(
                     frame = await receive()
                     if isinstance(frame, EventFrame) and isinstance(frame.event, Result):
                         break
-            await fleet.get(opened.session).wait_ended()
+            await fleet.get_nowait(opened.session).wait_ended()
             nursery.cancel_scope.cancel()
     assert claude_children() == []
     assert ReplyFrame(id="a", ok=True) in frames

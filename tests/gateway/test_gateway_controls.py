@@ -13,9 +13,9 @@ from gateway_kit import TOKEN, gateway
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import RemoteOpError
-from claude_trio.protocol.events import ControlApplied, Event, Result, TurnStarted
-from claude_trio.protocol.remote import RemotePolicy
-from claude_trio.protocol.wire import decode_op, encode_op
+from claude_trio.protocol.fanout.remote import RemotePolicy
+from claude_trio.protocol.fanout.wire import decode_op, encode_op
+from claude_trio.protocol.session.events import ControlApplied, Event, Result, TurnStarted
 from claude_trio.testing import FakeCLI, FakeTurn
 
 FAST = ClientConfig(ping_interval=5, ping_timeout=5)
@@ -96,7 +96,7 @@ async def test_an_operator_who_allows_all_tools_lets_clients_switch_to_any_mode(
 
 def test_the_control_ops_round_trip_and_bad_ones_are_refused_naming_the_field() -> None:
     from claude_trio.errors import WireError
-    from claude_trio.protocol.wire import SetModelOp, SetPermissionModeOp
+    from claude_trio.protocol.fanout.wire import SetModelOp, SetPermissionModeOp
 
     for op in (
         SetModelOp(id="1", session="s", model="opus"),
@@ -123,8 +123,8 @@ def test_the_control_ops_round_trip_and_bad_ones_are_refused_naming_the_field() 
 
 
 def test_a_read_only_policy_refuses_exactly_the_modes_that_run_tools_without_asking() -> None:
-    from claude_trio.protocol.permissions import PERMISSION_MODES
-    from claude_trio.protocol.remote import permission_mode_refusal
+    from claude_trio.protocol.config.permissions import PERMISSION_MODES
+    from claude_trio.protocol.fanout.remote import permission_mode_refusal
 
     read_only, everything = RemotePolicy(), RemotePolicy(tools="all")
     refused = [m for m in PERMISSION_MODES if permission_mode_refusal(read_only, m)]

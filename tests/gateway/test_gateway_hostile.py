@@ -33,22 +33,22 @@ from gateway_kit import (
 from wsproto.events import CloseConnection, Ping, RejectConnection, TextMessage
 
 from claude_trio import ExecuteParams
-from claude_trio.actors import gateway as gateway_module
-from claude_trio.actors.fleet import Subscription
-from claude_trio.actors.gateway import GatewayOwner
-from claude_trio.protocol.events import (
-    Result,
-    ToolUse,
-    UserInputRequest,
-    UserMessage,
-)
-from claude_trio.protocol.remote import GatewayLimits
-from claude_trio.protocol.wire import (
+from claude_trio.actors.fanout import gateway_connection
+from claude_trio.actors.fanout.fleet import Subscription
+from claude_trio.actors.fanout.gateway import GatewayOwner
+from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.fanout.wire import (
     ErrorFrame,
     EventFrame,
     OpenedFrame,
     ReplyFrame,
     decode_frame,
+)
+from claude_trio.protocol.session.events import (
+    Result,
+    ToolUse,
+    UserInputRequest,
+    UserMessage,
 )
 from claude_trio.testing import FakeCLI, FakeTurn, check_contract
 
@@ -84,7 +84,8 @@ async def test_a_lone_surrogate_is_refused_and_nobody_else_notices() -> None:
                 assert "lone UTF-16 surrogate" in error.message
                 # A surrogate that did get into the session (pushed from Python) is sent
                 # escaped, so it cannot break the replay either.
-                assert fleet.get(sid).push_nowait("y\udfffz").__class__.__name__ == "Accepted"
+                pushed = fleet.get_nowait(sid).push_nowait("y\udfffz")
+                assert pushed.__class__.__name__ == "Accepted"
                 release.set()
                 a_events = await a.events_until_final()
                 b_events = await b.events_until_final()
@@ -174,7 +175,7 @@ async def test_a_client_that_never_reads_is_closed_and_its_queue_freed() -> None
         async with gateway(FakeCLI(flood), client_queue=64, limits=limits,
                            fleet_options=big) as (fleet, port):  # fmt: skip
             fs = await fleet.start(ExecuteParams(prompt="hi"))
-            watcher = fs.subscribe(None, max_queue=10**6, max_bytes=2**40)
+            watcher = fs.subscribe_nowait(None, max_queue=10**6, max_bytes=2**40)
             assert isinstance(watcher, Subscription)
             stream = await tcp_from(port, rcvbuf=4096)
             peer = await _raw_attach(stream, fs.id)
@@ -311,7 +312,7 @@ SERVER_SCRIPT = textwrap.dedent(
     from functools import partial
     import trio
     from claude_trio import serve_gateway
-    from claude_trio.actors.fleet import open_fleet
+    from claude_trio.actors.fanout.fleet import open_fleet
     from claude_trio.testing import FakeCLI
 
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
@@ -423,10 +424,10 @@ async def test_session_caps_per_client_and_fair_slots_between_clients() -> None:
             # waits behind one of busy's, not behind all three.
             for prompt in ["busy 0", "busy 1", "other 0", "busy 2", "busy 3"]:
                 gates.setdefault(prompt, trio.Event()).set()
-            await fleet.get(first).wait_ended()
+            await fleet.get_nowait(first).wait_ended()
             for frame in frames:
                 if isinstance(frame, OpenedFrame):
-                    await fleet.get(frame.session).wait_ended()
+                    await fleet.get_nowait(frame.session).wait_ended()
     started = [t.user_messages[0]["message"]["content"] for t in fake.transports]
     assert started == ["busy 0", "busy 1", "other 0", "busy 2", "busy 3"]
 
@@ -467,14 +468,14 @@ async def test_each_event_is_encoded_once_per_session_not_once_per_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     encoded: list[int] = []
-    real = gateway_module.encode_frame
+    real = gateway_connection.encode_frame
 
     def counting(frame: Any) -> str:
         if isinstance(frame, EventFrame):
             encoded.append(frame.event.seq)
         return real(frame)
 
-    monkeypatch.setattr(gateway_module, "encode_frame", counting)
+    monkeypatch.setattr(gateway_connection, "encode_frame", counting)
     release = trio.Event()
 
     async def script(turn: FakeTurn) -> None:

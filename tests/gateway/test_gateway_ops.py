@@ -11,11 +11,10 @@ from gateway_kit import Client, bearer, client, gateway, is_final_result, say, t
 from trio_websocket import ConnectionRejected, open_websocket_url
 
 from claude_trio import ExecuteParams
-from claude_trio.actors import gateway as gateway_module
-from claude_trio.actors.gateway import GatewayOwner
-from claude_trio.protocol.events import Event, Result, TextDelta, TurnStarted
-from claude_trio.protocol.remote import GatewayLimits, Principal
-from claude_trio.protocol.wire import (
+from claude_trio.actors.fanout import gateway_connection
+from claude_trio.actors.fanout.gateway import GatewayOwner
+from claude_trio.protocol.fanout.remote import GatewayLimits, Principal
+from claude_trio.protocol.fanout.wire import (
     OP_NAMES,
     ContinuedFrame,
     ErrorFrame,
@@ -26,6 +25,7 @@ from claude_trio.protocol.wire import (
     ReplyFrame,
     SessionsFrame,
 )
+from claude_trio.protocol.session.events import Event, Result, TextDelta, TurnStarted
 from claude_trio.testing import FakeCLI, FakeTurn
 
 ALICE = "alice-token-0123456789abcdef"
@@ -105,7 +105,7 @@ async def test_a_principal_cannot_see_or_touch_another_principals_sessions() -> 
             opened = await alice.receive()
             assert isinstance(opened, OpenedFrame)
             mine = opened.session
-            assert fleet.get(mine).owner == GatewayOwner("alice", "127.0.5.1")
+            assert fleet.get_nowait(mine).owner == GatewayOwner("alice", "127.0.5.1")
 
             # Every op on alice's session gets bob exactly what an id nobody knows gets.
             ops = [
@@ -129,7 +129,7 @@ async def test_a_principal_cannot_see_or_touch_another_principals_sessions() -> 
                         f"unknown session {session!r} (never opened, or forgotten)"
                     )
             assert (await list_sessions(bob)).sessions == ()
-            assert not fleet.get(mine).ended  # bob's abort did nothing
+            assert not fleet.get_nowait(mine).ended  # bob's abort did nothing
 
             # alice sees hers; the admin sees everyone's and may follow it.
             (listed,) = (await list_sessions(alice)).sessions
@@ -201,7 +201,7 @@ async def test_continue_runs_the_next_execution_and_its_events_follow_on_the_con
         async with gateway(fake) as (fleet, port), client(port) as c:
             session = await c.open(ExecuteParams(prompt="one"))
             first = await c.events_until_final()
-            await fleet.get(session).wait_closed()
+            await fleet.get_nowait(session).wait_closed()
             await c.send("continue", id="c1", session=session, prompt="two")
             continued = await c.receive()
             assert continued == ContinuedFrame(
@@ -209,7 +209,7 @@ async def test_continue_runs_the_next_execution_and_its_events_follow_on_the_con
             )
             second = await c.events_until_final()
             # continuing a session that runs is refused, with what to do instead
-            await fleet.get(session).wait_closed()
+            await fleet.get_nowait(session).wait_closed()
             await c.send("continue", id="c2", session=session, prompt="three")
             assert isinstance(await c.receive(), ContinuedFrame)
             await c.send("continue", id="c3", session=session, prompt="four")
@@ -244,13 +244,13 @@ async def test_a_connection_still_reading_the_old_execution_follows_the_continue
     # the first execution: the writer sends all of it, then follows the next execution on
     # the same connection, with no gap and no duplicate.
     followed: list[bool] = []
-    real = gateway_module._Client._follow_next_execution
+    real = gateway_connection._Client._follow_next_execution
 
-    def spy(self: gateway_module._Client, attached: gateway_module._Attached) -> bool:
+    def spy(self: gateway_connection._Client, attached: gateway_connection._Attached) -> bool:
         followed.append(real(self, attached))
         return followed[-1]
 
-    monkeypatch.setattr(gateway_module._Client, "_follow_next_execution", spy)
+    monkeypatch.setattr(gateway_connection._Client, "_follow_next_execution", spy)
     big = "x" * 30_000
 
     async def script(turn: FakeTurn) -> None:
@@ -271,7 +271,7 @@ async def test_a_connection_still_reading_the_old_execution_follows_the_continue
             client(port, rcvbuf=4096, max_message_size=2**23) as c,
         ):
             session_id = await c.open(ExecuteParams(prompt="one"))
-            session = fleet.get(session_id)
+            session = fleet.get_nowait(session_id)
             await session.wait_closed()
             await c.send("continue", id="c", session=session_id, prompt="two")
             frames = await c.receive_until(

@@ -18,13 +18,13 @@ from gateway_kit import TOKEN, client, gateway, say
 from trio_websocket import ConnectionRejected, open_websocket_url
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import Subscription, open_fleet
+from claude_trio.actors.fanout.fleet import Subscription, open_fleet
+from claude_trio.protocol.config.options import MUTATING_BUILTINS, READONLY_BUILTINS
+from claude_trio.protocol.config.tools import SCHEDULING_TOOLS
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import Error
-from claude_trio.protocol.options import MUTATING_BUILTINS, READONLY_BUILTINS
-from claude_trio.protocol.remote import GatewayLimits
-from claude_trio.protocol.tools import SCHEDULING_TOOLS
-from claude_trio.protocol.wire import ErrorFrame, EventFrame
+from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.fanout.wire import ErrorFrame, EventFrame
+from claude_trio.protocol.session.events import Error
 from claude_trio.testing import FakeCLI
 
 
@@ -256,7 +256,7 @@ async def test_errors_that_name_server_paths_are_withheld_from_remote_clients() 
             async with client(port) as c:
                 sid = await c.open(ExecuteParams(prompt="hi"))
                 frames = await c.receive_until(_final)
-            local = fleet.get(sid).subscribe(None, max_queue=10)
+            local = fleet.get_nowait(sid).subscribe_nowait(None, max_queue=10)
             assert isinstance(local, Subscription)
             with local:
                 kept = [e async for e in local]
@@ -396,7 +396,7 @@ async def test_query_token_given_twice_is_refused() -> None:
 
 
 def test_the_descriptor_limit_lowers_the_connection_cap() -> None:
-    from claude_trio.protocol.remote import connection_cap
+    from claude_trio.protocol.fanout.remote import connection_cap
 
     limits = GatewayLimits(max_connections=512, fd_reserve=64)
     assert connection_cap(limits, 256) == 192
@@ -409,16 +409,16 @@ def test_the_descriptor_limit_lowers_the_connection_cap() -> None:
 async def test_an_op_the_decoder_fails_on_is_an_error_frame_not_a_dead_connection(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import claude_trio.actors.gateway as gateway_module
+    import claude_trio.actors.fanout.gateway_connection as gateway_connection
 
-    real_decode = gateway_module.decode_op
+    real_decode = gateway_connection.decode_op
 
     def decode(text: str, **kwargs: Any) -> Any:
         if "poison" in text:
             raise TypeError("unhashable type: 'list'")  # a value a validator forgot to refuse
         return real_decode(text, **kwargs)
 
-    monkeypatch.setattr(gateway_module, "decode_op", decode)
+    monkeypatch.setattr(gateway_connection, "decode_op", decode)
     with trio.fail_after(10):
         async with gateway(FakeCLI(partial(say, "ok"))) as (_, port), client(port) as c:
             await c.send("list", id="poison")
@@ -431,3 +431,21 @@ async def test_an_op_the_decoder_fails_on_is_an_error_frame_not_a_dead_connectio
     assert "unhashable" not in error.message
     assert listing.id == "after"
     assert "an op could not be decoded: TypeError" in caplog.text
+
+
+async def test_what_is_not_a_served_host_is_refused_by_name() -> None:
+    """A gateway serves any host that offers what it needs (``ServedHost``); anything else,
+    a session host without owners (a gateway client) included, is refused before a socket
+    is opened."""
+
+    class OnlyASessionHost:
+        async def open(self, params: Any, *, label: Any = None) -> Any: ...
+        async def continue_(self, session_id: str, prompt: str) -> Any: ...
+        async def get(self, session_id: str) -> Any: ...
+        async def list(self) -> Any: ...
+
+    for host in (object(), OnlyASessionHost()):
+        with pytest.raises(InvalidParamsError) as caught:
+            await serve_gateway(host, token=TOKEN, allowed_origins=None)  # type: ignore[arg-type]
+        assert caught.value.field == "fleet"
+        assert "ServedHost" in str(caught.value)

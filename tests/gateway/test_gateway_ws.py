@@ -36,8 +36,15 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request
 
 from claude_trio import ExecuteParams, serve_gateway
-from claude_trio.actors.fleet import open_fleet
-from claude_trio.protocol.events import (
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.fanout.wire import (
+    ErrorFrame,
+    EventFrame,
+    ReplyFrame,
+    ResyncRequiredFrame,
+)
+from claude_trio.protocol.session.events import (
     AssistantMessage,
     Event,
     Result,
@@ -45,13 +52,6 @@ from claude_trio.protocol.events import (
     ToolUse,
     UserInputRequest,
     UserInputResolved,
-)
-from claude_trio.protocol.remote import GatewayLimits
-from claude_trio.protocol.wire import (
-    ErrorFrame,
-    EventFrame,
-    ReplyFrame,
-    ResyncRequiredFrame,
 )
 from claude_trio.testing import FakeCLI, FakeTurn, check_contract
 
@@ -268,7 +268,7 @@ async def test_open_streams_every_event_to_the_final_result() -> None:
             async with client(port) as c:
                 session_id = await c.open(ExecuteParams(prompt="hi"))
                 events = await c.events_until_final()
-            await fleet.get(session_id).wait_ended()
+            await fleet.get_nowait(session_id).wait_ended()
     check_contract(events)
     kinds = [e.kind for e in events]
     assert kinds[:2] == ["adapter_ready", "turn_started"]
@@ -395,7 +395,7 @@ async def test_slow_client_is_dropped_while_another_client_of_the_session_gets_e
             # now reads what the kernel held for it, then the close frame with the reason.
             with pytest.raises(ConnectionClosed) as closed:
                 await drain(slow)
-            assert fleet.get(session_id).ended
+            assert fleet.get_nowait(session_id).ended
     assert closed.value.reason.code == 1008
     assert (closed.value.reason.reason or "").startswith("slow consumer")
     assert tools == ROUNDS * PER_ROUND
@@ -538,7 +538,7 @@ async def test_detach_while_events_stream_sends_no_event_of_that_session_after_t
             release.set()  # events keep coming while the detach is in flight
             before = await c.receive_until(lambda f: isinstance(f, ReplyFrame))
             assert before[-1] == ReplyFrame(id="d", ok=True)
-            await fleet.get(session_id).wait_ended()
+            await fleet.get_nowait(session_id).wait_ended()
             # The next frame is the probe's answer: nothing of the session came after.
             await c.send("detach", id="probe", session=session_id)
             assert await c.receive() == ReplyFrame(id="probe", ok=False, reason="not attached")

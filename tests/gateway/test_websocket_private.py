@@ -1,5 +1,5 @@
-"""The private names of trio-websocket and wsproto that ``actors/_websocket_private.py`` lists
-are there, with the shape it relies on (their behaviour is pinned by the gateway tests)."""
+"""The private names of trio-websocket and wsproto that ``actors/fanout/_websocket_private.py``
+lists are there, with the shape it relies on (their behaviour is pinned by the gateway tests)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from trio_websocket import WebSocketConnection
 from wsproto import WSConnection
 from wsproto.connection import ConnectionState
 
-from claude_trio.actors import _websocket_private as private
+from claude_trio.actors.fanout import _websocket_private as private
 
 
 def test_the_pinned_versions_are_installed() -> None:
-    # Upgrading either one means re-reading the list in actors/_websocket_private.py.
+    # Upgrading either one means re-reading the list in actors/fanout/_websocket_private.py.
     assert version("trio-websocket").startswith("0.12.")
     assert version("wsproto").startswith("1.")
 
@@ -44,8 +44,10 @@ def test_the_module_lists_every_private_name_it_uses() -> None:
     for name in used:
         assert f"WebSocketConnection.{name}" in header, name
     # No other module of ours touches a private name of trio-websocket.
-    import claude_trio.actors.gateway as gateway
+    import claude_trio.actors.fanout.gateway as gateway
+    import claude_trio.actors.fanout.gateway_connection as gateway_connection
 
-    gateway_source = inspect.getsource(gateway)
-    for name in ("_reader_task", "_get_request", "_wsproto", "_stream_lock", "_close_reason"):
-        assert name not in gateway_source, name
+    for module in (gateway, gateway_connection):
+        source = inspect.getsource(module)
+        for name in ("_reader_task", "_get_request", "_wsproto", "_stream_lock", "_close_reason"):
+            assert name not in source, (module.__name__, name)

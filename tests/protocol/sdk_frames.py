@@ -14,7 +14,7 @@ from typing import Any
 
 import claude_agent_sdk as sdk
 
-from claude_trio.actors.sdk_private import parse_message
+from claude_trio.actors.session.sdk_private import parse_message
 from claude_trio.testing import frames
 
 SESSION_ID = "6d1c1b3e-2f0a-4b55-9d8e-0c6f1a2b3c4d"

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from claude_trio.protocol.events import (
+from claude_trio.protocol.session.events import (
     AssistantMessage,
     Event,
     NormalizedMessage,
@@ -15,7 +15,7 @@ from claude_trio.protocol.events import (
     ToolResult,
     ToolUse,
 )
-from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.session.usage import Usage
 
 
 def numbered(*events: Event, turn: int = 1) -> list[Event]:

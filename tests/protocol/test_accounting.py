@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from sdk_frames import api_usage, interrupted_result, result
 
-from claude_trio.protocol.accounting import UsageLedger, transcript_cost
-from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.session.accounting import UsageLedger, transcript_cost
+from claude_trio.protocol.session.usage import Usage
 
 
 def test_turn_tokens_are_the_results_usage_normalized() -> None:

@@ -8,7 +8,8 @@ import pytest
 from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
 from claude_agent_sdk.types import PermissionRuleValue, PermissionUpdate
 
-from claude_trio.protocol.approvals import (
+from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.extensions.approvals import (
     DEFAULT_DENY_MESSAGE,
     ApprovalAnswer,
     allow,
@@ -19,9 +20,8 @@ from claude_trio.protocol.approvals import (
     deny,
     no_answer_message,
 )
-from claude_trio.protocol.codec import event_from_json, event_to_json
-from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.user_input import normalize_answer
+from claude_trio.protocol.extensions.user_input import normalize_answer
+from claude_trio.protocol.fanout.codec import event_from_json, event_to_json
 
 BASH_INPUT = {"command": "echo hi > out.txt", "description": "write"}
 SUGGESTION = PermissionUpdate(

@@ -1,4 +1,5 @@
-"""Batches, the pure part (``protocol/batch.py``): items, attempts, retries, results files."""
+"""Batches, the pure part (``protocol/fanout/batch.py``): items, attempts, retries, results
+files."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ import random
 import pytest
 
 from claude_trio.errors import BatchFileError
-from claude_trio.protocol.batch import Attempt, BatchResult, RetryPolicy, parse_items, read_results
-from claude_trio.protocol.events import Aborted, Error, Result, Retry, TextDelta
-from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.fanout.batch import (
+    Attempt,
+    BatchResult,
+    RetryPolicy,
+    parse_items,
+    read_results,
+)
+from claude_trio.protocol.session.events import Aborted, Error, Result, Retry, TextDelta
+from claude_trio.protocol.session.usage import Usage
 
 USAGE = Usage(input_tokens=10, output_tokens=5, cost_usd=0.25)
 

@@ -1,4 +1,4 @@
-"""The claude-code architecture's capabilities (protocol/capabilities.py)."""
+"""The claude-code architecture's capabilities (protocol/config/capabilities.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ import json
 import attrs
 import pytest
 
-from claude_trio.protocol.capabilities import ArchitectureCapabilities, architecture_capabilities
-from claude_trio.protocol.models import ADAPTIVE_THINKING_ONLY
-from claude_trio.protocol.resume import RESUME_IMMUTABLE
+from claude_trio.protocol.config.capabilities import (
+    ArchitectureCapabilities,
+    architecture_capabilities,
+)
+from claude_trio.protocol.config.models import ADAPTIVE_THINKING_ONLY
+from claude_trio.protocol.config.resume import RESUME_IMMUTABLE
 
 
 def test_capabilities_are_one_frozen_value() -> None:
@@ -86,8 +89,8 @@ def test_to_mapping_is_json_ready_and_complete() -> None:
 
 
 def test_the_session_surface_is_listed_as_it_is() -> None:
-    from claude_trio.protocol.images import sniff_media_type
-    from claude_trio.protocol.providers import PROVIDERS
+    from claude_trio.protocol.config.images import sniff_media_type
+    from claude_trio.protocol.config.providers import PROVIDERS
 
     caps = architecture_capabilities()
     assert caps.adapter_ready
@@ -107,8 +110,8 @@ def test_the_session_surface_is_listed_as_it_is() -> None:
 
 
 def test_custom_tools_and_inline_skills_say_the_names_the_model_sees() -> None:
-    from claude_trio.protocol.custom_tools import CustomTool
-    from claude_trio.protocol.skills import InlineSkill
+    from claude_trio.protocol.extensions.custom_tools import CustomTool
+    from claude_trio.protocol.extensions.skills import InlineSkill
 
     async def tool(args: object) -> str:
         return ""
@@ -121,9 +124,9 @@ def test_custom_tools_and_inline_skills_say_the_names_the_model_sees() -> None:
 
 
 def test_hooks_and_live_controls_name_what_the_session_and_the_wire_take() -> None:
-    from claude_trio.actors.session import Session
-    from claude_trio.protocol.hooks import HOOK_EVENTS, Hook
-    from claude_trio.protocol.wire import OP_NAMES
+    from claude_trio.actors.session.open import Session
+    from claude_trio.protocol.extensions.hooks import HOOK_EVENTS, Hook
+    from claude_trio.protocol.fanout.wire import OP_NAMES
 
     caps = architecture_capabilities()
     assert caps.hooks == frozenset(HOOK_EVENTS)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from claude_trio.errors import CassetteError
-from claude_trio.protocol.cassette import (
+from claude_trio.protocol.cassettes.format import (
     Cassette,
     CassetteHeader,
     Record,
@@ -18,8 +18,8 @@ from claude_trio.protocol.cassette import (
     parse_cassette,
     version_notice,
 )
-from claude_trio.protocol.cassette_player import Emit, Finish, Mismatch, Player, Step, Wait
-from claude_trio.protocol.scrub import MASK, Scrubber
+from claude_trio.protocol.cassettes.player import Emit, Finish, Mismatch, Player, Step, Wait
+from claude_trio.protocol.cassettes.scrub import MASK, Scrubber
 
 HEADER = encode_header(CassetteHeader(cli_version="2.1.332", sdk_version="0.2.189"))
 

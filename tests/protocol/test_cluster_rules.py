@@ -1,5 +1,5 @@
-"""The cluster's pure rules (``protocol/cluster.py``): the codecs, the fencing comparison, and a
-Hypothesis model of a session under push / CLI turns / abort / worker death / a worker that
+"""The cluster's pure rules (``protocol/cluster/records.py``): the codecs, the fencing comparison,
+and a Hypothesis model of a session under push / CLI turns / abort / worker death / a worker that
 pauses then resumes / gateway switch, checking that every execution has exactly one final
 event, no accepted push is lost, none is answered twice, and nothing is stored by a worker
 whose token is stale."""
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from claude_trio.protocol.cluster import (
+from claude_trio.protocol.cluster.records import (
     AcceptedPush,
     Command,
     Fenced,
@@ -27,9 +27,10 @@ from claude_trio.protocol.cluster import (
     plan_move,
     seq_of_id,
 )
+from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.errors import RemoteProtocolError
-from claude_trio.protocol.events import Aborted, Event, Result, TextDelta, WarningEvent
-from claude_trio.protocol.usage import ZERO_USAGE
+from claude_trio.protocol.session.events import Aborted, Event, Result, TextDelta, WarningEvent
+from claude_trio.protocol.session.usage import ZERO_USAGE, Usage
 
 
 def result(text: str, uuids: tuple[str, ...] = (), *, final: bool) -> Result:
@@ -57,6 +58,9 @@ def test_codecs_round_trip() -> None:
         session="s", principal=None, host="h", label="", state="live", ended_at=None
     )
     assert SessionRecord.from_fields(record.to_fields()) == record
+    image = ImageInput.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    push = Command(kind="push", session="s", reply="r", text="look", images=(image,))
+    assert Command.from_fields(push.to_fields()) == push
     event = TextDelta(text="hi", seq=3, turn=1)
     assert decode_event(encode_event(event)) == event
     assert seq_of_id(event_id(42)) == 42
@@ -75,6 +79,19 @@ def test_codecs_round_trip() -> None:
 def test_a_bad_job_is_a_clear_error(fields: dict[str, str], message: str) -> None:
     with pytest.raises(RemoteProtocolError, match=message):
         Job.from_fields(fields)
+
+
+def test_a_record_carries_the_sessions_usage() -> None:
+    """Rule 3: the usage the worker wrote with the events, read back as it was written; a
+    record written before records carried it reads as no usage."""
+    usage = Usage(input_tokens=12, output_tokens=3, cache_read_input_tokens=2, cost_usd=0.25)
+    record = SessionRecord(session="s", principal="p", host="", label=None, state="ended",
+                           usage=usage)  # fmt: skip
+    assert SessionRecord.from_fields(record.to_fields()).usage == usage
+    older = {k: v for k, v in record.to_fields().items() if k != "usage"}
+    assert SessionRecord.from_fields(older).usage == ZERO_USAGE
+    with pytest.raises(RemoteProtocolError, match="usage"):
+        SessionRecord.from_fields({**record.to_fields(), "usage": '{"input_tokens": "many"}'})
 
 
 def test_not_an_event_entry_id() -> None:

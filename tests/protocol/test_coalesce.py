@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claude_trio.protocol.coalesce import compact, merge_deltas
-from claude_trio.protocol.events import Event, TextDelta, ThinkingDelta, ToolUse
+from claude_trio.protocol.fanout.coalesce import compact, merge_deltas
+from claude_trio.protocol.session.events import Event, TextDelta, ThinkingDelta, ToolUse
 
 
 def delta(

@@ -18,9 +18,9 @@ from claude_agent_sdk.types import ServerToolUseBlock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claude_trio.protocol.codec import event_from_json, event_to_json
 from claude_trio.protocol.errors import RemoteProtocolError
-from claude_trio.protocol.events import (
+from claude_trio.protocol.fanout.codec import event_from_json, event_to_json
+from claude_trio.protocol.session.events import (
     EVENT_TYPES,
     AssistantMessage,
     Error,
@@ -37,7 +37,7 @@ from claude_trio.protocol.events import (
     UnknownContent,
     UserInputRequest,
 )
-from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.session.usage import Usage
 
 # ---------------------------------------------------------------------------------------------
 # Strategies derived from the events' own annotations, so a new field or kind is covered too.
@@ -345,7 +345,7 @@ def test_codec_does_not_import_trio() -> None:
     # Import the folder as a plain top-level package: claude_trio/__init__ may import trio.
     repo_root = Path(__file__).resolve().parents[2]
     code = (
-        "import sys; import protocol.codec; "
+        "import sys; import protocol.fanout.codec; "
         "assert 'trio' not in sys.modules, sorted(m for m in sys.modules if 'trio' in m)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=repo_root)

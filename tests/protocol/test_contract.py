@@ -6,13 +6,13 @@ import attrs
 import pytest
 from stream_kit import answer, call, numbered, result, said, sub, usage
 
-from claude_trio.protocol.contract import (
+from claude_trio.protocol.session.contract import (
     RULES,
     Violation,
     contract_violations,
     describe_violations,
 )
-from claude_trio.protocol.events import (
+from claude_trio.protocol.session.events import (
     Aborted,
     Error,
     Event,
@@ -194,6 +194,5 @@ def test_every_violation_is_reported_not_just_the_first() -> None:
 
 @pytest.mark.parametrize("rule", RULES)
 def test_every_rule_is_documented(rule: str) -> None:
-    from claude_trio.protocol import contract
-
+    from claude_trio.protocol.session import contract
     assert f"``{rule}``" in (contract.__doc__ or "")

@@ -1,5 +1,5 @@
-"""Custom tools as values (protocol/custom_tools.py) and the options they and inline skills
-add (protocol/extensions.py)."""
+"""Custom tools as values (protocol/extensions/custom_tools.py) and the options they and inline
+skills add (protocol/extensions/options.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claude_trio.protocol.custom_tools import (
+from claude_trio.protocol.config.options import build_options
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.extensions.custom_tools import (
     MAX_CUSTOM_TOOLS,
     MAX_RESULT_CHARS,
     CustomTool,
@@ -20,11 +23,8 @@ from claude_trio.protocol.custom_tools import (
     failure_text,
     tool_output,
 )
-from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.extensions import with_extensions
-from claude_trio.protocol.options import build_options
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.skills import InlineSkill
+from claude_trio.protocol.extensions.options import with_extensions
+from claude_trio.protocol.extensions.skills import InlineSkill
 
 
 async def echo(args: dict[str, Any]) -> str:

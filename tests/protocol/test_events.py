@@ -7,8 +7,8 @@ import typing
 import attrs
 import pytest
 
-from claude_trio.protocol import events as ev
-from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.session import events as ev
+from claude_trio.protocol.session.usage import Usage
 
 TS_KINDS = {
     "text_delta",

@@ -1,4 +1,4 @@
-"""protocol/failures.py: what went wrong with the CLI, in words a user can act on."""
+"""protocol/session/failures.py: what went wrong with the CLI, in words a user can act on."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import errno
 
 from claude_agent_sdk import CLIConnectionError, CLINotFoundError, ProcessError
 
-from claude_trio.protocol.failures import describe_failure
+from claude_trio.protocol.session.failures import describe_failure
 
 
 def _spawn_failed(cause: Exception) -> CLIConnectionError:

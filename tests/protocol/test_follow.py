@@ -1,5 +1,5 @@
-"""Following a remote session exactly once (``protocol/follow.py``): the rules one by one, and
-a simulated server, network and consumer driven by Hypothesis through drops, slow reads and
+"""Following a remote session exactly once (``protocol/fanout/follow.py``): the rules one by one,
+and a simulated server, network and consumer driven by Hypothesis through drops, slow reads and
 reconnects, where the consumer must always have seen exactly 1..n in order."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from claude_trio.protocol.errors import LocalProtocolError
-from claude_trio.protocol.follow import Follow, FollowError
+from claude_trio.protocol.fanout.follow import Follow, FollowError
 
 
 def test_events_are_queued_once_in_order_and_the_final_one_makes_it_idle() -> None:

@@ -1,8 +1,8 @@
-"""protocol/frames.py: raw CLI frames before the SDK's parser."""
+"""protocol/session/frames.py: raw CLI frames before the SDK's parser."""
 
 from __future__ import annotations
 
-from claude_trio.protocol.frames import is_host_only, rewrite_unknown_frame, session_state
+from claude_trio.protocol.session.frames import is_host_only, rewrite_unknown_frame, session_state
 
 
 def test_unknown_frame_types_become_system_frames_that_keep_the_original() -> None:

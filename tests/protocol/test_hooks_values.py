@@ -1,6 +1,6 @@
-"""protocol/hooks.py and protocol/controls.py, rule by rule: what a decision becomes for the
-CLI, which decisions an event refuses, the typed input, the hooks' own checks, and the live
-controls' arguments and answers."""
+"""protocol/extensions/hooks.py and protocol/extensions/controls.py, rule by rule: what a decision
+becomes for the CLI, which decisions an event refuses, the typed input, the hooks' own checks, and
+the live controls' arguments and answers."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from claude_trio.errors import HookDecisionError
-from claude_trio.protocol.controls import (
+from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.extensions.controls import (
     context_usage_from,
     control_refusal,
     mcp_status_from,
     model_for_switch,
 )
-from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.hooks import (
+from claude_trio.protocol.extensions.hooks import (
     HOOK_EVENTS,
     MAX_HOOKS,
     Hook,

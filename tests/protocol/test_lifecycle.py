@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from claude_trio.protocol.errors import LocalProtocolError
-from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Phase, Rejected
+from claude_trio.protocol.session.lifecycle import Accepted, ExecutionLifecycle, Phase, Rejected
 
 
 def test_push_is_accepted_while_the_execution_runs() -> None:

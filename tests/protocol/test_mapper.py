@@ -1,4 +1,5 @@
-"""Mapper: one test per row of the event mapping table and per rule of protocol/mapper.py."""
+"""Mapper: one test per row of the event mapping table and per rule of
+protocol/session/mapper.py."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import claude_agent_sdk as sdk
 import pytest
 import sdk_frames as f
 
-from claude_trio.protocol import events as ev
 from claude_trio.protocol.errors import LocalProtocolError
-from claude_trio.protocol.mapper import Mapper
+from claude_trio.protocol.session import events as ev
+from claude_trio.protocol.session.mapper import Mapper
 
 
 def feed(mapper: Mapper, *messages: sdk.Message) -> list[ev.Event]:

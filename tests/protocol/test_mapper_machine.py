@@ -1,6 +1,6 @@
 """A Hypothesis state machine over Mapper + ExecutionLifecycle with generated message sequences.
 
-Invariants (protocol/mapper.py rules R1-R8, lifecycle.py rules 1-3):
+Invariants (protocol/session/mapper.py rules R1-R8, lifecycle.py rules 1-3):
 * seq strictly increases (by one per event);
 * at most one terminal event per (execution, turn), and nothing of that turn after it;
   after the stream ends, every turn that had content has exactly one terminal event;
@@ -20,9 +20,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from claude_trio.protocol import events as ev
-from claude_trio.protocol.lifecycle import Accepted, ExecutionLifecycle, Rejected
-from claude_trio.protocol.mapper import Mapper
+from claude_trio.protocol.session import events as ev
+from claude_trio.protocol.session.lifecycle import Accepted, ExecutionLifecycle, Rejected
+from claude_trio.protocol.session.mapper import Mapper
 
 CONTENT = (
     ev.TurnStarted,

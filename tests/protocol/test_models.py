@@ -1,12 +1,12 @@
-"""The model table: alias resolution and the adaptive-only thinking rules (protocol/models.py)."""
+"""The model table: alias resolution and the adaptive-only thinking rules
+(protocol/config/models.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from claude_trio.errors import UnknownModelError
-from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.models import (
+from claude_trio.protocol.config.models import (
     ADAPTIVE_THINKING_ONLY,
     MODEL_ALIASES,
     REJECTS_DISABLED_THINKING,
@@ -15,6 +15,7 @@ from claude_trio.protocol.models import (
     rejects_disabled_thinking,
     resolve_model,
 )
+from claude_trio.protocol.errors import InvalidParamsError
 
 
 @pytest.mark.parametrize(

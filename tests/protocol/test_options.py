@@ -1,4 +1,4 @@
-"""ExecuteParams -> ClaudeAgentOptions (protocol/options.py).
+"""ExecuteParams -> ClaudeAgentOptions (protocol/config/options.py).
 
 Besides the options object itself, several tests run it through the SDK's own command builder
 (``SubprocessCLITransport._build_command``, pure) to pin what the CLI actually receives.
@@ -14,17 +14,17 @@ import pytest
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, PermissionResultAllow, ToolPermissionContext
 
-from claude_trio.actors.sdk_private import SubprocessCLITransport
-from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.options import (
+from claude_trio.actors.session.sdk_private import SubprocessCLITransport
+from claude_trio.protocol.config.options import (
     DEFAULT_ENV,
     MUTATING_BUILTINS,
     READONLY_BUILTINS,
     build_options,
     check_root_bypass,
 )
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.tools import SCHEDULING_TOOLS
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.config.tools import SCHEDULING_TOOLS
+from claude_trio.protocol.errors import InvalidParamsError
 
 
 def params(**kwargs: Any) -> ExecuteParams:

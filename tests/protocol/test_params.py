@@ -1,4 +1,4 @@
-"""ExecuteParams and ArchitectureConfig validation (protocol/params.py)."""
+"""ExecuteParams and ArchitectureConfig validation (protocol/config/params.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import attrs
 import pytest
 
 from claude_trio.errors import UnknownModelError
-from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.params import (
+from claude_trio.protocol.config.params import (
     CONFIG_KEYS,
     ArchitectureConfig,
     ExecuteParams,
 )
+from claude_trio.protocol.errors import InvalidParamsError
 
 TS_CONFIG: dict[str, Any] = {
     "claude_thinking": "enabled",

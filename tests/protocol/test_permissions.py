@@ -4,12 +4,12 @@ from typing import Any, get_args
 
 import pytest
 
-from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.permissions import (
+from claude_trio.protocol.config.permissions import (
     PERMISSION_MODES,
     PermissionMode,
     check_permission_mode,
 )
+from claude_trio.protocol.errors import InvalidParamsError
 
 
 def test_the_modes_are_the_sdks() -> None:

@@ -6,11 +6,10 @@ import json
 
 import pytest
 
+from claude_trio.protocol.config.options import READONLY_BUILTINS, build_options
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import Error, TextDelta
-from claude_trio.protocol.options import READONLY_BUILTINS, build_options
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.remote import (
+from claude_trio.protocol.fanout.remote import (
     Admission,
     RemotePolicy,
     TokenBucket,
@@ -19,6 +18,7 @@ from claude_trio.protocol.remote import (
     remote_event,
     remote_params,
 )
+from claude_trio.protocol.session.events import Error, TextDelta
 
 
 def test_the_default_policy_forces_read_only_tools_and_no_skill_shell() -> None:
@@ -144,7 +144,7 @@ def test_a_bucket_is_full_again_after_burst_over_rate_seconds() -> None:
 
 
 def test_subagents_of_a_read_only_session_get_read_only_tools_too() -> None:
-    from claude_trio.protocol.subagents import SubagentDefinition
+    from claude_trio.protocol.config.subagents import SubagentDefinition
 
     params = ExecuteParams(
         prompt="hi",

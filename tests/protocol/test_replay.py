@@ -12,8 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import claude_trio.protocol.replay as replay
-from claude_trio.protocol.events import (
+import claude_trio.protocol.fanout.replay as replay
+from claude_trio.protocol.fanout.replay import (
+    ENTRY_OVERHEAD,
+    Entry,
+    ReplayBuffer,
+    SubscriberQueue,
+    entry_size,
+    slim,
+)
+from claude_trio.protocol.fanout.wire import EventFrame, encode_frame
+from claude_trio.protocol.session.events import (
     AssistantMessage,
     Event,
     NormalizedMessage,
@@ -26,16 +35,7 @@ from claude_trio.protocol.events import (
     ToolUse,
     ToolUseContent,
 )
-from claude_trio.protocol.replay import (
-    ENTRY_OVERHEAD,
-    Entry,
-    ReplayBuffer,
-    SubscriberQueue,
-    entry_size,
-    slim,
-)
-from claude_trio.protocol.usage import Usage
-from claude_trio.protocol.wire import EventFrame, encode_frame
+from claude_trio.protocol.session.usage import Usage
 
 
 def delta(text: str, seq: int, *, mid: str = "m", index: int = 0) -> TextDelta:

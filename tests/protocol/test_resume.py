@@ -1,4 +1,4 @@
-"""Resume-immutable settings as data, and find_resume_violations (protocol/resume.py)."""
+"""Resume-immutable settings as data, and find_resume_violations (protocol/config/resume.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import attrs
 import pytest
 
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.resume import (
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.config.resume import (
     RESUME_IMMUTABLE,
     ResumeConstraints,
     ResumeViolation,

@@ -17,14 +17,17 @@ import claude_trio.protocol
 
 def protocol_modules() -> list[str]:
     return sorted(
-        f"claude_trio.protocol.{info.name}"
-        for info in pkgutil.iter_modules(claude_trio.protocol.__path__)
+        info.name
+        for info in pkgutil.walk_packages(
+            claude_trio.protocol.__path__, prefix="claude_trio.protocol."
+        )
     )
 
 
 def test_the_configuration_modules_are_found() -> None:
     modules = set(protocol_modules())
-    for name in ("models", "params", "options", "resume", "capabilities", "usage", "errors"):
+    for name in ("config.models", "config.params", "config.options", "config.resume",
+                 "session.mapper", "session.stop", "fanout.wire", "cluster.records", "errors"):
         assert f"claude_trio.protocol.{name}" in modules
 
 
@@ -54,6 +57,6 @@ def test_importing_all_of_protocol_does_not_import_trio() -> None:
 
 def test_the_isolated_check_does_catch_a_trio_import() -> None:
     # Guards the guard: the same harness fails when something in the list imports trio.
-    proc = run_isolated(["claude_trio.protocol.models", "trio"])
+    proc = run_isolated(["claude_trio.protocol.config.models", "trio"])
     assert proc.returncode != 0
     assert "trio was imported" in proc.stderr

@@ -1,5 +1,5 @@
-"""Path scope (protocol/scope.py): path checks, the CLI's settings, what the scope lets the
-tools do, the sandbox's requirements, and the resume guard over the scope."""
+"""Path scope (protocol/extensions/scope.py): path checks, the CLI's settings, what the scope lets
+the tools do, the sandbox's requirements, and the resume guard over the scope."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claude_trio.actors.sdk_private import SubprocessCLITransport
+from claude_trio.actors.session.sdk_private import SubprocessCLITransport
 from claude_trio.errors import WireError
-from claude_trio.protocol.capabilities import architecture_capabilities
+from claude_trio.protocol.config.capabilities import architecture_capabilities
+from claude_trio.protocol.config.options import build_options
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.config.ready import adapter_ready, config_warnings, scope_refusal
+from claude_trio.protocol.config.resume import ScopeWidening, find_resume_violations
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.options import build_options
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.ready import adapter_ready, config_warnings, scope_refusal
-from claude_trio.protocol.resume import ScopeWidening, find_resume_violations
-from claude_trio.protocol.scope import (
+from claude_trio.protocol.extensions.scope import (
     access,
     check_paths,
     deny_rules,
@@ -29,7 +29,7 @@ from claude_trio.protocol.scope import (
     scope_settings,
     scope_widenings,
 )
-from claude_trio.protocol.wire import params_from_json, params_to_json
+from claude_trio.protocol.fanout.wire import params_from_json, params_to_json
 
 
 def params(**kwargs: Any) -> ExecuteParams:

@@ -11,14 +11,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from claude_trio.errors import UnknownModelError
+from claude_trio.protocol.config.images import MAX_IMAGE_BYTES, ImageInput, message_content
+from claude_trio.protocol.config.options import IMAGE_LINE_BYTES, build_options
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.config.providers import PROVIDERS, provider_env
+from claude_trio.protocol.config.redact import MASK, is_secret_key, redact_secrets
+from claude_trio.protocol.config.subagents import SubagentDefinition, subagent_from_mapping
+from claude_trio.protocol.config.versions import (
+    VERIFIED_CLI,
+    VERIFIED_SDK,
+    in_range,
+    version_warnings,
+)
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.images import MAX_IMAGE_BYTES, ImageInput, message_content
-from claude_trio.protocol.options import IMAGE_LINE_BYTES, build_options
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.providers import PROVIDERS, provider_env
-from claude_trio.protocol.redact import MASK, is_secret_key, redact_secrets
-from claude_trio.protocol.subagents import SubagentDefinition, subagent_from_mapping
-from claude_trio.protocol.versions import VERIFIED_CLI, VERIFIED_SDK, in_range, version_warnings
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
 JPEG = b"\xff\xd8\xff\xe0" + b"\0" * 16

@@ -1,4 +1,4 @@
-"""Inline skills, SKILL.md front matter and the skills on disk (protocol/skills.py)."""
+"""Inline skills, SKILL.md front matter and the skills on disk (protocol/extensions/skills.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.ready import config_warnings
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.params import ExecuteParams
-from claude_trio.protocol.ready import config_warnings
-from claude_trio.protocol.skills import (
+from claude_trio.protocol.extensions.skills import (
     MAX_SKILL_BYTES,
     MAX_SKILL_FILES,
     InlineSkill,

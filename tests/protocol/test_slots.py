@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claude_trio.protocol.slots import SlotQueue
+from claude_trio.protocol.fanout.slots import SlotQueue
 
 
 def test_one_owner_is_served_in_request_order() -> None:

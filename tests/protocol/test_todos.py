@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from claude_trio.protocol import todos
-from claude_trio.protocol.events import TodoItem
+from claude_trio.protocol.session import todos
+from claude_trio.protocol.session.events import TodoItem
 
 
 def test_todo_write_ids_are_synthesized_from_the_index() -> None:

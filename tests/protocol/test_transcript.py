@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stream_kit import answer, call, numbered, result, said, sub, usage
 
-from claude_trio.protocol.events import (
+from claude_trio.protocol.session.events import (
     Aborted,
     Error,
     Question,
@@ -18,8 +18,8 @@ from claude_trio.protocol.events import (
     UserMessage,
     WarningEvent,
 )
-from claude_trio.protocol.transcript import Transcript, ends_execution
-from claude_trio.protocol.usage import Usage
+from claude_trio.protocol.session.transcript import Transcript, ends_execution
+from claude_trio.protocol.session.usage import Usage
 
 
 def test_rule_5_the_answer_is_the_final_results_text() -> None:

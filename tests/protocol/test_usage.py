@@ -1,4 +1,4 @@
-"""Usage in the unified convention and its arithmetic (protocol/usage.py)."""
+"""Usage in the unified convention and its arithmetic (protocol/session/usage.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from claude_agent_sdk import ResultMessage
 from hypothesis import given
 from hypothesis import strategies as st
 
-from claude_trio.actors.sdk_private import parse_message
-from claude_trio.protocol.usage import (
+from claude_trio.actors.session.sdk_private import parse_message
+from claude_trio.protocol.session.usage import (
     ZERO_USAGE,
     Usage,
     add_usage,

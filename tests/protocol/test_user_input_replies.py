@@ -1,4 +1,4 @@
-"""protocol/user_input.py: answers checked, and exactly one reply per outcome."""
+"""protocol/extensions/user_input.py: answers checked, and exactly one reply per outcome."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import Question, UserInputRequest
-from claude_trio.protocol.user_input import (
+from claude_trio.protocol.extensions.user_input import (
     CANCELLED_MESSAGE,
     ControlReply,
     ask_user_answers,
@@ -22,6 +21,7 @@ from claude_trio.protocol.user_input import (
     normalize_answer,
     questions_from_input,
 )
+from claude_trio.protocol.session.events import Question, UserInputRequest
 
 ASK = {
     "questions": [

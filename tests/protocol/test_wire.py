@@ -8,12 +8,10 @@ from typing import Any
 import pytest
 
 from claude_trio.errors import WireError
-from claude_trio.protocol.events import Question, Result, TextDelta, UserInputRequest
-from claude_trio.protocol.images import ImageInput
-from claude_trio.protocol.params import ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.subagents import SubagentDefinition
-from claude_trio.protocol.usage import Usage
-from claude_trio.protocol.wire import (
+from claude_trio.protocol.config.images import ImageInput
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.config.subagents import SubagentDefinition
+from claude_trio.protocol.fanout.wire import (
     AbortOp,
     AnswerOp,
     AttachOp,
@@ -42,6 +40,8 @@ from claude_trio.protocol.wire import (
     params_from_json,
     params_to_json,
 )
+from claude_trio.protocol.session.events import Question, Result, TextDelta, UserInputRequest
+from claude_trio.protocol.session.usage import Usage
 
 FULL_PARAMS = ExecuteParams(
     prompt="do it",
@@ -73,7 +73,29 @@ OPS: list[Op] = [
     ListOp(id="11"),
     OpenOp(id="12", params=ExecuteParams(prompt="hi"), label="item 7"),
     ContinueOp(id="13", session="s", prompt="and now the tests"),
+    PushOp(
+        id="14",
+        session="s",
+        text="look",
+        images=(ImageInput.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16),),
+    ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("images", "message"),
+    [
+        ("nope", "images: expected a list"),
+        ([{"data": "!!"}], "images[0].data: not base64"),
+        ([{"data": "aGVsbG8="}], "images[0]: "),
+    ],
+)
+def test_a_push_with_a_bad_image_is_refused_by_name(images: object, message: str) -> None:
+    text = json.dumps({"op": "push", "id": "p", "session": "s", "text": "t", "images": images})
+    with pytest.raises(WireError) as caught:
+        decode_op(text)
+    assert message in caught.value.message
+    assert caught.value.id == "p"
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: f"{op.op}-{op.id}")

@@ -12,11 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from claude_trio.errors import WireError
-from claude_trio.protocol.codec import dumps, event_to_json
+from claude_trio.protocol.config.params import CONFIG_KEYS, ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.events import ToolResult, UserInputResolved, UserMessage
-from claude_trio.protocol.params import CONFIG_KEYS, ArchitectureConfig, ExecuteParams
-from claude_trio.protocol.wire import (
+from claude_trio.protocol.fanout.codec import dumps, event_to_json
+from claude_trio.protocol.fanout.wire import (
     MAX_ANSWER_CHARS,
     MAX_ARGUMENT_BYTES,
     MAX_DEPTH,
@@ -35,6 +34,7 @@ from claude_trio.protocol.wire import (
     error_frame,
     params_to_json,
 )
+from claude_trio.protocol.session.events import ToolResult, UserInputResolved, UserMessage
 
 
 def sendable(text: str) -> None:

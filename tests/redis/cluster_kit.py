@@ -14,9 +14,9 @@ import coredis
 import trio
 
 from claude_trio import serve_gateway
-from claude_trio.actors.fleet import open_fleet
-from claude_trio.actors.redis_fleet import RedisFleet, open_redis_fleet
-from claude_trio.actors.redis_worker import Worker, WorkerConfig, serve_worker
+from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
+from claude_trio.actors.cluster.worker import Worker, WorkerConfig, serve_worker
+from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.testing import FakeCLI
 
 TOKEN = "cluster-test-token-0123456789"

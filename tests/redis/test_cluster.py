@@ -11,11 +11,14 @@ import trio
 from cluster_kit import TOKEN, RunningWorker, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
-from claude_trio.actors.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import RemoteOpError, SessionLostError
-from claude_trio.protocol.cluster import Job, SessionRecord, decode_event
-from claude_trio.protocol.events import (
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import Job, SessionRecord, decode_event
+from claude_trio.protocol.config.images import ImageInput
+from claude_trio.protocol.fanout.remote import Principal
+from claude_trio.protocol.session.events import (
     Aborted,
     Error,
     Event,
@@ -23,10 +26,7 @@ from claude_trio.protocol.events import (
     TextDelta,
     UserInputRequest,
 )
-from claude_trio.protocol.images import ImageInput
-from claude_trio.protocol.lifecycle import Accepted, Rejected
-from claude_trio.protocol.redis_keys import RedisKeys
-from claude_trio.protocol.remote import Principal
+from claude_trio.protocol.session.lifecycle import Accepted, Rejected
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
 
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)

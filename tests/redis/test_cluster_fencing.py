@@ -1,4 +1,4 @@
-"""Fencing (``protocol/cluster.py`` rule 7), in one process with fake CLIs: a worker whose
+"""Fencing (``protocol/cluster/records.py`` rule 7), in one process with fake CLIs: a worker whose
 Redis traffic stops for longer than ``dead_after`` (what Redis sees of a paused process) loses
 its session to another worker; when its traffic flows again, every write it had queued or
 makes is refused, it stops its CLI, acknowledges nothing, and the client's stream is exact."""
@@ -11,10 +11,10 @@ from cluster_kit import TOKEN, open_gateway, open_worker, pause_proxy
 
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, connect_gateway
-from claude_trio.protocol.cluster import SessionRecord, decode_event, is_final
-from claude_trio.protocol.events import Event, Result
-from claude_trio.protocol.lifecycle import Accepted
-from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import SessionRecord, decode_event, is_final
+from claude_trio.protocol.session.events import Event, Result
+from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
 
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)

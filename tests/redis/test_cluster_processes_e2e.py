@@ -29,10 +29,10 @@ import trio
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, RemoteSession, connect_gateway
 from claude_trio.errors import RemoteOpError
-from claude_trio.protocol.cluster import SessionRecord, decode_event, is_final
-from claude_trio.protocol.events import Event, Result
-from claude_trio.protocol.lifecycle import Accepted
-from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import SessionRecord, decode_event, is_final
+from claude_trio.protocol.session.events import Event, Result
+from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.testing import RedisServer
 
 pytestmark = pytest.mark.e2e
@@ -225,7 +225,7 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
         log = w.stderr_path.read_text()
         assert "acknowledged already" not in log
     ended_lines = sum(
-        json.loads(line).get("logger") == "claude_trio.worker"
+        json.loads(line).get("logger") == "claude_trio.cli.worker"
         and json.loads(line).get("event") == "ended"
         for w in workers
         for line in w.stderr_path.read_text().splitlines()
@@ -237,7 +237,8 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
 
 def log_events(node_: Node, event: str) -> list[dict[str, object]]:
     lines = [json.loads(li) for li in node_.stderr_path.read_text().splitlines() if li[:1] == "{"]
-    return [li for li in lines if li.get("event") == event and li["logger"] == "claude_trio.worker"]
+    logger = "claude_trio.cli.worker"
+    return [li for li in lines if li.get("event") == event and li["logger"] == logger]
 
 
 async def test_a_worker_paused_past_dead_after_is_fenced_when_it_resumes(
@@ -287,7 +288,13 @@ async def test_a_worker_paused_past_dead_after_is_fenced_when_it_resumes(
                     events.append(event)
                 moved = SessionRecord.from_fields(await redis.hgetall(KEYS.session(session.id)))
                 entries = await redis.xrange(KEYS.events(session.id))
-                pending = await redis.xpending(KEYS.jobs, KEYS.workers_group)
+                # w1 acknowledges the job after it stored the final event, which the client
+                # may read first: wait (bounded) for the acknowledgement.
+                for _ in range(250):
+                    pending = await redis.xpending(KEYS.jobs, KEYS.workers_group)
+                    if pending.pending == 0:
+                        break
+                    await trio.sleep(0.02)
             finally:
                 w0.process.send_signal(signal.SIGCONT)
             for _ in range(1000):  # until w0 found out (its next heartbeat or write)

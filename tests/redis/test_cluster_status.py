@@ -1,5 +1,6 @@
-"""Rule 8 (``protocol/cluster.py``): each worker publishes its status with its heartbeat, and a
-cluster gateway's ``hello`` summarizes the workers alive, their slots and the degraded ones."""
+"""Rule 8 (``protocol/cluster/records.py``): each worker publishes its status with its heartbeat,
+and a cluster gateway's ``hello`` summarizes the workers alive, their slots and the degraded
+ones."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from cluster_kit import TOKEN, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, connect_gateway
-from claude_trio.protocol.cluster import WorkerStatus
-from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import WorkerStatus
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
 
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
@@ -81,7 +82,7 @@ async def test_workers_publish_their_status_and_hello_summarizes_the_cluster(
 async def test_hello_without_a_cluster_has_no_cluster_summary(redis_server: RedisServer) -> None:
     """(A gateway over the in-process fleet: the ``cluster`` field is null.)"""
     from claude_trio import serve_gateway
-    from claude_trio.actors.fleet import open_fleet
+    from claude_trio.actors.fanout.fleet import open_fleet
 
     with trio.fail_after(20):
         async with (

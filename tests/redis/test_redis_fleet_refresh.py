@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from claude_trio import ExecuteParams
-from claude_trio.actors.redis_fleet import RedisFleet, open_redis_fleet
-from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
+from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.testing import RedisServer
 
 
@@ -23,7 +23,7 @@ async def hammer(fleet: RedisFleet, refresh: Callable[[], Coroutine[Any, Any, No
     for _ in range(20):
         await refresh()
         try:
-            fleet.get(sid)  # what the gateway's attach does right after its refresh
+            fleet.get_nowait(sid)  # what the gateway's attach does right after its refresh
         except KeyError:
             misses.append(1)
 
@@ -33,7 +33,7 @@ async def test_concurrent_refreshes_never_hide_a_session(redis_server: RedisServ
         coredis.Redis.from_url(redis_server.url, decode_responses=True) as redis,
         open_redis_fleet(redis, block=0.2) as fleet,
     ):
-        session = await fleet.start(ExecuteParams(prompt="attach to me"))
+        session = await fleet.open(ExecuteParams(prompt="attach to me"))
         misses: list[int] = []
         async with trio.open_nursery() as nursery:
             for i in range(20):
@@ -42,11 +42,11 @@ async def test_concurrent_refreshes_never_hide_a_session(redis_server: RedisServ
                 nursery.start_soon(hammer, fleet, listing if i % 5 == 0 else one, session.id,
                                    misses)  # fmt: skip
         assert misses == []
-        assert fleet.get(session.id).id == session.id
+        assert fleet.get_nowait(session.id).id == session.id
 
         # A session Redis no longer holds is forgotten by the next refresh of it.
         await redis.delete([RedisKeys().session(session.id)])
         await fleet.refresh(session.id)
         assert session.id not in {s.id for s in fleet.sessions()}
         with pytest.raises(KeyError):
-            fleet.get(session.id)
+            fleet.get_nowait(session.id)

@@ -14,9 +14,9 @@ from cluster_kit import FAST, TOKEN, open_gateway, open_worker
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import RemoteOpError
-from claude_trio.protocol.cluster import WorkerStatus, decode_event
-from claude_trio.protocol.events import Result
-from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import WorkerStatus, decode_event
+from claude_trio.protocol.session.events import Result
 from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
 
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0, connect_attempts=3)

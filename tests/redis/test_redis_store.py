@@ -10,7 +10,7 @@ import coredis
 import pytest
 from claude_agent_sdk.testing.session_store_conformance import run_session_store_conformance
 
-from claude_trio.actors.redis_store import RedisSessionStore
+from claude_trio.actors.cluster.store import RedisSessionStore
 from claude_trio.testing import RedisServer
 
 

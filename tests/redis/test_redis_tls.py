@@ -19,12 +19,12 @@ from claude_agent_sdk.testing.session_store_conformance import run_session_store
 from test_cluster_processes_e2e import TOKEN, command_env, node
 
 from claude_trio import ExecuteParams
-from claude_trio.actors.redis_store import RedisSessionStore
+from claude_trio.actors.cluster.store import RedisSessionStore
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import RedisUnavailableError
-from claude_trio.protocol.cluster import SessionRecord
-from claude_trio.protocol.events import Result
-from claude_trio.protocol.redis_keys import RedisKeys
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import SessionRecord
+from claude_trio.protocol.session.events import Result
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import RedisServer, RedisTLS, open_redis_server
 

@@ -15,8 +15,8 @@ import pytest
 import trio
 
 from claude_trio import ExecuteParams, open_session
-from claude_trio.actors.redis_store import RedisSessionStore
-from claude_trio.protocol.events import Event, Result
+from claude_trio.actors.cluster.store import RedisSessionStore
+from claude_trio.protocol.session.events import Event, Result
 from claude_trio.testing import RedisServer, hermetic_env
 from claude_trio.testing.model_double import ModelDouble, Reply, turns
 

@@ -24,9 +24,9 @@ from claude_trio import (
     collect,
     open_session,
 )
-from claude_trio.actors.pool import open_cli_pool
-from claude_trio.actors.sdk_private import BUNDLED_CLI_VERSION
-from claude_trio.demo import FINAL_ANSWERS, answer_demo_question, demo_params
+from claude_trio.actors.session.pool import open_cli_pool
+from claude_trio.actors.session.sdk_private import BUNDLED_CLI_VERSION
+from claude_trio.cli.demo import FINAL_ANSWERS, answer_demo_question, demo_params
 from claude_trio.errors import CassetteError
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.testing import (

@@ -104,7 +104,7 @@ async def test_the_event_contract_fixture_watches_a_fleet_subscription(
 ) -> None:
     async with open_fleet(transport_factory=FakeCLI(tools)) as fleet:
         fs = await fleet.start(ExecuteParams(prompt="hi"))
-        subscription = fs.subscribe(None, max_queue=100)
+        subscription = fs.subscribe_nowait(None, max_queue=100)
         assert not isinstance(subscription, type(None))
         with subscription:
             async for _ in observe(subscription, event_contract.watch("fleet")):

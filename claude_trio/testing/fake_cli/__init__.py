@@ -57,21 +57,24 @@ makes the process exit with 1 (:class:`ScriptError`, ``FakeCLI.script_errors``).
 The frames themselves come from :mod:`claude_trio.testing.frames`.
 """
 
-from ..frames import CLAUDE_CODE_VERSION
-from ._cli import FakeCLI
-from ._control import PendingRequest
-from ._errors import RequestCancelledError, ScriptError, SDKControlError
-from ._input import UserInput, prompt_stream, user_message
-from ._transport import (
+from claude_trio.testing.fake_cli._cli import FakeCLI
+from claude_trio.testing.fake_cli._control import PendingRequest
+from claude_trio.testing.fake_cli._errors import RequestCancelledError, ScriptError, SDKControlError
+from claude_trio.testing.fake_cli._input import UserInput, prompt_stream, user_message
+from claude_trio.testing.fake_cli._transport import (
     CLOSE_GRACE_SECONDS,
     DEFAULT_MODEL,
     SIGKILL_EXIT_CODE,
     SIGTERM_EXIT_CODE,
     FakeTransport,
 )
-from ._turn import BackgroundJob, FakeTurn, Responder
-from ._turn_content import DEFAULT_MESSAGE_COST_USD, DEFAULT_MESSAGE_USAGE
-from ._turn_mcp import ToolCall
+from claude_trio.testing.fake_cli._turn import BackgroundJob, FakeTurn, Responder
+from claude_trio.testing.fake_cli._turn_content import (
+    DEFAULT_MESSAGE_COST_USD,
+    DEFAULT_MESSAGE_USAGE,
+)
+from claude_trio.testing.fake_cli._turn_mcp import ToolCall
+from claude_trio.testing.frames import CLAUDE_CODE_VERSION
 
 __all__ = [
     "CLAUDE_CODE_VERSION",

@@ -9,10 +9,9 @@ from claude_agent_sdk import ClaudeAgentOptions
 
 from claude_trio.protocol.checks import check_number
 from claude_trio.protocol.errors import InvalidParamsError, LocalProtocolError
-
-from ._errors import ScriptError
-from ._transport import FakeTransport
-from ._turn import FakeTurn, Responder
+from claude_trio.testing.fake_cli._errors import ScriptError
+from claude_trio.testing.fake_cli._transport import FakeTransport
+from claude_trio.testing.fake_cli._turn import FakeTurn, Responder
 
 
 class FakeCLI:

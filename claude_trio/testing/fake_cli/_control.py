@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import trio
 
-from .. import frames
-from ._errors import RequestCancelledError, SDKControlError
+from claude_trio.testing import frames
+from claude_trio.testing.fake_cli._errors import RequestCancelledError, SDKControlError
 
 if TYPE_CHECKING:
-    from ._transport import FakeTransport
+    from claude_trio.testing.fake_cli._transport import FakeTransport
 
 
 class PendingRequest:

@@ -14,9 +14,8 @@ from typing import Any
 
 import attrs
 
-from claude_trio.actors.input_channel import MessageStream
-
-from .. import frames
+from claude_trio.actors.session.input_channel import MessageStream
+from claude_trio.testing import frames
 
 
 @attrs.frozen(kw_only=True)

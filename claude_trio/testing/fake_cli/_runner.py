@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING
 import trio
 
 from claude_trio.testing import frames
-
-from ._errors import ScriptError
-from ._input import UserInput
-from ._turn import BackgroundJob, FakeTurn, Wake
+from claude_trio.testing.fake_cli._errors import ScriptError
+from claude_trio.testing.fake_cli._input import UserInput
+from claude_trio.testing.fake_cli._turn import BackgroundJob, FakeTurn, Wake
 
 if TYPE_CHECKING:
-    from ._transport import FakeTransport
+    from claude_trio.testing.fake_cli._transport import FakeTransport
 
 
 class TurnRunner:

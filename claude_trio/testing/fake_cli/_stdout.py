@@ -15,8 +15,8 @@ from typing import Any
 import trio
 from claude_agent_sdk import CLIJSONDecodeError, ProcessError
 
-from claude_trio.actors.sdk_private import LineFramer as _LineFramer
-from claude_trio.actors.sdk_private import parse_stdout_line as _parse_stdout_line
+from claude_trio.actors.session.sdk_private import LineFramer as _LineFramer
+from claude_trio.actors.session.sdk_private import parse_stdout_line as _parse_stdout_line
 
 PIPE_LINES = 64
 

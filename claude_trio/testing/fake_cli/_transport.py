@@ -17,16 +17,17 @@ from typing import TYPE_CHECKING, Any
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, CLIConnectionError, Transport
 
-from claude_trio.actors.sdk_private import DEFAULT_MAX_BUFFER_SIZE as _DEFAULT_MAX_BUFFER_SIZE
+from claude_trio.actors.session.sdk_private import (
+    DEFAULT_MAX_BUFFER_SIZE as _DEFAULT_MAX_BUFFER_SIZE,
+)
 from claude_trio.protocol.errors import LocalProtocolError
-
-from ._control import ControlProtocol
-from ._input import UserInput
-from ._runner import TurnRunner
-from ._stdout import StdoutPipe, StdoutReader
+from claude_trio.testing.fake_cli._control import ControlProtocol
+from claude_trio.testing.fake_cli._input import UserInput
+from claude_trio.testing.fake_cli._runner import TurnRunner
+from claude_trio.testing.fake_cli._stdout import StdoutPipe, StdoutReader
 
 if TYPE_CHECKING:
-    from ._cli import FakeCLI
+    from claude_trio.testing.fake_cli._cli import FakeCLI
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 #: How long ``close()`` gives the process to exit on the end of its input before it kills it:

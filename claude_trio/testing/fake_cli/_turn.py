@@ -16,12 +16,15 @@ import attrs
 import trio
 
 from claude_trio.protocol.errors import LocalProtocolError
-
-from .. import frames
-from ._turn_content import DEFAULT_MESSAGE_USAGE, ContentMixin, add_usage
-from ._turn_mcp import McpMixin
-from ._turn_requests import RequestsMixin
-from ._turn_system import SystemFramesMixin
+from claude_trio.testing import frames
+from claude_trio.testing.fake_cli._turn_content import (
+    DEFAULT_MESSAGE_USAGE,
+    ContentMixin,
+    add_usage,
+)
+from claude_trio.testing.fake_cli._turn_mcp import McpMixin
+from claude_trio.testing.fake_cli._turn_requests import RequestsMixin
+from claude_trio.testing.fake_cli._turn_system import SystemFramesMixin
 
 Responder: TypeAlias = Callable[["FakeTurn"], Awaitable[None]]
 BackgroundJob: TypeAlias = Callable[[], Awaitable[None]]

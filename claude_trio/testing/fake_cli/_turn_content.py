@@ -17,9 +17,8 @@ from typing import Any
 import trio
 
 from claude_trio.protocol.errors import InvalidParamsError
-
-from .. import frames
-from ._turn_core import TurnCore
+from claude_trio.testing import frames
+from claude_trio.testing.fake_cli._turn_core import TurnCore
 
 #: Usage of one scripted API call when the script does not give one.
 DEFAULT_MESSAGE_USAGE: Mapping[str, int] = {

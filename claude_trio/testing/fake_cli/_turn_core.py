@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import trio
 
-from .. import frames
-from ._input import UserInput
+from claude_trio.testing import frames
+from claude_trio.testing.fake_cli._input import UserInput
 
 if TYPE_CHECKING:
-    from ._control import PendingRequest
-    from ._transport import FakeTransport
+    from claude_trio.testing.fake_cli._control import PendingRequest
+    from claude_trio.testing.fake_cli._transport import FakeTransport
 
 
 class Ids(TypedDict):

@@ -9,10 +9,10 @@ from typing import Any
 
 import trio
 
-from .. import frames
-from ._control import PendingRequest
-from ._errors import SDKControlError
-from ._turn_core import TurnCore
+from claude_trio.testing import frames
+from claude_trio.testing.fake_cli._control import PendingRequest
+from claude_trio.testing.fake_cli._errors import SDKControlError
+from claude_trio.testing.fake_cli._turn_core import TurnCore
 
 
 class ToolCall(PendingRequest):

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import frames
-from ._control import PendingRequest
-from ._turn_core import TurnCore
+from claude_trio.testing import frames
+from claude_trio.testing.fake_cli._control import PendingRequest
+from claude_trio.testing.fake_cli._turn_core import TurnCore
 
 
 class RequestsMixin(TurnCore):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import frames
-from ._turn_core import TurnCore
+from claude_trio.testing import frames
+from claude_trio.testing.fake_cli._turn_core import TurnCore
 
 
 class SystemFramesMixin(TurnCore):

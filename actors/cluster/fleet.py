@@ -1,0 +1,625 @@
+"""``RedisFleet``: a cluster's sessions as one session host (``actors/fanout/hosts.py``), so code
+written for a local :class:`~.fleet.Fleet` (``serve_gateway``, ``run_batch``, yours) runs on a
+Redis cluster unchanged.
+
+It holds no session state of its own: ``get``, ``list`` and every op on a session read the
+session's record (or the listing) from Redis first, and what a session says after that is what
+was just read. ``open`` and ``continue_`` append a job for the workers
+(``protocol/cluster/records.py`` rule 1); ``subscribe`` follows the session's event stream from any
+seq (rule 2), so a client may reconnect to any gateway and get an exact replay; ``push``, ``answer``
+and ``abort`` go to the worker running the session (rule 4) and wait for its outcome at most
+``command_timeout``. A cluster's sessions take no live controls (``live_controls()`` is ``None``).
+
+Channels: each subscription is fed by a follower task in the fleet's nursery, which reads the
+stream only while the subscriber's queue is below half full (so a replay never overflows it)
+and stops when the subscription is closed, dropped or ends. Cancellation: leaving
+``open_redis_fleet`` cancels the followers. Error handling: Redis unavailable ->
+:class:`ClusterUnavailableError` out of ``get``/``list``/``open``/``continue_`` and the ops (the
+gateway answers the op with an error frame), a follower drops its subscription with the reason
+(the client reconnects and attaches again with its last seq).
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid as uuid_module
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import coredis
+import coredis.exceptions
+import trio
+
+from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.fanout.fleet import (
+    FleetStatistics,
+    HostDescription,
+    HostLoad,
+    OwnerStatistics,
+)
+from claude_trio.actors.fanout.owners import GatewayOwner
+from claude_trio.actors.fanout.subscription import (
+    DEFAULT_SUBSCRIBER_BYTES,
+    ResyncRequired,
+    Subscription,
+    execution_transcript,
+    open_following,
+)
+from claude_trio.protocol.checks import check_int
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import (
+    MOVED_REASON,
+    Command,
+    Job,
+    Outcome,
+    SessionRecord,
+    SessionState,
+    WorkerStatus,
+    cluster_summary,
+    decode_event,
+    event_id,
+    is_final,
+    seq_of_id,
+)
+from claude_trio.protocol.config.images import ImageInput
+from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.errors import (
+    ClusterUnavailableError,
+    InvalidParamsError,
+    LocalProtocolError,
+    RemoteProtocolError,
+    UnknownSessionError,
+)
+from claude_trio.protocol.fanout.replay import Entry, entry_size
+from claude_trio.protocol.fanout.wire import SessionInfo, params_to_json
+from claude_trio.protocol.session.events import Event
+from claude_trio.protocol.session.lifecycle import Accepted, Rejected
+from claude_trio.protocol.session.transcript import Transcript
+from claude_trio.protocol.session.usage import Usage
+
+__all__ = ["ClusterUnavailableError", "RedisFleet", "RedisSession", "open_redis_fleet"]
+
+log = logging.getLogger("claude_trio.cluster")
+
+REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
+LISTING_MAX = 1000
+
+
+@attrs.define(eq=False)
+class RedisSession:
+    """One session of the cluster (a :class:`~claude_trio.actors.fanout.hosts.SessionHandle`), as
+    this gateway last read its record: each property reads the latest record the fleet read
+    (``get``, ``list``, an op on it), never Redis itself."""
+
+    fleet: RedisFleet
+    record: SessionRecord
+
+    @property
+    def _now(self) -> SessionRecord:
+        return self.fleet._records.get(self.record.session, self.record)
+
+    @property
+    def id(self) -> str:
+        return self.record.session
+
+    @property
+    def owner(self) -> Hashable:
+        record = self._now
+        principal = record.principal
+        return GatewayOwner(principal, record.host) if principal is not None else None
+
+    @property
+    def label(self) -> str | None:
+        return self._now.label
+
+    @property
+    def state(self) -> SessionState:
+        return self._now.state
+
+    @property
+    def ended(self) -> bool:
+        return self._now.state == "ended"
+
+    @property
+    def executions(self) -> int:
+        return self._now.executions
+
+    @property
+    def first_seq(self) -> int:
+        return self._now.first_seq
+
+    @property
+    def last_seq(self) -> int:
+        return self._now.last_seq
+
+    @property
+    def usage(self) -> Usage:
+        """Every turn of every execution so far, as the record says (the worker writes it
+        with the events that change it)."""
+        return self._now.usage
+
+    @property
+    def created_at(self) -> float:
+        return self._now.created_at
+
+    @property
+    def ended_at(self) -> float | None:
+        return self._now.ended_at
+
+    @property
+    def claude_session_id(self) -> str | None:
+        return self._now.claude_session_id
+
+    @property
+    def oldest_seq(self) -> int | None:
+        """The first seq the stream held when it was last read (None: empty)."""
+        return self.fleet._oldest.get(self.id)
+
+    def info(self) -> SessionInfo:
+        record = self._now
+        return SessionInfo(
+            session=record.session,
+            label=record.label,
+            owner=record.principal,
+            state=record.state,
+            executions=record.executions,
+            first_seq=record.first_seq,
+            last_seq=record.last_seq,
+            usage=record.usage,
+            created_at=record.created_at,
+            ended_at=record.ended_at,
+        )
+
+    def _has_ended(self) -> bool:
+        return self._now.state == "ended"
+
+    def live_controls(self) -> None:
+        """None: a cluster's worker takes no live controls from a gateway."""
+        return None
+
+    def _detach(self, subscription: Subscription) -> None:
+        pass  # its follower sees ``closed`` and stops
+
+    def subscribe_nowait(
+        self,
+        last_seq: int | None,
+        *,
+        max_queue: int,
+        max_bytes: int = DEFAULT_SUBSCRIBER_BYTES,
+        notify: Callable[[], None] | None = None,
+    ) -> Subscription | ResyncRequired:
+        """Follow the stream after ``last_seq`` (all it holds for ``None``) until the end of
+        the current execution; :class:`ResyncRequired` when events after ``last_seq`` were
+        trimmed. A session that has ended, followed from its last seq or later, ends at once."""
+        # No upper bound: the stream may be ahead of the record read before this op.
+        if last_seq is not None:
+            check_int("last_seq", last_seq, 0, allowed="an int >= 0 or None")
+        oldest = self.oldest_seq
+        if last_seq is not None and oldest is not None and oldest > last_seq + 1:
+            return ResyncRequired(session_id=self.id, oldest_seq=oldest)
+        subscription = Subscription(
+            self, [], max_queue=max_queue, max_bytes=max_bytes, notify=notify
+        )
+        record = self._now
+        if record.state == "ended" and last_seq is not None and last_seq >= record.last_seq:
+            subscription._end()  # nothing after its final event until it is continued
+            return subscription
+        start = (oldest - 1 if oldest is not None else 0) if last_seq is None else last_seq
+        self.fleet._follow(subscription, self.id, start, max_queue, record.first_seq)
+        return subscription
+
+    @asynccontextmanager
+    async def subscribe(
+        self, last_seq: int | None = None
+    ) -> AsyncIterator[trio.abc.ReceiveChannel[Event]]:
+        """``SessionHandle.subscribe``: the record and the stream's start are read first."""
+        await self.fleet.refresh(self.id)
+        async with open_following(self, last_seq) as channel:
+            yield channel
+
+    async def result(self) -> Transcript:
+        """Wait for the current execution's final event; its transcript. The record is read
+        again after it, so :attr:`usage` then counts the execution."""
+        await self.fleet.refresh(self.id)
+        transcript = await execution_transcript(self)
+        await self.fleet.refresh(self.id)
+        return transcript
+
+    async def push(self, text: str, *, images: Sequence[ImageInput] = ()) -> Accepted | Rejected:
+        await self.fleet.refresh(self.id)
+        record = self._now
+        if record.state == "waiting":
+            return Rejected(reason="the session has not started yet: it is waiting for a slot")
+        if record.state == "ended":
+            return Rejected(reason="the execution has ended")
+        outcome = await self.fleet._command(
+            record,
+            Command(kind="push", session=self.id, reply="", text=text, images=tuple(images)),
+        )
+        if outcome.ok:
+            return Accepted(uuid=outcome.uuid)
+        return Rejected(reason=outcome.reason)
+
+    async def answer(self, request_id: str, answer: Any) -> AnswerAccepted | AnswerRejected:
+        await self.fleet.refresh(self.id)
+        record = self._now
+        if record.state != "live":
+            return AnswerRejected(
+                request_id=request_id, reason=f"no user-input request {request_id!r} is pending"
+            )
+        outcome = await self.fleet._command(
+            record,
+            Command(kind="answer", session=self.id, reply="", request=request_id, answer=answer),
+        )
+        if outcome.ok:
+            return AnswerAccepted(request_id=request_id)
+        return AnswerRejected(request_id=request_id, reason=outcome.reason)
+
+    async def abort(self) -> None:
+        """Abort the current execution; returns once its final event is stored (or after
+        ``command_timeout`` with a ``ClusterUnavailableError``)."""
+        fleet = self.fleet
+        keys = fleet.keys
+        await fleet.refresh(self.id)
+        if self._now.state == "ended":
+            return
+        await fleet._call(lambda: fleet.redis.hset(keys.session(self.id), {"abort_requested": "1"}))
+        await fleet.refresh(self.id)
+        record = self._now
+        if record.state == "live":
+            await fleet._command(record, Command(kind="abort", session=self.id, reply=""))
+        with trio.move_on_after(fleet.command_timeout) as waited:
+            while True:
+                await fleet.refresh(self.id)
+                if self._has_ended():
+                    return
+                await trio.sleep(0.05)
+        if waited.cancelled_caught:
+            raise ClusterUnavailableError(
+                f"session {self.id}: no final event within {fleet.command_timeout:g} s of the abort"
+            )
+
+
+WORKERS_MAX = 100
+"""Workers a ``hello`` looks at: the ones that heartbeated last."""
+
+
+class RedisFleet:
+    """The sessions of a Redis cluster, for ``serve_gateway`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        redis: coredis.Redis[str],
+        nursery: trio.Nursery,
+        *,
+        keys: RedisKeys,
+        command_timeout: float,
+        block: float,
+        replay_buffer: int,
+    ) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.command_timeout = command_timeout
+        self._nursery = nursery
+        self._block_ms = max(1, int(block * 1000))
+        self._replay_buffer = replay_buffer
+        self._records: dict[str, SessionRecord] = {}
+        self._oldest: dict[str, int | None] = {}
+        self._listed: tuple[str, ...] = ()
+
+    # -- what the gateway reads -----------------------------------------------------------------
+
+    accepting = True
+    """A cluster's gateway always accepts: it only appends jobs (the workers drain)."""
+
+    @property
+    def replay_buffer(self) -> int:
+        return self._replay_buffer
+
+    async def _call(self, call: Callable[[], Any]) -> Any:
+        try:
+            return await call()
+        except REDIS_ERRORS as exc:
+            # The cause names hosts and ports: the log gets it, a remote client does not.
+            log.warning("Redis is unavailable: %s", type(exc).__name__)
+            raise ClusterUnavailableError(
+                "the cluster's Redis is unavailable: try again later"
+            ) from exc
+
+    async def refresh(self, session_id: str | None) -> None:
+        """Read the session's record (or, for ``None``, the listing) from Redis."""
+        keys = self.keys
+        if session_id is None:
+            ids = await self._call(lambda: self.redis.zrange(keys.sessions_index, -LISTING_MAX, -1))
+            listed = tuple(ids)
+            # Each record is replaced in place, never dropped first: an attach whose own refresh
+            # ended while this one waits on Redis must still find its session (test:
+            # test_concurrent_refreshes_never_hide_a_session). At the end, the records known
+            # before that are not listed go; one added meanwhile (a start) stays.
+            before = set(self._records)
+            for sid in listed:
+                await self._read(sid)
+            self._listed = listed
+            unlisted = before - set(listed)
+            self._records = {s: r for s, r in self._records.items() if s not in unlisted}
+            return
+        await self._read(session_id)
+
+    async def _refresh_active(self) -> None:
+        """Read again the records of the sessions this gateway saw not ended (what the
+        per-client limits count)."""
+        await trio.lowlevel.checkpoint()
+        for sid, record in list(self._records.items()):
+            if record.state != "ended":
+                await self._read(sid)
+
+    async def cluster_status(self) -> dict[str, Any] | None:
+        """Rule 8: the statuses of the workers alive now (of the ``WORKERS_MAX`` that
+        heartbeated last), summarized; with Redis unavailable, a summary that says so (a
+        ``hello`` is answered all the same)."""
+        await trio.lowlevel.checkpoint()
+        keys = self.keys
+
+        async def read() -> list[str | None]:
+            ids = await self.redis.zrange(keys.workers, 0, WORKERS_MAX - 1, rev=True)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                got = [pipe.get(keys.alive(worker)) for worker in ids]
+            return [await request for request in got]
+
+        try:
+            texts = await self._call(read)
+        except ClusterUnavailableError as exc:
+            return {**cluster_summary(()), "unavailable": str(exc)}
+        statuses = []
+        for text in texts:
+            if text is None:
+                continue  # its heartbeat expired: not alive
+            try:
+                statuses.append(WorkerStatus.decode(text))
+            except RemoteProtocolError as exc:
+                log.error("cluster: a worker has a broken status: %s", exc)
+        return cluster_summary(statuses)
+
+    async def _read(self, sid: str) -> None:
+        keys = self.keys
+        fields = await self._call(lambda: self.redis.hgetall(keys.session(sid)))
+        if not fields:
+            self._records.pop(sid, None)  # gone from Redis: forgotten here too
+            return
+        try:
+            self._records[sid] = SessionRecord.from_fields(fields)
+        except RemoteProtocolError as exc:
+            log.error("cluster: session %s has a broken record: %s", sid, exc)
+            self._records.pop(sid, None)
+            return
+        first = await self._call(lambda: self.redis.xrange(keys.events(sid), count=1))
+        self._oldest[sid] = seq_of_id(first[0].identifier) if first else None
+
+    # -- the session-host interface (actors/fanout/hosts.py) ---------------------------------------
+
+    async def get(self, session_id: str) -> RedisSession:
+        """The session's record, read from Redis now; :class:`UnknownSessionError` when Redis
+        holds none by that id."""
+        await self.refresh(session_id)
+        return self.get_nowait(session_id)
+
+    def get_nowait(self, session_id: str) -> RedisSession:
+        """The session as this gateway last read it (``refresh``), without reading Redis."""
+        try:
+            record = self._records[session_id]
+        except KeyError:
+            raise UnknownSessionError(session_id) from None
+        return RedisSession(self, record)
+
+    async def list(self) -> tuple[SessionInfo, ...]:
+        """The newest ``LISTING_MAX`` sessions of the cluster, oldest first, read now."""
+        await self.refresh(None)
+        return tuple(session.info() for session in self.sessions())
+
+    async def load(self, owner: Hashable) -> HostLoad:
+        """The statistics over the sessions this gateway has seen, their records read again
+        when they had not ended (see ``statistics``)."""
+        await self._refresh_active()
+        return HostLoad(total=self.statistics(), owner=self.owner_statistics(owner))
+
+    async def describe(self) -> HostDescription:
+        """A ``hello``'s view of the cluster: its replay bound and its workers' summary."""
+        return HostDescription(
+            limits={"replay_buffer": self._replay_buffer}, cluster=await self.cluster_status()
+        )
+
+    def sessions(self) -> tuple[RedisSession, ...]:
+        """The sessions of the last listing (``refresh(None)``) as last read."""
+        return tuple(self.get_nowait(sid) for sid in self._listed if sid in self._records)
+
+    def statistics(self) -> FleetStatistics:
+        records = self._records.values()
+        return FleetStatistics(
+            live=sum(r.state == "live" for r in records),
+            waiting=sum(r.state == "waiting" for r in records),
+            finished=sum(r.state == "ended" for r in records),
+        )
+
+    def owner_statistics(self, owner: Hashable) -> OwnerStatistics:
+        mine = [r for r in self._records.values() if self.get_nowait(r.session).owner == owner]
+        return OwnerStatistics(
+            live=sum(r.state == "live" for r in mine),
+            waiting=sum(r.state == "waiting" for r in mine),
+            active=sum(r.state != "ended" for r in mine),
+        )
+
+    # -- what the gateway does ------------------------------------------------------------------
+
+    async def open(
+        self, params: ExecuteParams, *, label: str | None = None, owner: Hashable = None
+    ) -> RedisSession:
+        """Record a new session and append its job; the first free worker runs it."""
+        if not isinstance(params, ExecuteParams):
+            raise InvalidParamsError("params", params, "an ExecuteParams")
+        if label is not None and not (isinstance(label, str) and label and "\x00" not in label):
+            raise InvalidParamsError("label", label, "a non-empty string without NUL characters")
+        principal = getattr(owner, "principal", None)
+        host = getattr(owner, "host", "")
+        sid = str(uuid_module.uuid4())
+        record = SessionRecord(
+            session=sid,
+            principal=principal,
+            host=host,
+            label=label,
+            state="waiting",
+            params=params_to_json(params),
+            created_at=time.time(),
+        )
+        job = Job(kind="open", session=sid, params=record.params)
+        await self._enqueue(record, job)
+        return RedisSession(self, record)
+
+    async def continue_(self, session_id: str, prompt: str) -> RedisSession:
+        """Append the next execution of an ended session; any worker resumes it (from the
+        transcript store the workers share)."""
+        session = await self.get(session_id)
+        record = session.record
+        if record.state != "ended":
+            raise LocalProtocolError(
+                f"session {session_id!r} is still running ({record.state}): push to it, or "
+                "wait for its end before continuing it"
+            )
+        if record.claude_session_id is None:
+            raise LocalProtocolError(
+                f"session {session_id!r} has no conversation to continue: its CLI never "
+                "reported a session id; start a new session instead"
+            )
+        params = {
+            **record.params,
+            "prompt": prompt,
+            "resume_session_id": record.claude_session_id,
+            # As a local fleet's continue: a fork happens once, and the first prompt's images
+            # are in the conversation already.
+            "fork_session": False,
+            "images": [],
+        }
+        record = attrs.evolve(
+            record,
+            state="waiting",
+            executions=record.executions + 1,
+            first_seq=record.last_seq + 1,
+            ended_at=None,
+            abort_requested=False,
+            worker="",
+        )
+        job = Job(
+            kind="continue",
+            session=session_id,
+            params=params,
+            after_seq=record.last_seq,
+            execution=record.executions,
+        )
+        await self._enqueue(record, job)
+        return RedisSession(self, record)
+
+    async def _enqueue(self, record: SessionRecord, job: Job) -> None:
+        keys = self.keys
+        sid = record.session
+
+        async def write() -> None:
+            await self.redis.hset(keys.session(sid), record.to_fields())
+            await self.redis.zadd(keys.sessions_index, {sid: record.created_at})
+            await self.redis.xadd(keys.jobs, job.to_fields())
+
+        await self._call(write)
+        self._records[sid] = record
+
+    async def _command(self, record: SessionRecord, command: Command) -> Outcome:
+        """Send ``command`` to the worker running the session; its outcome, or a rejection
+        naming the worker when it does not answer within ``command_timeout``. A worker that
+        was fenced off the session (rule 7) says so: then it goes once to the new owner."""
+        outcome = await self._command_once(record, command)
+        if not outcome.ok and outcome.reason == MOVED_REASON:
+            await self.refresh(record.session)
+            now = self._records.get(record.session)
+            if now is not None and now.state == "live" and now.worker != record.worker:
+                outcome = await self._command_once(now, command)
+        return outcome
+
+    async def _command_once(self, record: SessionRecord, command: Command) -> Outcome:
+        keys = self.keys
+        reply = keys.reply(record.session, uuid_module.uuid4().hex)
+        command = attrs.evolve(command, reply=reply)
+        await self._call(lambda: self.redis.xadd(keys.commands(record.worker), command.to_fields()))
+        got = await self._call(lambda: self.redis.blpop([reply], timeout=self.command_timeout))
+        if got is None:
+            return Outcome(
+                ok=False,
+                reason=f"worker {record.worker} did not answer within "
+                f"{self.command_timeout:g} s (it may be gone; its sessions move to another "
+                "worker)",
+            )
+        return Outcome.decode(got[1])
+
+    # -- followers --------------------------------------------------------------------------------
+
+    def _follow(
+        self, subscription: Subscription, sid: str, after: int, max_queue: int, first_seq: int
+    ) -> None:
+        self._nursery.start_soon(
+            self._follower, subscription, sid, after, max(1, max_queue // 2), first_seq
+        )
+
+    async def _follower(
+        self, subscription: Subscription, sid: str, after: int, batch: int, first_seq: int
+    ) -> None:
+        await trio.lowlevel.checkpoint()
+        stream = self.keys.events(sid)
+        last = after
+        while not subscription.closed:
+            if subscription.queued >= batch:
+                await trio.sleep(0.01)  # the subscriber is behind: read on when it catches up
+                continue
+            try:
+                got = await self.redis.xread(
+                    {stream: event_id(last)}, count=batch, block=self._block_ms
+                )
+            except REDIS_ERRORS as exc:
+                subscription._drop(f"the cluster is unavailable: {exc}")
+                return
+            for entry in (got or {}).get(stream, ()):
+                seq = seq_of_id(str(entry.identifier))
+                if seq != last + 1:
+                    subscription._drop(
+                        "slow consumer: the session moved on past the replay (attach again "
+                        "with your last seq)"
+                    )
+                    return
+                event = decode_event({str(k): str(v) for k, v in entry.field_values.items()})
+                last = seq
+                subscription._offer(Entry(event=event, size=entry_size(event)))
+                if seq >= first_seq and is_final(event):
+                    subscription._end()
+                    return
+
+
+@asynccontextmanager
+async def open_redis_fleet(
+    redis: coredis.Redis[str],
+    *,
+    keys: RedisKeys | None = None,
+    command_timeout: float = 10.0,
+    block: float = 1.0,
+    replay_buffer: int = 2000,
+) -> AsyncIterator[RedisFleet]:
+    """A :class:`RedisFleet` over an open coredis client (``decode_responses=True``)."""
+    async with trio.open_nursery() as nursery:
+        fleet = RedisFleet(
+            redis,
+            nursery,
+            keys=keys or RedisKeys(),
+            command_timeout=command_timeout,
+            block=block,
+            replay_buffer=replay_buffer,
+        )
+        try:
+            yield fleet
+        finally:
+            nursery.cancel_scope.cancel()

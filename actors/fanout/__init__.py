@@ -1,0 +1,1 @@
+"""Many sessions: the fleet, its subscribers, and the websocket gateway."""

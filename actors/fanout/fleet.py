@@ -1,0 +1,536 @@
+"""The fleet: many sessions under one nursery, a cap on live CLIs, and fan-out to subscribers.
+
+::
+
+    async with open_fleet(max_live=4, transport_factory=...) as fleet:
+        fs = await fleet.open(ExecuteParams(prompt="..."))       # never waits for a slot
+        async with fs.subscribe() as events:                     # replay, then live events
+            async for event in events:
+                ...
+        transcript = await fs.result()                           # once its final event is out
+        fs.push_nowait("more"); await fs.answer(request_id, answer); await fs.abort()
+
+A fleet is a session host (``actors/fanout/hosts.py``): ``open``, ``continue_``, ``get``, ``list``,
+and on each session ``push``, ``answer``, ``abort``, ``subscribe``, ``result``, ``usage``, as
+on a Redis cluster's fleet and a gateway client. (``start`` is ``open`` with per-session
+options; ``subscribe_nowait`` is the subscription a serving layer uses, decided at once.)
+
+Why it is built this way:
+
+* **The cap.** Each session runs in its own task in the fleet's nursery and holds one of
+  ``max_live`` slots for as long as its CLI exists (``open_session`` from connect to
+  disconnect). ``start()`` asks for the slot synchronously, so it never waits; the session's
+  task is spawned when it gets its slot (a session waiting in the queue is only its
+  ``FleetSession``, not a suspended task). A freed slot is handed straight to a waiting
+  session: the owners that wait take turns (``start(params, owner=...)``; the gateway passes
+  its client), and each owner's sessions go in ``start()`` order (``protocol/fanout/slots.py``).
+  With one owner that is simply start order.
+  (Not ``trio.CapacityLimiter``: it is FIFO in the order its waiters *ran*, and trio
+  deliberately shuffles the order in which newly spawned tasks first run.)
+* **Fan-out never slows a session.** The session task drains ``session.events`` (everything
+  ready at each wake-up, so a busy scheduler costs it one turn per batch, not per event) into
+  a replay buffer bounded in events and in bytes, and offers each event to every subscriber
+  without waiting. A subscriber's queue is bounded (``max_queue`` events, ``max_bytes``);
+  when it is full, adjacent deltas of one message are merged; when that does not make room,
+  the subscriber is dropped (``SlowSubscriberError``). The session and the other subscribers
+  are unaffected, and the dropped client can re-subscribe with its last seq for an exact
+  replay. What is kept, merged and dropped, and how bytes are counted, is decided by
+  ``protocol/fanout/replay.py``: events are kept without their ``raw`` field (subscribers get
+  ``raw=None``). Memory per session is bounded by ``replay_bytes`` plus ``max_bytes`` per
+  subscriber.
+* **Reattach.** ``subscribe_nowait(last_seq)`` replays exactly the buffered events after
+  ``last_seq`` (or says ``ResyncRequired`` when some were evicted), preceded by the user-input
+  requests still pending that the replay would not include, so a reconnecting client sees its
+  open questions again.
+* **Isolation.** A session that fails (its ``open_session`` raises) ends with one ``error``
+  event; the other sessions go on.
+* **Conversations outlive a CLI.** A session is a conversation; each ``start`` or
+  ``continue_`` runs one execution of it with its own CLI, and between executions it holds
+  none. ``continue_(session_id, prompt)`` resumes the conversation by the CLI's session id
+  with the session's own parameters and options (so the same config folder), and its events
+  continue the session's ``seq``. ``keep_finished`` bounds how many idle sessions are kept:
+  the longest idle is forgotten first, and a forgotten id is unknown (``UnknownSessionError``).
+* **Leaving the block.** ``open_fleet`` is a nursery: leaving it ends every session still
+  waiting or running (each with one ``aborted``, its CLI stopped as ``abort()`` stops it), as
+  leaving ``open_session`` does, and nothing started here outlives the block. That is the
+  choice because a block that waited for running agents could hang for as long as they run
+  (and an exception or Ctrl-C must get out promptly). To let running executions finish,
+  call ``await fleet.drain(deadline)`` before leaving: it stops accepting, waits until the
+  deadline, then aborts what is left.
+
+Sessions always run with ``on_user_input="manual"``: remote clients answer through
+:meth:`FleetSession.answer`.
+
+This module holds the fleet itself (:class:`Fleet`, :func:`open_fleet`: the slots, the
+sessions it knows, draining) and its statistics. A session and its executions are in
+``actors/fanout/fleet_session.py``, subscriptions and what follows them in
+``actors/fanout/subscription.py``, the checks of the session options in
+``actors/fanout/fleet_options.py``; their names are importable from here too.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from collections.abc import AsyncIterator, Hashable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+
+from claude_trio.actors.fanout.fleet_options import (
+    SESSION_OPTIONS,
+    check_session_options,
+    check_together,
+)
+from claude_trio.actors.fanout.fleet_session import (
+    FleetSession,
+    ReplayStatistics,
+    SessionState,
+    _Execution,
+)
+from claude_trio.actors.fanout.subscription import (
+    DEFAULT_SUBSCRIBER_BYTES,
+    DEFAULT_SUBSCRIBER_QUEUE,
+    ResyncRequired,
+    Subscription,
+    SubscriptionSource,
+    execution_transcript,
+    open_following,
+)
+from claude_trio.actors.session.boundary import open_block_nursery
+from claude_trio.actors.session.pool import CLIPool
+from claude_trio.protocol.checks import check_int, check_text, finite_float, is_number
+from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.errors import (
+    InvalidParamsError,
+    LocalProtocolError,
+    UnknownSessionError,
+)
+from claude_trio.protocol.fanout.slots import SlotQueue
+from claude_trio.protocol.fanout.wire import SessionInfo
+
+__all__ = [
+    "DEFAULT_REPLAY_BYTES",
+    "DEFAULT_SUBSCRIBER_BYTES",
+    "DEFAULT_SUBSCRIBER_QUEUE",
+    "SESSION_OPTIONS",
+    "Fleet",
+    "FleetSession",
+    "FleetStatistics",
+    "HostDescription",
+    "HostLoad",
+    "OwnerStatistics",
+    "ReplayStatistics",
+    "ResyncRequired",
+    "SessionState",
+    "Subscription",
+    "SubscriptionSource",
+    "execution_transcript",
+    "open_fleet",
+    "open_following",
+]
+
+DEFAULT_REPLAY_BYTES = 8 * 2**20
+"""Counted bytes a session's replay buffer keeps by default (``protocol/fanout/replay.py``)."""
+
+
+@attrs.frozen(kw_only=True)
+class FleetStatistics:
+    """``live``: sessions holding a slot (their CLI exists); ``waiting``: for a slot;
+    ``finished``: executions whose task is done (their CLI gone; remembered or not)."""
+
+    live: int
+    waiting: int
+    finished: int
+
+
+@attrs.frozen(kw_only=True)
+class OwnerStatistics:
+    """One owner's sessions: ``live`` (holding a slot), ``waiting`` (for one), and ``active``
+    (started and not ended yet: live, waiting, or between the two)."""
+
+    live: int
+    waiting: int
+    active: int
+
+
+@attrs.frozen(kw_only=True)
+class HostLoad:
+    """How busy a served host is, overall (``total``) and for one owner (``owner``): what a
+    gateway's per-client and server limits count."""
+
+    total: FleetStatistics
+    owner: OwnerStatistics
+
+
+@attrs.frozen(kw_only=True)
+class HostDescription:
+    """What a gateway's ``hello`` says of the host it serves: its bounds by name (``limits``)
+    and, for a cluster, the summary of its workers (``cluster``; ``None`` for one process)."""
+
+    limits: Mapping[str, int]
+    cluster: Mapping[str, Any] | None = None
+
+
+class Fleet:
+    """The handle inside ``open_fleet``. See the module docstring."""
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        max_live: int,
+        replay_buffer: int,
+        replay_bytes: int,
+        keep_finished: int,
+        session_options: Mapping[str, Any],
+    ) -> None:
+        self._nursery = nursery
+        self._max_live = max_live
+        # A pool's warm CLIs are CLIs too: sessions get what the pool leaves of the cap.
+        pool = session_options.get("pool")
+        session_slots = max_live - (pool.size if isinstance(pool, CLIPool) else 0)
+        self._slots: SlotQueue[FleetSession] = SlotQueue(session_slots)
+        self._replay_buffer = replay_buffer
+        self._replay_bytes = replay_bytes
+        self._keep_finished = keep_finished
+        self._options = dict(session_options)
+        self._sessions: dict[str, FleetSession] = {}
+        self._active: dict[Hashable, int] = {}  # owner -> sessions started and not ended
+        # Sessions between executions (their task done), the longest idle first.
+        self._idle: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._finished = 0
+        self._closed = False
+        self._draining = False
+
+    async def start(
+        self,
+        params: ExecuteParams,
+        *,
+        owner: Hashable = None,
+        label: str | None = None,
+        **session_options: Any,
+    ) -> FleetSession:
+        """Start a session; it runs as soon as a slot is free. Never waits for the slot.
+
+        ``owner``: who asks (any hashable; the gateway passes its client's key). Waiting
+        sessions of different owners get slots in turn, so one owner's long queue does not
+        hold up another's first session. ``label``: your name for the session, kept on it
+        (``FleetSession.label``) for listings. ``session_options`` override the fleet's
+        ``open_session`` keywords for this session.
+        """
+        await trio.lowlevel.checkpoint()
+        if not isinstance(params, ExecuteParams):
+            raise InvalidParamsError("params", params, "an ExecuteParams")
+        try:
+            hash(owner)
+        except TypeError:
+            raise InvalidParamsError("owner", owner, "a hashable value or None") from None
+        if label is not None:
+            check_text("label", label)
+        check_session_options(session_options)
+        self._check_accepting()
+        check_together(self._options | session_options)
+        pool = (self._options | session_options).get("pool")
+        if isinstance(pool, CLIPool):
+            pool.check(params, user_input=True)
+        session = FleetSession(
+            self,
+            params,
+            self._options | session_options,
+            owner=owner,
+            label=label,
+            replay_buffer=self._replay_buffer,
+            replay_bytes=self._replay_bytes,
+        )
+        self._sessions[session.id] = session
+        self._active[owner] = self._active.get(owner, 0) + 1
+        self._request_slot(session, session._x)  # its task starts with its slot
+        return session
+
+    async def continue_(self, session_id: str, prompt: str) -> FleetSession:
+        """Run ``prompt`` as the next execution of an ended session's conversation.
+
+        The CLI resumes the conversation by its session id (``resume_session_id``) with the
+        session's own parameters and options - the same working directory and environment,
+        so the same config folder holding its transcript - and the model sees the earlier
+        turns. Between executions a session holds no CLI: this asks for a slot again, like
+        ``start`` (it never waits for it), once the previous execution's CLI is gone. The
+        new execution's events continue the session's ``seq`` from ``first_seq``; existing
+        subscriptions ended with the previous execution, so subscribe again (with the last
+        seq seen) to follow it. Returns the session.
+
+        Raises :class:`UnknownSessionError` for an id this fleet does not know (or forgot),
+        ``LocalProtocolError`` while the session's execution still runs (push to it
+        instead), when its CLI never said a session id (there is no conversation to resume),
+        or once the fleet is draining or closed; ``InvalidParamsError`` for a bad prompt.
+        """
+        await trio.lowlevel.checkpoint()
+        session = self.get_nowait(session_id)
+        if not session.ended:
+            raise LocalProtocolError(
+                f"session {session_id!r} is still running ({session.state}): push to it, or "
+                "wait for its end (wait_ended) before continuing it"
+            )
+        if session.claude_session_id is None:
+            raise LocalProtocolError(
+                f"session {session_id!r} has no conversation to continue: its CLI never "
+                "reported a session id (its first execution failed before a turn started); "
+                "start a new session instead"
+            )
+        self._check_accepting()
+        params = attrs.evolve(
+            session.params,
+            prompt=prompt,
+            resume_session_id=session.claude_session_id,
+            fork_session=False,  # a fork happens once, at the start; then it is its own
+            images=(),  # the first prompt's images are in the conversation already
+        )  # validates the prompt (InvalidParamsError)
+        previous = session._next_execution(params)
+        x = session._x
+        self._idle.pop(session.id, None)
+        self._active[session.owner] = self._active.get(session.owner, 0) + 1
+        if previous.done.is_set():
+            self._request_slot(session, x)  # its task starts with its slot
+        else:  # the previous CLI is still being closed: ask for the slot once it is gone
+            self._spawn(session, x, previous.done)
+        return session
+
+    async def drain(self, deadline: float) -> None:
+        """Stop accepting, let running executions finish until ``deadline``, abort the rest.
+
+        ``deadline`` is a time on trio's clock, as for :func:`trio.move_on_at`
+        (``trio.current_time() + 30``: thirty seconds from now). From the call on, ``start``
+        and ``continue_`` raise ``LocalProtocolError``; sessions still waiting for a slot
+        are ended at once with ``aborted`` (they never start a CLI). Running executions
+        go on until they end by themselves or the deadline passes; then each one left is
+        aborted (``FleetSession.abort``: one ``aborted`` event, its CLI stopped). Returns
+        once every execution has ended and every CLI is gone: at the deadline plus the
+        abort's bounds (``DriverConfig``) at worst. Calling it again is harmless; leaving
+        ``open_fleet`` afterwards finds nothing left to stop.
+        """
+        # math.inf is a time too (wait as long as it takes); NaN and huge ints are not.
+        if not is_number(deadline) or (finite_float(deadline) is None and deadline != math.inf):
+            raise InvalidParamsError(
+                "deadline", deadline, "a time on trio's clock (a number, not NaN)"
+            )
+        await trio.lowlevel.checkpoint()
+        self._draining = True
+        for session in list(self._sessions.values()):
+            x = session._x
+            if x.session is None and not x.ended.is_set():
+                session._cancel_waiting(x, "the fleet is draining: it never started")
+        with trio.move_on_at(deadline):
+            await trio.lowlevel.checkpoint()
+            for session in list(self._sessions.values()):
+                await session.wait_ended()
+        async with trio.open_nursery() as nursery:
+            for session in list(self._sessions.values()):
+                if not session.ended:
+                    nursery.start_soon(session.abort)
+        for session in list(self._sessions.values()):
+            await session.wait_closed()
+
+    # -- the session-host interface (actors/fanout/hosts.py) ---------------------------------------
+
+    async def open(
+        self,
+        params: ExecuteParams,
+        *,
+        label: str | None = None,
+        owner: Hashable = None,
+        **session_options: Any,
+    ) -> FleetSession:
+        """Start a session (``SessionHost.open``): :meth:`start` under the interface's name."""
+        return await self.start(params, owner=owner, label=label, **session_options)
+
+    async def get(self, session_id: str) -> FleetSession:
+        """The session with this id (``SessionHost.get``); see :meth:`get_nowait`."""
+        await trio.lowlevel.checkpoint()
+        return self.get_nowait(session_id)
+
+    def get_nowait(self, session_id: str) -> FleetSession:
+        """The session with this id; :class:`UnknownSessionError` (a ``KeyError``) if there
+        is none (or it was forgotten)."""
+        try:
+            return self._sessions[session_id]
+        except KeyError:
+            raise UnknownSessionError(session_id) from None
+
+    async def list(self) -> tuple[SessionInfo, ...]:
+        """Every session the fleet knows (not forgotten), oldest first, as ``SessionInfo``."""
+        await trio.lowlevel.checkpoint()
+        return tuple(session.info() for session in self._sessions.values())
+
+    async def load(self, owner: Hashable) -> HostLoad:
+        """The statistics and ``owner``'s (what a gateway's limits count)."""
+        await trio.lowlevel.checkpoint()
+        return HostLoad(total=self.statistics(), owner=self.owner_statistics(owner))
+
+    async def describe(self) -> HostDescription:
+        """What a gateway's ``hello`` says of this fleet: its bounds (one process: no
+        cluster)."""
+        await trio.lowlevel.checkpoint()
+        return HostDescription(
+            limits={
+                "max_live": self._max_live,
+                "replay_buffer": self._replay_buffer,
+                "replay_bytes": self._replay_bytes,
+                "keep_finished": self._keep_finished,
+            }
+        )
+
+    @property
+    def max_live(self) -> int:
+        """The cap on live CLIs (a pool's warm ones included)."""
+        return self._max_live
+
+    @property
+    def replay_buffer(self) -> int:
+        return self._replay_buffer
+
+    @property
+    def replay_bytes(self) -> int:
+        return self._replay_bytes
+
+    @property
+    def keep_finished(self) -> int:
+        return self._keep_finished
+
+    @property
+    def accepting(self) -> bool:
+        """False once the fleet drains or is closed: it starts nothing new."""
+        return not (self._closed or self._draining)
+
+    def sessions(self) -> tuple[FleetSession, ...]:
+        """Every session the fleet knows (not forgotten), oldest first."""
+        return tuple(self._sessions.values())
+
+    def _check_accepting(self) -> None:
+        if self._closed:
+            raise LocalProtocolError("the fleet is closed: start sessions inside open_fleet")
+        if self._draining:
+            raise LocalProtocolError(
+                "the fleet is draining (drain() was called): it starts nothing new"
+            )
+
+    def _request_slot(self, session: FleetSession, x: _Execution) -> None:
+        x.requested = True
+        if self._slots.request(session, session.owner):
+            self._granted(session, x)
+
+    def _granted(self, session: FleetSession, x: _Execution) -> None:
+        """``x`` holds a slot: wake its task, or start it. A session waiting in the queue has
+        no task of its own (a fleet with hundreds queued holds no task for each)."""
+        x.slot.set()
+        if not x.has_task:
+            self._spawn(session, x, None)
+
+    def _spawn(self, session: FleetSession, x: _Execution, previous: trio.Event | None) -> None:
+        x.has_task = True
+        name = f"fleet session {session.id}"
+        if x.number > 1:
+            name += f" execution {x.number}"
+        self._nursery.start_soon(session._run, x, previous, name=name)
+
+    def _close_waiting(self) -> None:
+        """The fleet closes: end every execution still queued for a slot (they have no task
+        for the nursery's cancellation to reach)."""
+        for session in list(self._sessions.values()):
+            x = session._x
+            if not x.has_task and not x.ended.is_set():
+                session._cancel_waiting(x, "the fleet was closed")
+
+    def statistics(self) -> FleetStatistics:
+        return FleetStatistics(
+            live=self._slots.live, waiting=self._slots.waiting, finished=self._finished
+        )
+
+    def owner_statistics(self, owner: Hashable) -> OwnerStatistics:
+        """How many sessions of ``owner`` are live, waiting, and not ended."""
+        return OwnerStatistics(
+            live=self._slots.live_of(owner),
+            waiting=self._slots.waiting_of(owner),
+            active=self._active.get(owner, 0),
+        )
+
+    def _release_slot(self, session: FleetSession) -> None:
+        granted = self._slots.release(session)
+        if granted is not None:
+            self._granted(granted, granted._x)  # handed over: the count of used slots stays
+
+    def _withdraw(self, session: FleetSession) -> None:
+        """A waiting session gave up (aborted, or the fleet closed) before it got a slot."""
+        self._slots.withdraw(session, session.owner)
+
+    def _session_ended(self, session: FleetSession) -> None:
+        count = self._active[session.owner] - 1
+        if count:
+            self._active[session.owner] = count
+        else:
+            del self._active[session.owner]
+
+    def _finished_session(self, session: FleetSession, x: _Execution) -> None:
+        """An execution's task is done: the session is idle unless it was continued
+        meanwhile (the longest idle is forgotten first once more than ``keep_finished``)."""
+        self._finished += 1
+        if x is not session._x:
+            return
+        self._idle[session.id] = None
+        while len(self._idle) > self._keep_finished:
+            forgotten, _ = self._idle.popitem(last=False)
+            self._sessions.pop(forgotten, None)
+
+
+@asynccontextmanager
+async def open_fleet(
+    *,
+    max_live: int = 4,
+    replay_buffer: int = 2000,
+    replay_bytes: int = DEFAULT_REPLAY_BYTES,
+    keep_finished: int = 256,
+    **session_options: Any,
+) -> AsyncIterator[Fleet]:
+    """A fleet of sessions with at most ``max_live`` CLIs at once.
+
+    ``replay_buffer`` / ``replay_bytes``: events, and counted bytes, kept per session for
+    replay (the oldest are evicted first; see ``protocol/fanout/replay.py``). ``keep_finished``:
+    idle sessions (their execution ended) still reachable with ``get()`` and
+    ``continue_()``; the longest idle is forgotten first.
+    ``session_options``: ``open_session`` keywords for every session (see
+    :data:`SESSION_OPTIONS`), checked by name and type here. With ``pool=``, the pool's warm
+    CLIs count against ``max_live`` (the pool must be smaller, and opened with
+    ``user_input=True``: fleet sessions answer user input with ``FleetSession.answer()``).
+    An exception raised in the block comes out as itself.
+    Leaving the block ends every session still waiting or running (aborted); to let running
+    executions finish first, ``await fleet.drain(deadline)`` before leaving.
+    """
+    check_int("max_live", max_live, 1)
+    check_int("replay_buffer", replay_buffer, 1)
+    check_int("replay_bytes", replay_bytes, 1)
+    check_int("keep_finished", keep_finished, 0)
+    check_session_options(session_options)
+    pool = session_options.get("pool")
+    if isinstance(pool, CLIPool) and pool.size >= max_live:
+        raise InvalidParamsError(
+            "pool",
+            f"a pool of {pool.size}",
+            f"fewer warm CLIs than max_live={max_live}: they count against it (together never "
+            "more CLIs than the cap), and sessions need at least one slot",
+        )
+    async with open_block_nursery() as nursery:
+        fleet = Fleet(
+            nursery,
+            max_live=max_live,
+            replay_buffer=replay_buffer,
+            replay_bytes=replay_bytes,
+            keep_finished=keep_finished,
+            session_options=session_options,
+        )
+        try:
+            yield fleet
+        finally:
+            fleet._closed = True
+            fleet._close_waiting()

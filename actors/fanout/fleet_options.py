@@ -1,0 +1,97 @@
+"""The checks of a fleet's session options: by name and type, before any session starts.
+
+A fleet passes its ``open_session`` keywords (:data:`SESSION_OPTIONS`) to every session;
+:func:`check_session_options` refuses an unknown key or a value of the wrong type by name when
+the fleet opens or a session starts, instead of letting each session fail later with a
+misleading error. :func:`check_together` refuses options that cannot go together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from claude_trio.actors.session.driver import DriverConfig
+from claude_trio.actors.session.open import MIN_BUFFER_SIZE, check_session_store
+from claude_trio.actors.session.pool import CLIPool
+from claude_trio.protocol.checks import check_env, check_int, check_text
+from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.extensions.custom_tools import check_custom_tools
+from claude_trio.protocol.extensions.hooks import check_hooks
+
+__all__ = ["SESSION_OPTIONS", "check_session_options", "check_together"]
+
+SESSION_OPTIONS: frozenset[str] = frozenset(
+    {
+        "transport_factory",
+        "env",
+        "cli_path",
+        "stderr",
+        "max_buffer_size",
+        "config",
+        "pool",
+        "custom_tools",
+        "hooks",
+        "session_store",
+    }
+)
+"""The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual).
+``custom_tools`` and ``hooks`` are the operator's code: a fleet served by the gateway gives
+them to remote sessions too, but no client can send any."""
+
+
+def check_session_options(options: Mapping[str, Any]) -> None:
+    """Refuse an unknown key or a value of the wrong type by name, before any session starts
+    (a wrong value would otherwise fail every session later, each with a misleading error)."""
+    for key, value in options.items():
+        if key == "on_user_input":
+            raise InvalidParamsError(
+                "on_user_input",
+                value,
+                "not an option of a fleet: its sessions are answered with FleetSession.answer()",
+            )
+        if key not in SESSION_OPTIONS:
+            raise InvalidParamsError(
+                "session option", key, "one of " + ", ".join(sorted(SESSION_OPTIONS))
+            )
+        if value is None:
+            continue
+        if key == "pool":
+            if not isinstance(value, CLIPool):
+                raise InvalidParamsError("pool", value, "a CLIPool (open_cli_pool) or None")
+            # Fleet sessions answer user input with FleetSession.answer(): say it now, not
+            # as a failure of every session.
+            value.check(user_input=True)
+            continue
+        match key:
+            case "transport_factory" | "stderr":
+                if not callable(value):
+                    raise InvalidParamsError(key, value, "a callable or None")
+            case "env":
+                check_env("env", value)
+            case "cli_path":
+                check_text("cli_path", value)
+            case "max_buffer_size":
+                check_int("max_buffer_size", value, MIN_BUFFER_SIZE)
+            case "config":
+                if not isinstance(value, DriverConfig):
+                    raise InvalidParamsError("config", value, "a DriverConfig or None")
+            case "custom_tools":
+                check_custom_tools(value)
+            case "hooks":
+                check_hooks(value)
+            case "session_store":
+                check_session_store(value)
+    check_together(options)
+
+
+def check_together(options: Mapping[str, Any]) -> None:
+    """Options that cannot go together (checked again on the merged options of a start)."""
+    if options.get("pool") is not None and options.get("custom_tools"):
+        raise InvalidParamsError(
+            "pool", options["pool"], "None with custom_tools (a warm CLI has no custom tools)"
+        )
+    if options.get("pool") is not None and options.get("hooks"):
+        raise InvalidParamsError(
+            "pool", options["pool"], "None with hooks (a warm CLI has no hooks)"
+        )

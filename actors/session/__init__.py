@@ -1,0 +1,1 @@
+"""One session's actors: open_session, the SDK driver, the CLI process, the stop."""

@@ -1,0 +1,373 @@
+"""``claude-trio serve``: a fleet behind a websocket gateway, in one command.
+
+::
+
+    claude-trio serve --offline                     # try it: no API key, no network
+    claude-trio serve --host 0.0.0.0 --tokens tokens.json --max-live 8
+
+The token: ``CLAUDE_TRIO_TOKEN`` when set; otherwise one is generated and printed once (so
+the one who started the server can give it to a client). A generated token is only accepted
+on a loopback address: listening anywhere else needs a token chosen on purpose
+(``CLAUDE_TRIO_TOKEN`` or ``--tokens``). ``--tokens FILE`` names principals, a JSON list::
+
+    [{"principal": "alice", "token": "..."},
+     {"principal": "ops", "token": "...", "admin": true}]
+
+A session belongs to the principal that opened it; other principals are told it does not
+exist; an admin may list and attach to every session.
+
+``--offline`` runs every session against the built-in offline model
+(:mod:`claude_trio.offline`). Browsers are refused unless ``--allow-origin`` names their
+origin. Log lines go to stderr, plain or one JSON object per line (``--log-json``); none
+carries a token, a prompt or a path.
+
+Stopping: the first Ctrl-C (or SIGTERM) drains the fleet - no new session or continuation,
+the running executions get ``--drain-grace`` seconds to finish, then the rest are aborted -
+and the server exits 0; a second one cancels everything at once (every CLI is still stopped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import signal
+import stat
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, TextIO
+
+import attrs
+import trio
+
+from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.actors.fanout.gateway import serve_gateway
+from claude_trio.cli.args import (
+    EXIT_OK,
+    EXIT_SESSION_ERROR,
+    EXIT_USAGE,
+    NO_CREDENTIALS_MESSAGE,
+    has_credentials,
+)
+from claude_trio.cli.logs import configure_logging
+from claude_trio.protocol.errors import InvalidParamsError, ServeUsageError
+from claude_trio.protocol.fanout.remote import Principal, check_token
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "CLAUDE_TRIO_TOKEN"
+"""The environment variable holding the gateway token (``serve``, and clients: ``run
+--remote``, ``batch --remote``)."""
+
+
+@attrs.frozen(kw_only=True, repr=False)  # no repr: it holds the tokens
+class ServeConfig:
+    host: str
+    port: int
+    token: str | None
+    tokens: Mapping[str, Principal] | None
+    token_generated: bool
+    max_live: int
+    replay_buffer: int
+    allow_cwd: bool
+    allow_env: bool
+    cwd_root: str
+    allowed_origins: frozenset[str]
+    offline: bool
+    drain_grace: float
+    redis: str | None = None
+    command_timeout: float = 10.0
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve anywhere
+
+
+def read_tokens(path: str) -> dict[str, Principal]:
+    """The tokens file (see the module docstring); ``ServeUsageError`` naming the entry and
+    the problem, never a token."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ServeUsageError(f"--tokens {path}: not UTF-8 JSON text") from None
+    except OSError as exc:
+        raise ServeUsageError(f"--tokens {path}: cannot read it ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ServeUsageError(f"--tokens {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(data, list) or not data:
+        raise ServeUsageError(
+            f'--tokens {path}: expected a non-empty JSON list of {{"principal": ..., '
+            '"token": ..., "admin": false}} objects'
+        )
+    tokens: dict[str, Principal] = {}
+    for i, entry in enumerate(data, start=1):
+        where = f"--tokens {path}, entry {i}"
+        if not isinstance(entry, dict):
+            raise ServeUsageError(f"{where}: expected an object, got {type(entry).__name__}")
+        unknown = set(entry) - {"principal", "token", "admin"}
+        if unknown:
+            raise ServeUsageError(
+                f"{where}: unknown key(s) {sorted(unknown)}; the keys are principal, token, admin"
+            )
+        for key in ("principal", "token"):
+            if key not in entry:
+                raise ServeUsageError(f"{where}: {key!r} is missing")
+        try:
+            token = check_token(entry["token"], "token")
+            principal = Principal(name=entry["principal"], admin=entry.get("admin", False))
+        except InvalidParamsError as exc:
+            raise ServeUsageError(f"{where}: {exc}") from None
+        if token in tokens:
+            raise ServeUsageError(f"{where}: the same token as an earlier entry")
+        tokens[token] = principal
+    return tokens
+
+
+def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeConfig:
+    """What ``serve`` runs with, checked before anything starts (``ServeUsageError``)."""
+    tokens = None
+    token = None
+    generated = False
+    if args.tokens is not None:
+        if environ.get(TOKEN_ENV):
+            raise ServeUsageError(
+                f"both --tokens and {TOKEN_ENV} are set: use one (--tokens names principals)"
+            )
+        tokens = read_tokens(args.tokens)
+    elif environ.get(TOKEN_ENV):
+        try:
+            token = check_token(environ[TOKEN_ENV], TOKEN_ENV)
+        except InvalidParamsError as exc:
+            raise ServeUsageError(str(exc)) from None
+    else:
+        token = secrets.token_urlsafe(32)
+        generated = True
+    if generated and not is_loopback(args.host):
+        raise ServeUsageError(
+            f"refusing to listen on {args.host} with a generated token: anyone who can reach "
+            f"it would need only the token printed here. Choose one on purpose: set "
+            f"{TOKEN_ENV}, or give --tokens FILE (or listen on 127.0.0.1)"
+        )
+    cwd_root = os.path.abspath(args.cwd_root or os.getcwd())
+    if not os.path.isdir(cwd_root):
+        raise ServeUsageError(f"--cwd-root {args.cwd_root}: not a directory")
+    return ServeConfig(
+        host=args.host,
+        port=args.port,
+        token=token,
+        tokens=tokens,
+        token_generated=generated,
+        max_live=args.max_live,
+        replay_buffer=args.replay_buffer,
+        allow_cwd=args.allow_cwd,
+        allow_env=args.allow_env,
+        cwd_root=cwd_root,
+        allowed_origins=frozenset(args.allow_origin or ()),
+        offline=args.offline,
+        drain_grace=args.drain_grace,
+        redis=getattr(args, "redis", None),
+        command_timeout=getattr(args, "command_timeout", 10.0),
+    )
+
+
+def url_for(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"ws://{shown}:{port}/"
+
+
+def _gateway_options(config: ServeConfig) -> dict[str, Any]:
+    """The ``serve_gateway`` keywords a ``serve`` command's configuration sets (with or
+    without Redis)."""
+    return {
+        "host": config.host,
+        "port": config.port,
+        "token": config.token,
+        "tokens": config.tokens,
+        "allowed_origins": config.allowed_origins,
+        "cwd_root": config.cwd_root,
+        "allow_cwd": config.allow_cwd,
+        "allow_env": config.allow_env,
+    }
+
+
+def _tokens_file_readable_by_others(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & (stat.S_IRWXG | stat.S_IRWXO))
+    except OSError:
+        return False
+
+
+@asynccontextmanager
+async def _sessions_env(offline: bool) -> AsyncIterator[Mapping[str, str] | None]:
+    if not offline:
+        await trio.lowlevel.checkpoint()
+        yield None
+        return
+    from claude_trio.offline import open_offline_model
+
+    async with open_offline_model() as model:
+        yield model.env
+
+
+async def serve(config: ServeConfig, out: TextIO) -> int:
+    """Run the server until a signal; see the module docstring."""
+    if config.redis is not None:
+        return await serve_cluster(config, out)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with (
+            _sessions_env(config.offline) as env,
+            open_fleet(
+                max_live=config.max_live, replay_buffer=config.replay_buffer, env=env
+            ) as fleet,
+            trio.open_nursery() as nursery,
+        ):
+            port = await nursery.start(
+                partial(
+                    serve_gateway,
+                    fleet,
+                    **_gateway_options(config),
+                )
+            )
+            url = url_for(config.host, port)
+            print(f"claude-trio serve: listening on {url}", file=out)
+            if config.token_generated:
+                # Printed once, here, for whoever started the server; never logged.
+                print(f"token: {config.token}", file=out)
+                print(f"  clients: export {TOKEN_ENV}={config.token}", file=out)
+            if config.offline:
+                print(
+                    "offline: every session talks to the built-in scripted model "
+                    "(no API key, no network)",
+                    file=out,
+                )
+            print("Ctrl-C drains (running sessions finish), twice stops at once", file=out)
+            out.flush()
+            log.info(
+                "serve: listening on %s:%d",
+                config.host,
+                port,
+                extra={"event": "listening", "host": config.host, "port": port},
+            )
+            async for _ in signals:
+                break
+            log.info(
+                "serve: draining, %g s for running sessions",
+                config.drain_grace,
+                extra={"event": "draining", "deadline_s": config.drain_grace},
+            )
+            async with trio.open_nursery() as stopping:
+
+                async def second_signal() -> None:
+                    async for _ in signals:
+                        log.info("serve: stopping now", extra={"event": "stopping"})
+                        stopping.cancel_scope.cancel()
+                        return
+
+                stopping.start_soon(second_signal)
+                await fleet.drain(trio.current_time() + config.drain_grace)
+                stopping.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
+    log.info("serve: stopped", extra={"event": "stopped"})
+    return EXIT_OK
+
+
+async def serve_cluster(config: ServeConfig, out: TextIO) -> int:
+    """``serve --redis``: the gateway over a Redis cluster's sessions (it runs none itself)."""
+    from claude_trio.actors.cluster.fleet import open_redis_fleet
+    from claude_trio.redis_url import open_redis
+
+    assert config.redis is not None
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with (
+            open_redis(config.redis) as redis,
+            open_redis_fleet(
+                redis, command_timeout=config.command_timeout, replay_buffer=config.replay_buffer
+            ) as fleet,
+            trio.open_nursery() as nursery,
+        ):
+            port = await nursery.start(
+                partial(
+                    serve_gateway,
+                    fleet,
+                    **_gateway_options(config),
+                )
+            )
+            print(f"claude-trio serve: listening on {url_for(config.host, port)}", file=out)
+            if config.token_generated:
+                print(f"token: {config.token}", file=out)
+                print(f"  clients: export {TOKEN_ENV}={config.token}", file=out)
+            print("sessions run on the workers of the Redis cluster", file=out)
+            out.flush()
+            log.info(
+                "serve: listening on %s:%d (cluster)",
+                config.host,
+                port,
+                extra={"event": "listening", "host": config.host, "port": port},
+            )
+            async for _ in signals:
+                break
+            # Sessions belong to the workers: a gateway stops at once, clients reconnect to
+            # another one.
+            nursery.cancel_scope.cancel()
+    log.info("serve: stopped", extra={"event": "stopped"})
+    return EXIT_OK
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """``claude-trio serve``: the exit code (0; 1 when ``--redis`` names a Redis that cannot be
+    used at start; 2 for a usage error)."""
+    errors = sys.stderr
+    try:
+        config = serve_config(args, os.environ)
+    except ServeUsageError as exc:
+        print(f"claude-trio serve: {exc}", file=errors)
+        return EXIT_USAGE
+    if config.redis is not None:
+        if config.offline:
+            print(
+                "claude-trio serve: --offline is a worker's option with --redis (the workers "
+                "run the sessions): claude-trio worker --redis URL --offline",
+                file=errors,
+            )
+            return EXIT_USAGE
+        from claude_trio.protocol.errors import RedisUsageError
+        from claude_trio.redis_url import check_redis_url
+
+        try:
+            check_redis_url(config.redis)
+        except RedisUsageError as exc:
+            print(f"claude-trio serve: {exc}", file=errors)
+            return EXIT_USAGE
+    elif not config.offline and not has_credentials(os.environ):
+        print(NO_CREDENTIALS_MESSAGE, file=errors)
+        print("  Or serve the built-in offline model:\n      claude-trio serve --offline",
+              file=errors)  # fmt: skip
+        return EXIT_USAGE
+    configure_logging(errors, json_lines=args.log_json)
+    if args.tokens is not None and _tokens_file_readable_by_others(args.tokens):
+        log.warning("serve: the tokens file can be read by other users of this machine (chmod 600)")
+    from claude_trio.protocol.errors import RedisUnavailableError
+
+    with contextlib.suppress(KeyboardInterrupt):
+        try:
+            return trio.run(serve, config, sys.stdout)
+        except RedisUnavailableError as exc:
+            print(f"claude-trio serve: {exc}", file=errors)
+            return EXIT_SESSION_ERROR
+    return EXIT_OK
+

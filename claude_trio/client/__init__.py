@@ -1,0 +1,61 @@
+"""``connect_gateway``: a client of ``serve_gateway`` that gives remote sessions the shape of
+local ones, and survives dropped connections.
+
+::
+
+    async with connect_gateway("ws://127.0.0.1:8765/", token=token) as gw:
+        session = await gw.open(ExecuteParams(prompt="review a.py"))
+        async for event in session.events:        # the classes a local session yields
+            ...
+        await session.continue_("now the tests")  # the next execution of the conversation
+        async for event in session.events:
+            ...
+
+``session.events`` yields the event classes of :mod:`claude_trio.protocol.session.events` (decoded
+with the codec; ``raw`` is ``None``) and ends after the execution's final terminal event, as a local
+session's does. ``push``, ``answer``, ``abort`` and ``continue_`` are the gateway's ops.
+
+**Dropped connections.** When the connection drops (the server went away, a proxy cut it, a
+ping went unanswered within ``ping_timeout``), the client reconnects with exponential backoff
+(with jitter) and attaches every session it follows again from the last ``seq`` it queued, so
+the consumer sees every event exactly once, in order: no gap, no duplicate
+(``protocol/fanout/follow.py`` decides what to queue, drop and re-attach). If the server no longer
+holds the events after that seq (its replay buffer evicted them), ``session.events`` raises
+:class:`ResyncRequiredError`; if it no longer knows the session (it restarted, or forgot it),
+:class:`SessionLostError`. An op whose reply was lost with the connection is sent again when it
+is safe to repeat (``hello``, ``list``, ``abort``, ``set_model``, ``set_permission_mode``);
+otherwise (``open``, ``push``, ``answer``,
+``continue``) it raises :class:`ConnectionLostError`, as the server may or may not have acted on
+it. An op sent while there is no connection waits for the next one. After
+``reconnect_attempts`` failed attempts in a row (or a refused handshake: a revoked token), the
+client gives up: every waiting op and every session's events raise
+:class:`GatewayUnavailableError` (or :class:`GatewayRefusedError`).
+
+**Backpressure.** Each session queues at most ``max_queue`` events for its consumer. When a
+consumer falls that far behind, the client detaches that session and attaches it again from
+its last seq once the consumer has caught up to half the queue: a slow consumer costs a replay
+from the server's buffer, never unbounded memory, and never holds up the connection's other
+sessions.
+
+Errors the server sends for an op raise :class:`RemoteOpError` with the code of
+``protocol/fanout/wire.py`` and the server's message. Nothing ``connect_gateway`` starts outlives
+its
+``async with``.
+
+The parts: ``config.py`` (:class:`ClientConfig`, :class:`ClientStatistics`), ``session.py``
+(:class:`RemoteSession`, :class:`RemoteEvents`), ``connection.py`` (:func:`connect_gateway`,
+:class:`GatewayClient`: the connection, its tasks and the reconnection). Import from here.
+"""
+
+from claude_trio.client.config import ClientConfig, ClientStatistics
+from claude_trio.client.connection import GatewayClient, connect_gateway
+from claude_trio.client.session import RemoteEvents, RemoteSession
+
+__all__ = [
+    "ClientConfig",
+    "ClientStatistics",
+    "GatewayClient",
+    "RemoteEvents",
+    "RemoteSession",
+    "connect_gateway",
+]

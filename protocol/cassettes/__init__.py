@@ -1,0 +1,1 @@
+"""Cassettes: the format, the player and scrubbing (pure)."""

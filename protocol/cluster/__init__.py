@@ -1,0 +1,1 @@
+"""What the Redis cluster writes and reads, and its key names (pure)."""

@@ -1,0 +1,258 @@
+"""The JSON codec for unified events: ``--json`` output and the websocket gateway's wire format.
+
+Rules:
+
+1. ``event_to_json(event)`` is ``{"kind": event.kind, <every field but raw>}``. Nested values
+   become JSON-safe: attrs values (``Usage``, ``NormalizedMessage``, content blocks, ``TodoItem``,
+   ``Question``) become dicts, content blocks carry their ``"type"``, tuples become lists, and a
+   ``Usage`` also carries its derived ``"context_size"`` (consumers should not recompute it).
+2. Encoding never fails, for any value. ``Any`` fields (tool inputs and results, passthrough
+   data, answers) can hold whatever the SDK produced: dataclasses and attrs values become dicts,
+   mappings get string keys, non-finite floats and anything else non-JSON become their ``repr``
+   string, a cycle becomes the string ``"<cycle>"``, a value nested deeper than ``MAX_DEPTH``
+   becomes ``"<nested too deeply>"`` (so the encoder and ``json.dumps`` never recurse without
+   bound), and an int too long to print in decimal becomes ``"<int of N bits>"``. Such values
+   do not round-trip; JSON values do. :func:`dumps` turns the result into JSON text that is
+   always valid UTF-8: a string holding a lone surrogate (a ``\\ud800`` escape in what the CLI
+   or a caller produced) is sent as a JSON ``\\u`` escape rather than failing the send.
+3. ``event_from_json(obj)`` is the exact inverse for every event built from JSON-safe values:
+   ``event_from_json(event_to_json(e)) == e`` (``raw`` is not sent and decodes to ``None``).
+4. Decoding is driven by the events' own type annotations, so a field added to ``events.py`` is
+   covered without touching this module. It checks every value against its annotation and
+   raises :class:`RemoteProtocolError` naming the path of the bad value (``message.content[1]``),
+   for an unknown ``kind`` or block ``type``, a missing required field, or a wrong type.
+5. Keys the annotations do not know (``context_size``, fields a newer peer added) are ignored, so
+   an older client keeps reading a newer server's stream; a field with a default may be omitted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar, Union
+
+import attrs
+
+from claude_trio.protocol.checks import is_int, is_number
+from claude_trio.protocol.errors import RemoteProtocolError
+from claude_trio.protocol.session.events import EVENT_KINDS, Event, EventBase
+from claude_trio.protocol.session.usage import Usage
+
+_OMITTED_FIELDS = frozenset({"raw"})
+_T = TypeVar("_T")
+
+MAX_DEPTH = 64
+"""Containers nested deeper than this inside an event are encoded as ``"<nested too deeply>"``."""
+
+_MAX_INT_BITS = 10_000  # about 3,000 decimal digits, under Python's int -> str limit of 4,300
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+# ---------------------------------------------------------------------------------------------
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    """The JSON object (a dict of JSON-safe values) for ``event``; never raises."""
+    return _encode_attrs(event, frozenset())
+
+
+def to_json_safe(value: Any) -> Any:
+    """``value`` as plain JSON data, with the encoder's fallbacks (rule 2); never raises."""
+    return _to_json_safe(value, frozenset())
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON text for JSON-safe data (``to_json_safe``'s output); always valid UTF-8.
+
+    Non-ASCII characters are written as themselves, except when the text would hold a lone
+    surrogate (which no UTF-8 encoder accepts): then the whole text is written with ``\\u``
+    escapes, which every JSON reader decodes to the same strings.
+    """
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def _encode_attrs(obj: Any, seen: frozenset[int]) -> dict[str, Any]:
+    cls = type(obj)
+    out: dict[str, Any] = {}
+    if isinstance(obj, EventBase):
+        out["kind"] = obj.kind  # type: ignore[attr-defined]
+    else:
+        tag = getattr(cls, "type", None)
+        if isinstance(tag, str):
+            out["type"] = tag
+    for field in attrs.fields(cls):
+        if field.name not in _OMITTED_FIELDS:
+            out[field.name] = _to_json_safe(getattr(obj, field.name), seen)
+    if isinstance(obj, Usage):
+        out["context_size"] = obj.context_size
+    return out
+
+
+def _to_json_safe(value: Any, seen: frozenset[int]) -> Any:
+    """``value`` as plain JSON data (see rule 2)."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        bits = value.bit_length()
+        return value if bits <= _MAX_INT_BITS else f"<int of {bits} bits>"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if id(value) in seen:
+        return "<cycle>"
+    if len(seen) >= MAX_DEPTH:
+        return "<nested too deeply>"
+    inner = seen | {id(value)}
+    if attrs.has(type(value)):
+        return _encode_attrs(value, inner)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: _to_json_safe(getattr(value, f.name), inner) for f in dataclasses.fields(value)
+        }
+    if isinstance(value, Mapping):
+        return {
+            key if isinstance(key, str) else repr(key): _to_json_safe(item, inner)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_to_json_safe(item, inner) for item in value]
+    try:
+        return repr(value)
+    except Exception:  # a broken __repr__ must not break the encoder (rule 2)
+        return f"<{type(value).__name__}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+# ---------------------------------------------------------------------------------------------
+
+
+def event_from_json(obj: Any) -> Event:
+    """The event ``obj`` (a decoded JSON object) encodes; raises :class:`RemoteProtocolError`."""
+    if not isinstance(obj, Mapping):
+        raise RemoteProtocolError(f"an event must be a JSON object, got {json_type(obj)}")
+    kind = obj.get("kind")
+    cls = EVENT_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise RemoteProtocolError(
+            f"unknown event kind {kind!r}; known kinds: {', '.join(sorted(EVENT_KINDS))}"
+        )
+    event: Event = _decode_attrs(obj, cls, kind)  # type: ignore[arg-type]
+    return event
+
+
+@functools.cache
+def _field_types(cls: type) -> tuple[tuple[str, Any, bool], ...]:
+    """``(name, resolved annotation, required)`` for each field of attrs class ``cls``."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (f.name, hints[f.name], f.default is attrs.NOTHING)
+        for f in attrs.fields(cls)
+        if f.name not in _OMITTED_FIELDS
+    )
+
+
+def attrs_from_json(obj: Any, cls: type[_T], where: str) -> _T:
+    """An instance of the attrs class ``cls`` from a decoded JSON object, checked against its
+    annotations as events are (rules 4-5); raises :class:`RemoteProtocolError` naming the path
+    of a bad value, starting at ``where``."""
+    value: _T = _decode_attrs(obj, cls, where)
+    return value
+
+
+def _decode_attrs(obj: Any, cls: type, where: str) -> Any:
+    if not isinstance(obj, Mapping):
+        raise RemoteProtocolError(f"{where}: expected a JSON object, got {json_type(obj)}")
+    kwargs: dict[str, Any] = {}
+    for name, annotation, required in _field_types(cls):
+        path = f"{where}.{name}"
+        if name in obj:
+            kwargs[name] = _decode(obj[name], annotation, path)
+        elif required:
+            raise RemoteProtocolError(f"{path}: missing required field")
+    return cls(**kwargs)
+
+
+def _decode(value: Any, annotation: Any, where: str) -> Any:
+    if annotation is Any:
+        return value
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Union or origin is types.UnionType:
+        return _decode_union(value, args, where)
+    if origin is Literal:
+        if value not in args:
+            allowed = ", ".join(repr(a) for a in args)
+            raise RemoteProtocolError(f"{where}: {value!r} is not one of {allowed}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise RemoteProtocolError(f"{where}: expected a list, got {json_type(value)}")
+        return tuple(_decode(item, args[0], f"{where}[{i}]") for i, item in enumerate(value))
+    if origin is Mapping:
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise RemoteProtocolError(
+                f"{where}: expected a JSON object, got {json_type(value)}"
+            )
+        return {key: _decode(item, args[1], f"{where}.{key}") for key, item in value.items()}
+    if attrs.has(annotation):
+        return _decode_attrs(value, annotation, where)
+    return _decode_scalar(value, annotation, where)
+
+
+def _decode_union(value: Any, members: tuple[Any, ...], where: str) -> Any:
+    if value is None and type(None) in members:
+        return None
+    rest = [m for m in members if m is not type(None)]
+    if len(rest) == 1:
+        return _decode(value, rest[0], where)
+    # The only wider union in the vocabulary is ContentBlock: attrs classes tagged by "type".
+    tags = {m.type: m for m in rest}
+    tag = value.get("type") if isinstance(value, Mapping) else None
+    if tag not in tags:
+        raise RemoteProtocolError(
+            f"{where}: unknown block type {tag!r}; known types: {', '.join(tags)}"
+        )
+    return _decode_attrs(value, tags[tag], where)
+
+
+def _decode_scalar(value: Any, annotation: Any, where: str) -> Any:
+    # bool is an int subclass: neither int nor float fields take true/false.
+    if annotation is float and is_number(value):
+        return float(value)
+    if annotation is int and is_int(value):
+        return value
+    if annotation in (str, bool) and isinstance(value, annotation):
+        return value
+    raise RemoteProtocolError(
+        f"{where}: expected {annotation.__name__}, got {json_type(value)} {value!r}"
+    )
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages that say what came."""
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "boolean"
+        case int() | float():
+            return "number"
+        case str():
+            return "string"
+        case list() | tuple():
+            return "array"
+        case Mapping():
+            return "object"
+        case _:
+            return type(value).__name__

@@ -1,0 +1,774 @@
+"""The websocket gateway's wire format: client ops in, server frames out (sans-I/O, no trio).
+
+This module holds the client ops (their classes, :func:`decode_op` with the checks of every
+value it lets in, :func:`encode_op`, and the ``params`` of an ``open`` op both ways); the
+server frames are in ``protocol/fanout/wire_frames.py`` and importable from here too.
+
+Every message is one JSON object in one text message.
+
+Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
+
+    {"op": "hello",    "id"}
+    {"op": "open",     "id", "params": {ExecuteParams fields, see PARAMS_FIELDS},
+                       "label": <str, optional: shown by "list">}
+    {"op": "continue", "id", "session", "prompt"}
+    {"op": "list",     "id"}
+    {"op": "push",     "id", "session", "text", "images": [{"data": <base64>}, optional]}
+    {"op": "answer",   "id", "session", "request", "answer": <any JSON>}
+    {"op": "abort",    "id", "session"}
+    {"op": "set_model", "id", "session", "model": <str: an alias or model id; null: default>}
+    {"op": "set_permission_mode", "id", "session", "mode": <a permission mode>}
+    {"op": "attach",   "id", "session", "last_seq": <int >= 0 or null; may be omitted>}
+    {"op": "detach",   "id", "session"}
+
+Server -> client frames (each has ``"type"``)::
+
+    {"type": "hello",           "id", "server", "protocol", "principal", "admin", "ops",
+                                "capabilities": {...}, "limits": {...}, "policy": {...},
+                                "cluster": {...} | null}
+    {"type": "opened",          "id", "session"}
+    {"type": "continued",       "id", "session", "first_seq": int}
+    {"type": "sessions",        "id", "sessions": [SessionInfo, ...]}
+    {"type": "event",           "session", "event": <codec.event_to_json(event)>}
+    {"type": "reply",           "id", "ok": bool, "reason": str | null, "uuid": str | null}
+    {"type": "resync_required", "id", "session", "oldest_seq": int}
+    {"type": "error",           "id": str | null, "code": WireErrorCode, "message": str}
+
+A session's events carry one ``seq`` sequence across its executions: ``continue`` starts the
+next execution of an ended session's conversation, whose first event has ``first_seq``.
+
+Rules:
+
+1. Untrusted input is validated once, here: :func:`decode_op` returns a fully checked op or
+   raises :class:`WireError` whose ``code`` is machine-readable and whose message names the field,
+   the value and what is allowed. ``id`` is filled in whenever the message carried a string
+   ``"id"``, so the client can match the error to its request.
+2. Ops are strict: an unknown key is an error (``unknown_field``), so a typo such as
+   ``"last_sq"`` is not silently ignored. Frames read by :func:`decode_frame` (a client reading a
+   possibly newer server) ignore unknown keys instead, as the event codec does.
+3. Safe by default: a remote client must not control the server's file system or processes. So
+   ``params.cwd`` is refused unless ``allow_cwd=True``; the CLI's environment
+   (``architecture_config.custom_env`` / ``ollama_baseUrl``) unless ``allow_env=True``; and
+   ``mcp_servers`` (which starts processes) is never accepted over the wire. All three are
+   ``forbidden_field`` errors.
+4. Every string that enters is valid to send back out, and every value is bounded, so no
+   reply, error or event built from an op can fail to encode or poison a session's replay:
+   :func:`decode_op` refuses (``invalid_field``, naming the path) a string holding a lone
+   UTF-16 surrogate (a ``\\ud800`` escape with no partner: it is not a character, and no UTF-8
+   encoder accepts it), a value nested deeper than ``MAX_DEPTH``, an integer beyond
+   ``MAX_INT``, an ``id``/``session``/``request`` longer than ``MAX_ID_CHARS``, and an
+   ``answer`` larger than ``MAX_ANSWER_CHARS``. Refused rather than replaced: a client that
+   sends one has a bug to hear about, and a silently altered answer or prompt is worse.
+5. What an ``open`` op's params hand to the CLI's command line and environment is checked
+   before anything is spawned (``invalid_params``, naming the field): no NUL character in any
+   string but the prompt (which travels on stdin), a ``system_prompt`` under
+   ``MAX_ARGUMENT_BYTES`` (the kernel's limit for one argument), environment entries under it
+   too (the one rule of ``checks.check_env``, as for a local session). Error messages quote
+   a client's value at most ``MAX_QUOTE`` characters long.
+6. Encoding never fails (the event codec never does, and :func:`~.codec.dumps` escapes what
+   UTF-8 cannot carry) and emits compact JSON without NaN/Infinity.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar, NoReturn, TypeAlias, assert_never
+
+import attrs
+
+from claude_trio.protocol.checks import is_int
+from claude_trio.protocol.config.images import MAX_IMAGE_BYTES, ImageInput
+from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.config.permissions import PermissionMode, check_permission_mode
+from claude_trio.protocol.config.subagents import subagent_from_mapping
+from claude_trio.protocol.errors import InvalidParamsError, WireError, WireErrorCode
+from claude_trio.protocol.fanout.codec import dumps, json_type
+from claude_trio.protocol.fanout.wire_frames import (
+    PROTOCOL_VERSION,
+    ContinuedFrame,
+    ErrorFrame,
+    EventFrame,
+    Frame,
+    HelloFrame,
+    OpenedFrame,
+    ReplyFrame,
+    ResyncRequiredFrame,
+    SessionInfo,
+    SessionsFrame,
+    SessionState,
+    decode_frame,
+    encode_frame,
+    error_frame,
+    frame_to_json,
+    loads_message,
+)
+
+__all__ = [
+    "ENV_KEYS",
+    "LOCAL_ONLY_FIELDS",
+    "MAX_ANSWER_CHARS",
+    "MAX_ARGUMENT_BYTES",
+    "MAX_DEPTH",
+    "MAX_ID_CHARS",
+    "MAX_IMAGE_BASE64",
+    "MAX_INT",
+    "MAX_QUOTE",
+    "OP_NAMES",
+    "PARAMS_FIELDS",
+    "PROTOCOL_VERSION",
+    "AbortOp",
+    "AnswerOp",
+    "AttachOp",
+    "ContinueOp",
+    "ContinuedFrame",
+    "DetachOp",
+    "ErrorFrame",
+    "EventFrame",
+    "Frame",
+    "HelloFrame",
+    "HelloOp",
+    "ListOp",
+    "Op",
+    "OpenOp",
+    "OpenedFrame",
+    "PushOp",
+    "ReplyFrame",
+    "ResyncRequiredFrame",
+    "SessionInfo",
+    "SessionState",
+    "SessionsFrame",
+    "SetModelOp",
+    "SetPermissionModeOp",
+    "decode_frame",
+    "decode_op",
+    "encode_frame",
+    "encode_op",
+    "error_frame",
+    "frame_to_json",
+    "params_from_json",
+    "params_to_json",
+    "quote",
+]
+
+MAX_IMAGE_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4
+"""The longest base64 text of one image (``images.MAX_IMAGE_BYTES`` once decoded)."""
+
+PARAMS_FIELDS: tuple[str, ...] = (
+    "prompt",
+    "model",
+    "system_prompt",
+    "max_turns",
+    "plan_mode",
+    "permission_mode",
+    "cwd",
+    "resume_session_id",
+    "streaming_input",
+    "architecture_config",
+    "user_input_timeout",
+    "images",
+    "run_timeout",
+    "idle_timeout",
+    "max_budget_usd",
+    "provider",
+    "fallback_model",
+    "subagents",
+    "output_schema",
+    "allowed_tools",
+    "disallowed_tools",
+    "tools",
+    "allowed_paths",
+    "read_only_paths",
+    "disallowed_paths",
+    "scope_enforcement",
+    "setting_sources",
+    "fork_session",
+)
+"""The ``ExecuteParams`` fields an ``open`` op may carry (``mcp_servers`` never: rule 3).
+``images`` travel as ``[{"data": "<base64>"}]`` (the type is read from the bytes), ``subagents``
+as ``{name: {"description", "prompt", ...}}``; ``provider`` counts as environment (it sends a
+credential of the server's environment to another server): refused unless ``allow_env``."""
+
+LOCAL_ONLY_FIELDS: frozenset[str] = frozenset(
+    {"mcp_servers", "inline_skills", "tool_timeout", "hook_timeout", "file_checkpointing"}
+)
+"""``ExecuteParams`` fields a remote client can never set: servers to start, files to write on
+the server (inline skills), the deadlines of the operator's own custom tools and hooks, and
+file checkpoints (rewinding files is not a remote control)."""
+
+ENV_KEYS: frozenset[str] = frozenset({"custom_env", "ollama_baseUrl"})
+"""``architecture_config`` keys that set the CLI's environment (refused unless ``allow_env``)."""
+
+MAX_DEPTH = 16
+"""How deeply arrays and objects may nest in an op (an answer to a form is a few levels)."""
+MAX_INT = 2**63 - 1
+"""The largest integer (in absolute value) an op may carry."""
+MAX_ID_CHARS = 256
+"""The longest ``id``, ``session`` or ``request`` (they are echoed in replies)."""
+MAX_ANSWER_CHARS = 64 * 1024
+"""The largest ``answer``, in characters of its compact JSON."""
+MAX_ARGUMENT_BYTES = 128 * 1024
+"""Linux refuses a command-line argument or environment entry of this many bytes or more
+(``MAX_ARG_STRLEN``); a ``system_prompt`` is one argument of the CLI."""
+MAX_QUOTE = 80
+"""Error messages quote at most this many characters of a client's value."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops (client -> server)
+# ---------------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class HelloOp:
+    """Ask the server who it is and what it allows (answered by a ``hello`` frame)."""
+
+    id: str
+    op: ClassVar[str] = "hello"
+
+
+@attrs.frozen(kw_only=True)
+class OpenOp:
+    """Start a session. ``label``: the client's name for it, shown by ``list``."""
+
+    id: str
+    params: ExecuteParams
+    label: str | None = None
+    op: ClassVar[str] = "open"
+
+
+@attrs.frozen(kw_only=True)
+class ContinueOp:
+    """Run ``prompt`` as the next execution of an ended session's conversation."""
+
+    id: str
+    session: str
+    prompt: str
+    op: ClassVar[str] = "continue"
+
+
+@attrs.frozen(kw_only=True)
+class ListOp:
+    """The sessions this client's principal may see (answered by a ``sessions`` frame)."""
+
+    id: str
+    op: ClassVar[str] = "list"
+
+
+@attrs.frozen(kw_only=True)
+class PushOp:
+    """A user message for a running session; ``images`` travel as in ``params``
+    (``[{"data": "<base64>"}]``)."""
+
+    id: str
+    session: str
+    text: str
+    images: tuple[ImageInput, ...] = ()
+    op: ClassVar[str] = "push"
+
+
+@attrs.frozen(kw_only=True)
+class AnswerOp:
+    id: str
+    session: str
+    request: str
+    answer: Any
+    op: ClassVar[str] = "answer"
+
+
+@attrs.frozen(kw_only=True)
+class AbortOp:
+    id: str
+    session: str
+    op: ClassVar[str] = "abort"
+
+
+@attrs.frozen(kw_only=True)
+class SetModelOp:
+    """Switch a running session's model (``Session.set_model``); ``None``: the default."""
+
+    id: str
+    session: str
+    model: str | None
+    op: ClassVar[str] = "set_model"
+
+
+@attrs.frozen(kw_only=True)
+class SetPermissionModeOp:
+    """Switch a running session's permission mode, as the server's policy allows."""
+
+    id: str
+    session: str
+    mode: PermissionMode
+    op: ClassVar[str] = "set_permission_mode"
+
+
+@attrs.frozen(kw_only=True)
+class AttachOp:
+    """Subscribe to a session. ``last_seq``: the highest seq the client has seen (None: none)."""
+
+    id: str
+    session: str
+    last_seq: int | None = None
+    op: ClassVar[str] = "attach"
+
+
+@attrs.frozen(kw_only=True)
+class DetachOp:
+    id: str
+    session: str
+    op: ClassVar[str] = "detach"
+
+
+Op: TypeAlias = (
+    HelloOp
+    | OpenOp
+    | ContinueOp
+    | ListOp
+    | PushOp
+    | AnswerOp
+    | AbortOp
+    | SetModelOp
+    | SetPermissionModeOp
+    | AttachOp
+    | DetachOp
+)
+
+OP_NAMES: tuple[str, ...] = (
+    "hello",
+    "open",
+    "continue",
+    "list",
+    "push",
+    "answer",
+    "abort",
+    "set_model",
+    "set_permission_mode",
+    "attach",
+    "detach",
+)
+
+# ---------------------------------------------------------------------------------------------
+# Decoding ops
+# ---------------------------------------------------------------------------------------------
+
+
+class _Fields:
+    """Reads the fields of one op object, raising errors that carry the op's id."""
+
+    def __init__(self, obj: Mapping[str, Any], op: str, op_id: str | None) -> None:
+        self.obj = obj
+        self.op = op
+        self.id = op_id
+
+    def fail(self, code: WireErrorCode, message: str) -> NoReturn:
+        raise WireError(code, message, self.id)
+
+    def only(self, *allowed: str) -> None:
+        for key in self.obj:
+            if key not in allowed:
+                self.fail(
+                    "unknown_field",
+                    f"{key!r} is not a field of op {self.op!r}; its fields: {', '.join(allowed)}",
+                )
+
+    def required(self, key: str) -> Any:
+        if key not in self.obj:
+            self.fail("missing_field", f"op {self.op!r} needs the field {key!r}")
+        return self.obj[key]
+
+    def string(self, key: str, max_chars: int | None = MAX_ID_CHARS) -> str:
+        value = self.required(key)
+        if not (isinstance(value, str) and value.strip()):
+            self.fail("invalid_field", f"{key}={quote(value)}: expected a non-empty string")
+        if max_chars is not None and len(value) > max_chars:
+            self.fail(
+                "invalid_field",
+                f"{key}={quote(value)}: longer than {max_chars} characters ({len(value)})",
+            )
+        return value
+
+
+def quote(value: Any) -> str:
+    """``repr(value)`` cut to ``MAX_QUOTE`` characters, for error messages (rule 5)."""
+    text = repr(value)
+    return text if len(text) <= MAX_QUOTE else text[: MAX_QUOTE - 1] + "\u2026"
+
+
+def _check_value(value: Any, where: str, depth: int, op_id: str | None) -> int:
+    """Refuse what could not be sent back out (rule 4); the value's size in characters."""
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise WireError(
+                    "invalid_field",
+                    f"{where or 'the message'}: a lone UTF-16 surrogate at character "
+                    f"{exc.start} (an unpaired \\ud800-\\udfff escape is not a character); "
+                    "send text as UTF-8, or characters beyond U+FFFF as surrogate pairs",
+                    op_id,
+                ) from None
+        return len(value) + 2
+    if isinstance(value, bool) or value is None:
+        return 5
+    if isinstance(value, int):
+        if not -MAX_INT <= value <= MAX_INT:
+            raise WireError(
+                _code_at(where), f"{where}: an integer beyond +-{MAX_INT} is not accepted", op_id
+            )
+        return 20
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise WireError(
+                _code_at(where), f"{where}: a number too large for a double is not accepted", op_id
+            )
+        return 24
+    if depth >= MAX_DEPTH:
+        raise WireError(
+            "invalid_field", f"{where or 'the message'}: nested deeper than {MAX_DEPTH} levels",
+            op_id,
+        )
+    size = 2
+    if isinstance(value, dict):
+        for key, item in value.items():
+            size += _check_value(key, f"{where or 'the message'} (a key)", depth + 1, op_id)
+            size += 1 + _check_value(item, _child(where, key), depth + 1, op_id)
+    else:
+        for i, item in enumerate(value):
+            size += 1 + _check_value(item, f"{where}[{i}]", depth + 1, op_id)
+    return size
+
+
+def _code_at(where: str) -> WireErrorCode:
+    """A bad number inside ``params`` is a bad parameter (as ``ExecuteParams`` would say)."""
+    return "invalid_params" if where.startswith("params") else "invalid_field"
+
+
+def _child(where: str, key: str) -> str:
+    name = key if key.isidentifier() and len(key) <= 40 else f"[{quote(key)}]"
+    if not where:
+        return name
+    return f"{where}{name}" if name.startswith("[") else f"{where}.{name}"
+
+
+def _is_sendable_id(value: object) -> bool:
+    if not isinstance(value, str) or len(value) > MAX_ID_CHARS:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_arguments(params: Mapping[str, Any], op_id: str | None) -> None:
+    """What reaches the CLI's command line and environment (rule 5)."""
+    for key, value in params.items():
+        if key != "prompt":
+            _no_nul(value, f"params.{key}", op_id)
+    system_prompt = params.get("system_prompt")
+    if isinstance(system_prompt, str):
+        size = len(system_prompt.encode("utf-8"))
+        if size >= MAX_ARGUMENT_BYTES:
+            raise WireError(
+                "invalid_params",
+                f"params.system_prompt: {size} bytes; the CLI takes it as one command-line "
+                f"argument, which must be under {MAX_ARGUMENT_BYTES} bytes",
+                op_id,
+            )
+    # The environment's entries are checked by ArchitectureConfig (checks.check_env).
+
+
+def _no_nul(value: Any, where: str, op_id: str | None) -> None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise WireError(
+                "invalid_params",
+                f"{where}: contains a NUL character, which cannot be passed to the CLI",
+                op_id,
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key, f"{where} (a key)", op_id)
+            _no_nul(item, _child(where, key), op_id)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _no_nul(item, f"{where}[{i}]", op_id)
+
+
+def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) -> Op:
+    """The op in one client message; raises :class:`WireError` (rules 1-3)."""
+    obj = loads_message(text)
+    if not isinstance(obj, dict):
+        raise WireError("invalid_message", f"expected a JSON object, got {json_type(obj)}")
+    raw_id = obj.get("id")
+    op_id = raw_id if _is_sendable_id(raw_id) else None
+    _check_value(obj, "", 0, op_id)
+    name = obj.get("op")
+    if name not in OP_NAMES:
+        allowed = ", ".join(OP_NAMES)
+        if "op" not in obj:
+            raise WireError("missing_field", f"every message needs 'op' (one of {allowed})", op_id)
+        raise WireError("unknown_op", f"op={quote(name)}: expected one of {allowed}", op_id)
+    fields = _Fields(obj, name, op_id)
+    op_id = fields.string("id")
+    match name:
+        case "hello":
+            fields.only("op", "id")
+            return HelloOp(id=op_id)
+        case "list":
+            fields.only("op", "id")
+            return ListOp(id=op_id)
+        case "open":
+            fields.only("op", "id", "params", "label")
+            params = _params(fields.required("params"), allow_cwd, allow_env, op_id)
+            label = fields.string("label") if obj.get("label") is not None else None
+            return OpenOp(id=op_id, params=params, label=label)
+        case "continue":
+            fields.only("op", "id", "session", "prompt")
+            return ContinueOp(
+                id=op_id,
+                session=fields.string("session"),
+                prompt=fields.string("prompt", max_chars=None),
+            )
+        case "push":
+            fields.only("op", "id", "session", "text", "images")
+            images = _images(obj["images"], op_id, "images") if "images" in obj else []
+            return PushOp(
+                id=op_id,
+                session=fields.string("session"),
+                text=fields.string("text", max_chars=None),
+                images=tuple(images),
+            )
+        case "answer":
+            fields.only("op", "id", "session", "request", "answer")
+            answer = fields.required("answer")
+            size = _check_value(answer, "answer", 0, op_id)
+            if size > MAX_ANSWER_CHARS:
+                fields.fail(
+                    "invalid_field",
+                    f"answer: about {size} characters of JSON, over {MAX_ANSWER_CHARS}",
+                )
+            return AnswerOp(
+                id=op_id,
+                session=fields.string("session"),
+                request=fields.string("request"),
+                answer=answer,
+            )
+        case "abort":
+            fields.only("op", "id", "session")
+            return AbortOp(id=op_id, session=fields.string("session"))
+        case "set_model":
+            fields.only("op", "id", "session", "model")
+            if "model" not in obj:
+                fields.fail("missing_field", "set_model needs 'model' (a model id, or null)")
+            model = obj["model"]
+            if model is not None:
+                model = fields.string("model")
+                _no_nul(model, "model", op_id)
+            return SetModelOp(id=op_id, session=fields.string("session"), model=model)
+        case "set_permission_mode":
+            fields.only("op", "id", "session", "mode")
+            try:
+                mode = check_permission_mode("mode", fields.required("mode"))
+            except InvalidParamsError as exc:
+                fields.fail("invalid_field", str(exc))
+            return SetPermissionModeOp(id=op_id, session=fields.string("session"), mode=mode)
+        case "attach":
+            fields.only("op", "id", "session", "last_seq")
+            last_seq = obj.get("last_seq")
+            if last_seq is not None and not (is_int(last_seq) and last_seq >= 0):
+                fields.fail(
+                    "invalid_field", f"last_seq={quote(last_seq)}: expected an int >= 0 or null"
+                )
+            return AttachOp(id=op_id, session=fields.string("session"), last_seq=last_seq)
+        case "detach":
+            fields.only("op", "id", "session")
+            return DetachOp(id=op_id, session=fields.string("session"))
+    raise AssertionError(name)  # pragma: no cover - OP_NAMES checked above
+
+
+def params_from_json(
+    obj: Any, *, allow_cwd: bool = False, allow_env: bool = False
+) -> ExecuteParams:
+    """``ExecuteParams`` from the ``params`` object of an ``open`` op; raises :class:`WireError`."""
+    return _params(obj, allow_cwd, allow_env, None)
+
+
+def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> ExecuteParams:
+    if not isinstance(obj, dict):
+        raise WireError(
+            "invalid_field", f"params: expected a JSON object, got {json_type(obj)}", op_id
+        )
+    for key in obj:
+        if key == "provider" and not allow_env and obj[key] not in (None, "anthropic"):
+            raise WireError(
+                "forbidden_field",
+                "params.provider cannot be set by a remote client (it is environment, and the "
+                "gateway does not allow it)",
+                op_id,
+            )
+        if key in LOCAL_ONLY_FIELDS or (key == "cwd" and not allow_cwd):
+            raise WireError(
+                "forbidden_field",
+                f"params.{key} cannot be set by a remote client"
+                + ("" if key in LOCAL_ONLY_FIELDS else " (the gateway does not allow it)"),
+                op_id,
+            )
+        if key not in PARAMS_FIELDS:
+            raise WireError(
+                "unknown_field",
+                f"params.{key} is not a field; allowed: {', '.join(PARAMS_FIELDS)}",
+                op_id,
+            )
+    if "prompt" not in obj:
+        raise WireError("missing_field", "params.prompt is required", op_id)
+    _check_value(obj, "params", 1, op_id)
+    _check_arguments(obj, op_id)
+    kwargs = dict(obj)
+    if "architecture_config" in kwargs:
+        kwargs["architecture_config"] = _architecture_config(
+            kwargs["architecture_config"], allow_env, op_id
+        )
+    try:
+        if "images" in kwargs:
+            kwargs["images"] = _images(kwargs["images"], op_id, "params.images")
+        if "subagents" in kwargs:
+            raw = kwargs["subagents"]
+            if not isinstance(raw, dict):
+                raise WireError("invalid_field", "params.subagents: expected an object", op_id)
+            kwargs["subagents"] = {
+                name: subagent_from_mapping(name, value) for name, value in raw.items()
+            }
+        return ExecuteParams(**kwargs)
+    except InvalidParamsError as exc:
+        raise WireError("invalid_params", f"params.{exc.field}: {exc}", op_id) from None
+
+
+def _images(raw: Any, op_id: str | None, where: str) -> list[ImageInput]:
+    """``[{"data": "<base64>"}]`` -> images (type read from the bytes, size checked);
+    ``where`` names the field in errors (``params.images``, ``images``)."""
+    if not isinstance(raw, list):
+        raise WireError("invalid_field", f"{where}: expected a list", op_id)
+    images = []
+    for i, item in enumerate(raw):
+        data = item.get("data") if isinstance(item, dict) else None
+        if not isinstance(data, str) or len(data) > MAX_IMAGE_BASE64:
+            raise WireError(
+                "invalid_field",
+                f"{where}[{i}]: expected {{\"data\": base64 of at most "
+                f"{MAX_IMAGE_BYTES} bytes}}",
+                op_id,
+            )
+        try:
+            decoded = base64.b64decode(data, validate=True)
+        except ValueError:
+            raise WireError("invalid_field", f"{where}[{i}].data: not base64", op_id) from None
+        try:
+            images.append(ImageInput.from_bytes(decoded))
+        except InvalidParamsError as exc:
+            raise WireError("invalid_params", f"{where}[{i}]: {exc.allowed}", op_id) from None
+    return images
+
+
+def _architecture_config(obj: Any, allow_env: bool, op_id: str | None) -> ArchitectureConfig:
+    where = "params.architecture_config"
+    if not isinstance(obj, dict):
+        raise WireError(
+            "invalid_field", f"{where}: expected a JSON object, got {json_type(obj)}", op_id
+        )
+    if not allow_env:
+        for key in obj:
+            if key in ENV_KEYS:
+                raise WireError(
+                    "forbidden_field",
+                    f"{where}.{key} sets the CLI's environment on the server; "
+                    "the gateway does not allow it",
+                    op_id,
+                )
+    try:
+        return ArchitectureConfig.from_mapping(obj)
+    except InvalidParamsError as exc:
+        raise WireError("invalid_params", f"{where}.{exc.field}: {exc}", op_id) from None
+
+
+def params_to_json(params: ExecuteParams) -> dict[str, Any]:
+    """The ``params`` object for ``params``: the prompt plus every wire field not at its default.
+
+    The inverse of :func:`params_from_json` (with ``allow_cwd``/``allow_env`` for such params);
+    ``mcp_servers`` cannot travel and is left out.
+    """
+    out: dict[str, Any] = {"prompt": params.prompt}
+    for field in attrs.fields(ExecuteParams):
+        if field.name == "prompt" or field.name not in PARAMS_FIELDS:
+            continue
+        value = getattr(params, field.name)
+        if field.name == "architecture_config":
+            mapping = value.to_mapping()
+            if mapping:
+                out[field.name] = mapping
+        elif field.name == "images":
+            if value:
+                out[field.name] = _images_json(value)
+        elif field.name == "subagents":
+            if value:
+                out[field.name] = {
+                    name: {k: v for k, v in attrs.asdict(d).items() if v not in (None, False)}
+                    for name, d in value.items()
+                }
+        elif field.name == "output_schema":
+            if value is not None:
+                out[field.name] = dict(value)
+        elif field.name in (
+            "allowed_tools",
+            "disallowed_tools",
+            "tools",
+            "allowed_paths",
+            "read_only_paths",
+            "disallowed_paths",
+        ):
+            if value:
+                out[field.name] = list(value)
+        elif field.name == "setting_sources":
+            if value is not None:
+                out[field.name] = list(value)
+        elif value != field.default:  # the other wire fields have plain (non-factory) defaults
+            out[field.name] = value
+    return out
+
+
+def _images_json(images: tuple[ImageInput, ...]) -> list[dict[str, str]]:
+    return [{"data": base64.b64encode(image.data).decode("ascii")} for image in images]
+
+
+def encode_op(op: Op) -> str:
+    """The client message for ``op`` (clients and tests; the server only decodes)."""
+    obj: dict[str, Any] = {"op": op.op}
+    match op:
+        case HelloOp() | ListOp():
+            obj |= {"id": op.id}
+        case OpenOp():
+            obj |= {"id": op.id, "params": params_to_json(op.params)}
+            if op.label is not None:
+                obj["label"] = op.label
+        case ContinueOp():
+            obj |= {"id": op.id, "session": op.session, "prompt": op.prompt}
+        case PushOp():
+            obj |= {"id": op.id, "session": op.session, "text": op.text}
+            if op.images:
+                obj["images"] = _images_json(op.images)
+        case AnswerOp():
+            obj |= {"id": op.id, "session": op.session, "request": op.request, "answer": op.answer}
+        case AbortOp() | DetachOp():
+            obj |= {"id": op.id, "session": op.session}
+        case AttachOp():
+            obj |= {"id": op.id, "session": op.session, "last_seq": op.last_seq}
+        case SetModelOp():
+            obj |= {"id": op.id, "session": op.session, "model": op.model}
+        case SetPermissionModeOp():
+            obj |= {"id": op.id, "session": op.session, "mode": op.mode}
+        case _:
+            assert_never(op)
+    return dumps(obj)

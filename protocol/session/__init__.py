@@ -1,0 +1,1 @@
+"""One execution, pure: events, the mapper, usage, lifecycle and the stop."""
