@@ -102,7 +102,7 @@ async def _allow(*_: Any) -> PermissionResultAllow:
     return PermissionResultAllow()
 
 
-async def _no_opinion(*_: Any) -> dict[str, Any]:
+async def _no_opinion(*_: Any) -> Any:
     return {}
 
 
