@@ -58,9 +58,17 @@ class CLIProcessTransport(SubprocessCLITransport):
             kill_process_tree(pid)
 
     def kill_tools(self) -> None:
+        self.kill_children()
+
+    def kill_children(self) -> tuple[int, ...]:
+        """:meth:`kill_tools`, returning the killed processes that are the CLI's own children
+        (it reaps them: see :func:`reaped`)."""
         pid = self._running_pid()
-        if pid is not None:
-            _kill(freeze_tree(pid, include_root=False))
+        if pid is None:
+            return ()
+        children = _children_of()
+        killed = _kill(freeze_tree(pid, include_root=False, children=children))
+        return tuple(child for child in children.get(pid, ()) if child in killed)
 
     @property
     def kills_processes(self) -> bool:
@@ -101,11 +109,24 @@ def kill_now(transport: Transport) -> bool:
     return True
 
 
-def kill_tools(transport: Transport) -> None:
-    """Kill what ``transport``'s CLI started, if it can be (the CLI itself lives on)."""
+def kill_tools(transport: Transport) -> tuple[int, ...]:
+    """Kill what ``transport``'s CLI started, if it can be (the CLI itself lives on); returns
+    the killed processes the CLI will reap, when the transport can tell (``kill_children()``,
+    as :class:`CLIProcessTransport` has)."""
+    kill_children = getattr(transport, "kill_children", None)
+    if callable(kill_children):
+        killed = kill_children()
+        return tuple(killed) if isinstance(killed, tuple) else ()
     killable = _killable(transport)
     if killable is not None:
         killable.kill_tools()
+    return ()
+
+
+def reaped(pids: tuple[int, ...]) -> bool:
+    """Whether the CLI reaped these children of its: it saw them exit (their ``/proc`` entries
+    are gone; True where there is no ``/proc``)."""
+    return not _PROC_STAT or not any(os.path.exists(f"/proc/{pid}") for pid in pids)
 
 
 def kills_processes(transport: Transport) -> bool:
@@ -125,9 +146,12 @@ def kill_process_tree(pid: int) -> list[int]:
     return _kill(freeze_tree(pid, include_root=True))
 
 
-def freeze_tree(pid: int, *, include_root: bool) -> list[int]:
+def freeze_tree(
+    pid: int, *, include_root: bool, children: dict[int, list[int]] | None = None
+) -> list[int]:
     """SIGSTOP every descendant of ``pid`` (and ``pid`` itself with ``include_root``), reading
-    the process table again until a read finds no new one; returns the pids frozen."""
+    the process table again until a read finds no new one; returns the pids frozen.
+    ``children``: a first read of the table the caller made already."""
     frozen: list[int] = []
     seen: set[int] = set()
     if include_root:
@@ -136,7 +160,9 @@ def freeze_tree(pid: int, *, include_root: bool) -> list[int]:
         frozen.append(pid)
     seen.add(pid)
     while True:
-        new = [child for child in _descendants(pid, _children_of()) if child not in seen]
+        table = children if children is not None else _children_of()
+        children = None
+        new = [child for child in _descendants(pid, table) if child not in seen]
         if not new:
             return frozen
         for child in new:

@@ -34,7 +34,7 @@ import claude_agent_sdk
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, CLIJSONDecodeError, ProcessError, Transport
 
-from claude_trio.actors.session.process import Killable, kills_processes
+from claude_trio.actors.session.process import Killable, kill_tools, kills_processes
 from claude_trio.actors.session.sdk_private import BUNDLED_CLI_VERSION
 from claude_trio.protocol.cassettes.format import (
     CassetteHeader,
@@ -249,6 +249,9 @@ class RecordingTransport(Transport):
     @property
     def kills_processes(self) -> bool:
         return kills_processes(self.inner)
+
+    def kill_children(self) -> tuple[int, ...]:
+        return kill_tools(self.inner)
 
 
 def _loads(line: str) -> Any:

@@ -37,10 +37,12 @@ Rules:
    a behind consumer parks), kills the CLI's tools, *then* sends the interrupt that also
    cancels what the CLI queued (:data:`INTERRUPT`), and arms the ``interrupt`` deadline:
    ``INTERRUPTING``. Otherwise there is nothing to stop: ``SETTLED``. The tools die first so
-   that no tool acts after the stop, and so that the CLI finds them exited when it handles
-   the interrupt: a tool it has to abort itself, it signals and then waits for until its
-   whole process group is gone, and a killed tool's child stays a zombie until init reaps it
-   (in a container, measured: the CLI's exit then waited 1.5 s). While the phase is
+   that no tool acts after the stop, and so that the CLI mostly finds them exited when it
+   handles the interrupt: a tool it has to abort itself, it signals and then waits for until
+   its whole process group is gone, and a killed tool's child stays a zombie until init reaps
+   it (measured in a container whose init reaps late: with the kill after the interrupt most
+   stops of a running Bash call took 1.2-1.5 s to the CLI's exit, with it first few do). While
+   the phase is
    ``INTERRUPTING`` or ``SETTLING`` the actor keeps killing whatever the CLI still starts
    (:attr:`StopMachine.sweeping`): a tool the stop gate allowed just before the stop can
    still be on its way to exec.
