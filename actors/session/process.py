@@ -60,15 +60,18 @@ class CLIProcessTransport(SubprocessCLITransport):
     def kill_tools(self) -> None:
         self.kill_children()
 
-    def kill_children(self) -> tuple[int, ...]:
+    def kill_children(self, *, tools_only: bool = False) -> tuple[int, ...]:
         """:meth:`kill_tools`, returning the killed processes that are the CLI's own children
-        (it reaps them: see :func:`reaped`)."""
+        (it reaps them: see :func:`reaped`). ``tools_only``: only what runs in a session other
+        than the CLI's, and what that started: the CLI starts each Bash call in a session of
+        its own, its helpers (``ps``, ``rg``, the shell snapshot) and MCP servers in its own."""
         pid = self._running_pid()
         if pid is None:
             return ()
         children = _children_of()
-        killed = _kill(freeze_tree(pid, include_root=False, children=children))
-        return tuple(child for child in children.get(pid, ()) if child in killed)
+        frozen = freeze_tree(pid, include_root=False, children=children, tools_only=tools_only)
+        killed = set(_kill(frozen))
+        return tuple(child for child, _ in children.get(pid, ()) if child in killed)
 
     @property
     def kills_processes(self) -> bool:
@@ -109,13 +112,13 @@ def kill_now(transport: Transport) -> bool:
     return True
 
 
-def kill_tools(transport: Transport) -> tuple[int, ...]:
+def kill_tools(transport: Transport, *, tools_only: bool = False) -> tuple[int, ...]:
     """Kill what ``transport``'s CLI started, if it can be (the CLI itself lives on); returns
     the killed processes the CLI will reap, when the transport can tell (``kill_children()``,
-    as :class:`CLIProcessTransport` has)."""
+    as :class:`CLIProcessTransport` has; ``tools_only`` as there, where it can be told)."""
     kill_children = getattr(transport, "kill_children", None)
     if callable(kill_children):
-        killed = kill_children()
+        killed = kill_children(tools_only=tools_only)
         return tuple(killed) if isinstance(killed, tuple) else ()
     killable = _killable(transport)
     if killable is not None:
@@ -147,11 +150,17 @@ def kill_process_tree(pid: int) -> list[int]:
 
 
 def freeze_tree(
-    pid: int, *, include_root: bool, children: dict[int, list[int]] | None = None
+    pid: int,
+    *,
+    include_root: bool,
+    children: dict[int, list[Child]] | None = None,
+    tools_only: bool = False,
 ) -> list[int]:
     """SIGSTOP every descendant of ``pid`` (and ``pid`` itself with ``include_root``), reading
     the process table again until a read finds no new one; returns the pids frozen.
-    ``children``: a first read of the table the caller made already."""
+    ``children``: a first read of the table the caller made already. ``tools_only``: only the
+    descendants in a session other than ``pid``'s, and everything under them."""
+    session = _session_of(pid) if tools_only else None
     frozen: list[int] = []
     seen: set[int] = set()
     if include_root:
@@ -162,7 +171,11 @@ def freeze_tree(
     while True:
         table = children if children is not None else _children_of()
         children = None
-        new = [child for child in _descendants(pid, table) if child not in seen]
+        new = [
+            child
+            for child in _descendants(pid, table, outside=session, every=not tools_only)
+            if child not in seen
+        ]
         if not new:
             return frozen
         for child in new:
@@ -185,21 +198,39 @@ def _signal(pid: int, signum: int) -> bool:
     return True
 
 
-def _descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
+Child = tuple[int, int | None]
+"""A process and its session id."""
+
+
+def _descendants(
+    pid: int, children: dict[int, list[Child]], *, outside: int | None, every: bool
+) -> list[int]:
+    """``pid``'s descendants: ``every`` one, or those in a session other than ``outside`` and
+    everything under them."""
     found: list[int] = []
-    todo = list(children.get(pid, ()))
+    todo = [(child, every) for child in children.get(pid, ())]
     while todo:
-        child = todo.pop()
-        found.append(child)
-        todo.extend(children.get(child, ()))
+        (child, session), taken = todo.pop()
+        taken = taken or session != outside
+        if taken:
+            found.append(child)
+        todo.extend((grandchild, taken) for grandchild in children.get(child, ()))
     return found
 
 
-def _children_of() -> dict[int, list[int]]:
-    """Every process's children (parent pid -> pids), from one read of the process table."""
+def _session_of(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
+
+
+def _children_of() -> dict[int, list[Child]]:
+    """Every process's children (parent pid -> (pid, session id)), from one read of the
+    process table."""
     if not _PROC_STAT:
         return _children_by_psutil()
-    children: dict[int, list[int]] = {}
+    children: dict[int, list[Child]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -209,20 +240,21 @@ def _children_of() -> dict[int, list[int]]:
                 stat = os.read(fd, 512)
             finally:
                 os.close(fd)
-            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-            ppid = int(stat[stat.rindex(b")") + 4 :].split(b" ", 1)[0])
-        except (OSError, ValueError):
+            # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
+            fields = stat[stat.rindex(b")") + 4 :].split(b" ", 3)
+            ppid, session = int(fields[0]), int(fields[2])
+        except (OSError, ValueError, IndexError):
             continue  # gone meanwhile
-        children.setdefault(ppid, []).append(int(name))
+        children.setdefault(ppid, []).append((int(name), session))
     return children
 
 
-def _children_by_psutil() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
+def _children_by_psutil() -> dict[int, list[Child]]:
+    children: dict[int, list[Child]] = {}
     for process in psutil.process_iter(["ppid"]):
         ppid = process.info.get("ppid")
         if isinstance(ppid, int):
-            children.setdefault(ppid, []).append(process.pid)
+            children.setdefault(ppid, []).append((process.pid, _session_of(process.pid)))
     return children
 
 

@@ -250,8 +250,8 @@ class RecordingTransport(Transport):
     def kills_processes(self) -> bool:
         return kills_processes(self.inner)
 
-    def kill_children(self) -> tuple[int, ...]:
-        return kill_tools(self.inner)
+    def kill_children(self, *, tools_only: bool = False) -> tuple[int, ...]:
+        return kill_tools(self.inner, tools_only=tools_only)
 
 
 def _loads(line: str) -> Any:

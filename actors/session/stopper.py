@@ -8,7 +8,8 @@ state and its rules; this actor feeds it what happens and performs the actions i
    acts any more), and once the CLI reaped them (it saw them exit: it never aborts one itself
    and waits for it to vanish; at most ``REAP_WAIT_SECONDS``) the interrupt that also cancels
    the CLI's queued messages goes out;
-2. until the CLI settled, anything it still starts is killed as soon as it shows up;
+2. until the CLI settled, any tool it still starts is killed as soon as it shows up (its own
+   helpers are left alone: it starts some to handle the interrupt);
 3. once it confirmed (it starts nothing new), it finishes the interrupted turn (its result
    carries the turn's usage) and reports ``idle``; at teardown a settled CLI exits on the end
    of its input (so it writes its transcript's last rows), anything else is killed with
@@ -72,8 +73,8 @@ from claude_trio.protocol.session.stop import (
 
 __all__ = ["STOPPED", "TOOL_SWEEP_SECONDS", "Stopper", "run_stopper", "stop_gate"]
 
-# While the CLI is being stopped, anything it still starts is killed at this interval: a tool
-# the stop gate allowed just before the stop can still be on its way to exec.
+# While the CLI is being stopped, any tool it still starts is killed at this interval: one the
+# stop gate allowed just before the stop can still be on its way to exec.
 TOOL_SWEEP_SECONDS = 0.02
 # The interrupt waits (at most this long, polling) until the CLI reaped the tools the stop
 # killed, so it handles their exit first and never aborts one itself: it would then wait for
@@ -202,8 +203,8 @@ class Stopper:
                     self._end.abort_started(list(lost), reason)
                 case SendInterrupt():
                     self._interrupt_due = True
-                case KillTools():
-                    self._killed = kill_tools(self._transport)
+                case KillTools(everything=everything):
+                    self._killed = kill_tools(self._transport, tools_only=not everything)
                 case ArmDeadline(deadline=deadline):
                     self._deadline = (deadline, trio.current_time() + self._seconds(deadline))
                 case KillCLI(note=note, code=code):
@@ -308,7 +309,7 @@ class Stopper:
                     while machine.sweeping:
                         await self._changed.wait()
                 if machine.sweeping:
-                    await trio.to_thread.run_sync(kill_tools, self._transport)
+                    await trio.to_thread.run_sync(_kill_new_tools, self._transport)
         finally:
             self._sweeping = False
         await trio.lowlevel.checkpoint()
@@ -318,6 +319,10 @@ class Stopper:
         with contextlib.suppress(Exception):
             await self._transport.end_input()
         await trio.lowlevel.checkpoint()
+
+
+def _kill_new_tools(transport: Transport) -> None:
+    kill_tools(transport, tools_only=True)
 
 
 async def run_stopper(

@@ -34,24 +34,25 @@ Rules:
    done (rule 9).
 3. Starting the stop from ``LIVE``: with a CLI connected, not exited, and an execution that did
    not complete, the stop releases backpressure (the CLI's answer arrives on the reader that
-   a behind consumer parks), kills the CLI's tools, *then* sends the interrupt that also
-   cancels what the CLI queued (:data:`INTERRUPT`), and arms the ``interrupt`` deadline:
-   ``INTERRUPTING``. Otherwise there is nothing to stop: ``SETTLED``. The tools die first so
-   that no tool acts after the stop, and so that the CLI mostly finds them exited when it
-   handles the interrupt: a tool it has to abort itself, it signals and then waits for until
+   a behind consumer parks), kills everything the CLI started (its tools, MCP servers, hook
+   commands, helpers), *then* sends the interrupt that also cancels what the CLI queued
+   (:data:`INTERRUPT`), and arms the ``interrupt`` deadline: ``INTERRUPTING``. Otherwise
+   there is nothing to stop: ``SETTLED``. The tools die first so that no tool acts after the
+   stop, and so that the CLI finds them exited when it handles the interrupt (the actor lets
+   it reap them first): a tool it has to abort itself, it signals and then waits for until
    its whole process group is gone, and a killed tool's child stays a zombie until init reaps
-   it (measured in a container whose init reaps late: with the kill after the interrupt most
-   stops of a running Bash call took 1.2-1.5 s to the CLI's exit, with it first few do). While
-   the phase is
-   ``INTERRUPTING`` or ``SETTLING`` the actor keeps killing whatever the CLI still starts
-   (:attr:`StopMachine.sweeping`): a tool the stop gate allowed just before the stop can
-   still be on its way to exec.
+   it (measured in a container whose init reaps late: 1.2-1.5 s to the CLI's exit in 4 of 15
+   stops of a running Bash call). While the phase is ``INTERRUPTING`` or ``SETTLING`` the
+   actor keeps killing the *tools* the CLI still starts (:attr:`StopMachine.sweeping`; each
+   runs in a session of its own): one the stop gate allowed just before the stop can still be
+   on its way to exec. The CLI's own helpers are left alone from then on: it starts some to
+   handle the interrupt, and one killed under it costs a retry (measured: 15-25 ms a stop).
 4. ``interrupt_answered(still_queued=..., turn_open=...)``, only while ``INTERRUPTING``. A CLI
    that kept queued messages (it ignores ``cancel_queued``) would run them as new turns: it is
-   killed (``KILLED``). Otherwise it starts nothing new from now on: what it started meanwhile
-   is killed (:class:`KillTools`) and it has the ``settle`` deadline to finish the interrupted
-   turn (whose result carries the turn's usage) and report ``idle``: ``SETTLING``, or at once
-   ``SETTLED`` when it already is idle (rule 6).
+   killed (``KILLED``). Otherwise it starts nothing new from now on: the tools it started
+   meanwhile are killed (:class:`KillTools`) and it has the ``settle`` deadline to finish the
+   interrupted turn (whose result carries the turn's usage) and report ``idle``:
+   ``SETTLING``, or at once ``SETTLED`` when it already is idle (rule 6).
 5. ``send_failed(message)`` (the interrupt could not be sent, or the CLI refused it), only
    while ``INTERRUPTING``, and ``deadline_passed("interrupt")`` kill the CLI, with a
    non-fatal error saying why (``transport``, ``cli_timeout``): ``KILLED``.
@@ -161,7 +162,10 @@ class SendInterrupt:
 
 @attrs.frozen(kw_only=True)
 class KillTools:
-    """Kill every process the CLI started, not the CLI."""
+    """Kill what the CLI started, not the CLI: ``everything`` (at the stop), or its tools only
+    (after its answer): processes in a session other than the CLI's, and what they started."""
+
+    everything: bool
 
 
 @attrs.frozen(kw_only=True)
@@ -391,7 +395,7 @@ class StopMachine:
         if still_queued:
             self.phase = _P.KILLED
             return self._done_with([KillCLI()])
-        actions: list[StopAction] = [KillTools()]
+        actions: list[StopAction] = [KillTools(everything=False)]
         if self._idle(turn_open=turn_open):
             self.phase = _P.SETTLED
         else:
@@ -488,7 +492,7 @@ class StopMachine:
         self.released = True
         return [
             ReleaseBackpressure(),
-            KillTools(),
+            KillTools(everything=True),
             SendInterrupt(),
             ArmDeadline(deadline="interrupt"),
         ]

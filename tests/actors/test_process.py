@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import trio
 
-from claude_trio.actors.session.process import kill_process_tree
+from claude_trio.actors.session.process import freeze_tree, kill_process_tree
 
 # A stand-in for the CLI: it starts a "tool" the way the CLI starts Bash (a new session, so
 # neither its process group nor its parent's death reaches it), which would leave a file behind
@@ -117,3 +117,37 @@ async def test_every_level_of_a_chain_of_descendants_is_caught(tmp_path: Path) -
         root.kill()
         with trio.CancelScope(shield=True):
             await root.wait()
+
+
+# A stand-in CLI with a tool (a session of its own, as the CLI starts Bash) and a helper of its
+# own (its session, as the CLI's ``ps`` or MCP servers), each printing its pid.
+TOOL_AND_HELPER = """
+import signal, subprocess, sys
+tool = subprocess.Popen(["bash", "-c", "sleep 60"], start_new_session=True)
+helper = subprocess.Popen(["sleep", "60"])
+print(tool.pid, helper.pid, flush=True)
+signal.pause()
+"""
+
+
+async def test_a_tools_only_walk_takes_the_tools_and_leaves_the_cli_s_helpers() -> None:
+    cli = await trio.lowlevel.open_process(
+        [sys.executable, "-c", TOOL_AND_HELPER], stdout=subprocess.PIPE
+    )
+    assert cli.stdout is not None
+    printed = b""
+    while not printed.endswith(b"\n"):
+        chunk = await cli.stdout.receive_some()
+        assert chunk, "the stand-in CLI ended before printing its children's pids"
+        printed += chunk
+    tool, helper = (int(pid) for pid in printed.split())
+    try:
+        frozen = freeze_tree(cli.pid, include_root=False, tools_only=True)
+        assert tool in frozen
+        assert helper not in frozen
+        assert psutil.Process(helper).status() != psutil.STATUS_STOPPED
+        assert set(freeze_tree(cli.pid, include_root=False)) >= {tool, helper}  # everything
+    finally:
+        kill_process_tree(cli.pid)
+        with trio.CancelScope(shield=True):
+            await cli.wait()

@@ -33,7 +33,7 @@ P = StopPhase
 DEADLINES = st.sampled_from(["interrupt", "settle", "exit"])
 STOP_STARTED = [
     ReleaseBackpressure(),
-    KillTools(),
+    KillTools(everything=True),
     SendInterrupt(),
     ArmDeadline(deadline="interrupt"),
 ]
@@ -232,7 +232,7 @@ def test_rule_3_a_cli_that_exited_or_completed_is_not_interrupted() -> None:
 def test_rule_4_confirmed_the_tools_are_killed_and_the_cli_has_the_settle_deadline() -> None:
     machine = interrupting()
     actions = machine.interrupt_answered(still_queued=False, turn_open=True)
-    assert actions == [KillTools(), ArmDeadline(deadline="settle")]
+    assert actions == [KillTools(everything=False), ArmDeadline(deadline="settle")]
     assert machine.phase is P.SETTLING
     assert machine.sweeping
     assert not machine.stop_done
@@ -250,7 +250,7 @@ def test_rule_4_a_cli_already_idle_is_settled_at_once() -> None:
     machine = interrupting()
     machine.cli_reported("idle")  # reported before its answer arrived
     actions = machine.interrupt_answered(still_queued=False, turn_open=False)
-    assert actions == [KillTools(), EmitTerminal(reason="aborted")]
+    assert actions == [KillTools(everything=False), EmitTerminal(reason="aborted")]
     assert machine.phase is P.SETTLED
     assert machine.settled
 
@@ -516,6 +516,9 @@ class StopMachineRun(RuleBasedStateMachine):
             # Backpressure off and the tools dead before the interrupt goes out (rule 3).
             assert kinds.index(ReleaseBackpressure) < kinds.index(KillTools)
             assert kinds.index(KillTools) < kinds.index(SendInterrupt)
+            assert KillTools(everything=True) in actions  # everything at the stop (rule 3)
+        if KillTools(everything=False) in actions:
+            assert machine.phase in (P.SETTLING, P.SETTLED, P.EXITING)  # after the answer
         if KillCLI in kinds:
             assert machine.phase is P.KILLED
         if EndInput in kinds:
