@@ -8,7 +8,8 @@
         receipt = await session.push("also check the tests")   # Accepted | Rejected
         await session.answer(request_id, answer)                # without a handler
         await session.abort()
-        session.usage()
+        session.usage                                           # Usage, as every host's handle
+        session.usage_by_turn                                   # SessionUsage: turns, execution
 
 Nothing started here outlives the ``async with``: on success, error, abort or cancellation of
 the caller's scope, the CLI is stopped (interrupted, then killed with what it started if it does
@@ -206,7 +207,16 @@ class Session:
         """
         await self._core.stopper.abort()
 
-    def usage(self) -> SessionUsage:
+    @property
+    def usage(self) -> Usage:
+        """Every turn of the session so far, interrupted turns included (the same type and
+        meaning as a :class:`SessionHandle`'s ``usage``)."""
+        return self._core.mapper.ledger.session
+
+    @property
+    def usage_by_turn(self) -> SessionUsage:
+        """The same figures broken down: per turn (interrupted turns included), for this
+        execution, and for the session."""
         ledger = self._core.mapper.ledger
         return SessionUsage(turns=ledger.turns, execution=ledger.execution, session=ledger.session)
 

@@ -79,7 +79,7 @@ async def test_push_while_text_streams_starts_the_next_turn(
                 if isinstance(event, TextDelta) and not receipts:
                     receipts.append(await session.push(PUSH))
             late = await session.push("too late")
-            usage = session.usage()
+            usage = session.usage_by_turn
     assert_no_cli_left()
     assert_one_final_terminal(events)
 
