@@ -345,7 +345,13 @@ class Worker:
                     count=1,
                 ),
             )
-            moved = orphaned[1] if orphaned else ()
+            moved = [
+                entry
+                for entry in (orphaned[1] if orphaned else ())
+                # Our own job, grown idle while Redis was away (the heartbeat re-claims it
+                # only at its next beat): claiming it set its idle time back, nothing to take.
+                if not self._runs_entry(str(entry.identifier))
+            ]
             for entry in moved:
                 await self._begin(nursery, str(entry.identifier), entry.field_values, moved=True)
             if moved:
@@ -358,6 +364,9 @@ class Worker:
             )
             for entry in (got or {}).get(keys.jobs, ()):
                 await self._begin(nursery, entry.identifier, entry.field_values)
+
+    def _runs_entry(self, entry_id: str) -> bool:
+        return any(r.entry_id == entry_id for r in self.running.values())
 
     async def _begin(
         self,
