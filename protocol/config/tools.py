@@ -103,7 +103,9 @@ CONDITIONAL_TOOLS: Mapping[str, str] = MappingProxyType(
         "TaskCreate, TaskGet, TaskList and TaskUpdate",
     }
 )
-"""Tools the bundled CLI reports only in some configurations, and which."""
+"""Tools the bundled CLI reports only in some configurations, and which. (The todo tools,
+TaskCreate and its family, need ``CLAUDE_CODE_ENABLE_TODO_TOOLS=1`` on the CLI's default model:
+claude-trio always sets it, ``options.DEFAULT_ENV``.)"""
 
 CLI_TOOLS: frozenset[str] = frozenset(
     {
