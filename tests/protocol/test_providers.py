@@ -40,14 +40,16 @@ def test_a_registered_provider_is_taken_by_name_with_any_model_id() -> None:
     made = ExecuteParams(
         prompt="hi", provider="together", model="Qwen/Qwen3-Coder", fallback_model="whatever-7b"
     )
-    assert (made.resolved_model, made.resolved_fallback_model) == ("Qwen/Qwen3-Coder", "whatever-7b")
+    assert made.resolved_model == "Qwen/Qwen3-Coder"
+    assert made.resolved_fallback_model == "whatever-7b"
     assert model_for_switch("another-model", custom_server=made.custom_server) == "another-model"
 
 
 def test_a_registered_provider_points_the_cli_at_its_server_with_its_credential() -> None:
     together(env={"ANTHROPIC_DEFAULT_HAIKU_MODEL": "small-model"})
     params = ExecuteParams(prompt="hi", provider="together", model="big-model")
-    options = build_options(params, environ={"TOGETHER_API_KEY": "tg-key", "ANTHROPIC_API_KEY": "x"})
+    environ = {"TOGETHER_API_KEY": "tg-key", "ANTHROPIC_API_KEY": "x"}
+    options = build_options(params, environ=environ)
     assert options.model == "big-model"
     assert {k: options.env[k] for k in ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")} == {
         "ANTHROPIC_BASE_URL": "https://api.together.example/anthropic",
