@@ -429,7 +429,7 @@ def test_a_bad_scope_option_is_refused_by_the_parser(capsys: pytest.CaptureFixtu
         (["--image", "/nonexistent.png"], "a readable image file"),
         (["--agents", "/nonexistent.json"], r"--agents.*a readable file"),
         (["--output-schema", "{schema}"], r"output_schema\.type"),
-        (["--allowed-tools", "Bsh"], r"allowed_tools\[0\]"),
+        (["--allowed-tools", "Bash("], r"allowed_tools\[0\]"),
     ],
 )
 def test_bad_session_surface_options_name_the_problem(

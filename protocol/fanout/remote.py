@@ -6,9 +6,10 @@ Rules:
 1. **The operator's policy wins.** A :class:`RemotePolicy` is set when the server starts and no
    op can change it: :func:`remote_params` rewrites what a client asked for.
 2. **Tools.** ``tools="read-only"`` (the default) forces ``plan_mode=True`` on every remote
-   session: the CLI is given only the read-only built-in tools (``options.READONLY_BUILTINS``:
-   Read, Grep, Glob, WebFetch, WebSearch, TodoWrite, AskUserQuestion) and refuses Bash, Edit,
-   Write, NotebookEdit and Task; skills' shell execution is turned off too. MCP servers never
+   session: the CLI is given only the read-only built-in tools (``tools.READONLY_BUILTINS``:
+   reading, searching, the todo tools, ToolSearch, AskUserQuestion) and refuses the mutating
+   ones (``tools.MUTATING_BUILTINS``: Bash, Monitor, Edit, Write, EnterWorktree, Task,
+   SendMessage, ...); skills' shell execution is turned off too. MCP servers never
    come from a client. ``tools="all"`` is the operator's explicit opt-in to everything the CLI
    does under ``bypassPermissions`` (run commands, write files) as the server's user.
    A client may choose a ``permission_mode`` that asks or denies (``default``, ``plan``,
