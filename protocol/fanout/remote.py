@@ -6,9 +6,11 @@ Rules:
 1. **The operator's policy wins.** A :class:`RemotePolicy` is set when the server starts and no
    op can change it: :func:`remote_params` rewrites what a client asked for.
 2. **Tools.** ``tools="read-only"`` (the default) forces ``plan_mode=True`` on every remote
-   session: the CLI is given only the read-only built-in tools (``options.READONLY_BUILTINS``:
-   Read, Grep, Glob, WebFetch, WebSearch, TodoWrite, AskUserQuestion) and refuses Bash, Edit,
-   Write, NotebookEdit and Task; skills' shell execution is turned off too. MCP servers never
+   session: the CLI is given only the read-only built-in tools
+   (``protocol/config/tools.py``'s ``READONLY_BUILTINS``: reading and searching files,
+   fetching and searching the web, the todo and task lists, questions) and refuses the
+   ``MUTATING_BUILTINS`` (commands, edits and writes, subagents); skills' shell execution is
+   turned off too. A client's ``tools`` list can only narrow that one. MCP servers never
    come from a client. ``tools="all"`` is the operator's explicit opt-in to everything the CLI
    does under ``bypassPermissions`` (run commands, write files) as the server's user.
    A client may choose a ``permission_mode`` that asks or denies (``default``, ``plan``,
