@@ -14,8 +14,8 @@ from claude_trio.protocol.session.contract import (
     describe_violations,
 )
 from claude_trio.protocol.session.events import (
-    AdapterReady,
     Aborted,
+    AdapterReady,
     Error,
     Event,
     SubagentCompleted,
@@ -206,6 +206,7 @@ def test_every_violation_is_reported_not_just_the_first() -> None:
 @pytest.mark.parametrize("rule", RULES)
 def test_every_rule_is_documented(rule: str) -> None:
     from claude_trio.protocol.session import contract
+
     assert f"``{rule}``" in (contract.__doc__ or "")
 
 
