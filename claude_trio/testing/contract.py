@@ -10,8 +10,8 @@ the execution and nothing follows it; a turn's events come before its terminal e
 strictly increases; every ``tool_use`` is reported once and has at most one result, reported
 after it; every user-input request is resolved exactly once; usage never decreases;
 ``adapter_ready`` comes once, after warnings only (none when the execution ended before its
-CLI started); subagent attribution is consistent. Every violation is reported, each with the ``seq`` of the
-event at fault, not just the first.
+CLI started); subagent attribution is consistent. Every violation is reported, each with the
+``seq`` of the event at fault, not just the first.
 
 With pytest, the ``event_contract`` fixture checks every stream a test watched
 (:class:`ContractRecorder`) at teardown, and :func:`assert_contract` fails the test with the
