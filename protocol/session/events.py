@@ -128,7 +128,9 @@ class EventBase:
 
 @attrs.frozen(kw_only=True)
 class AdapterReady(EventBase):
-    """The first event of every execution: the configuration it really runs with.
+    """The first event of every execution whose CLI started (after warnings only): the
+    configuration it really runs with. An execution that fails or is aborted before the CLI
+    starts has none.
 
     Everything resolved (the model id, thinking, the tools, the provider, the versions), with
     every secret masked (``protocol/config/redact.py``). Warnings about the configuration (an option
