@@ -9,10 +9,10 @@ Rules:
    session: the CLI is given only the read-only built-in tools (``tools.READONLY_BUILTINS``:
    reading, searching, the todo tools, ToolSearch, AskUserQuestion) and refuses the mutating
    ones (``tools.MUTATING_BUILTINS``: Bash, Monitor, Edit, Write, EnterWorktree, Task,
-   SendMessage, ...); skills' shell execution is turned off too. A client's ``tools`` list can only narrow
-   that one. MCP servers never
-   come from a client. ``tools="all"`` is the operator's explicit opt-in to everything the CLI
-   does under ``bypassPermissions`` (run commands, write files) as the server's user.
+   SendMessage, ...); skills' shell execution is turned off too. A client's ``tools`` list
+   can only narrow that one. MCP servers never come from a client. ``tools="all"`` is the
+   operator's explicit opt-in to everything the CLI does under ``bypassPermissions`` (run
+   commands, write files) as the server's user.
    A client may choose a ``permission_mode`` that asks or denies (``default``, ``plan``,
    ``dontAsk``): it decides which of the offered tools ask first (the client answers with the
    ``answer`` op), never which tools are offered (``plan_mode`` is forced whatever the mode).
