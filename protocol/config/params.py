@@ -32,12 +32,7 @@ from claude_agent_sdk.types import ThinkingConfig
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from claude_trio.protocol.checks import (
-    MAX_ARGUMENT_BYTES,
-    check_number,
-    optional,
-    validator,
-)
+from claude_trio.protocol.checks import check_number, optional, validator
 from claude_trio.protocol.config.architecture import (
     CONFIG_KEYS,
     EFFORT_LEVELS,
@@ -55,9 +50,21 @@ from claude_trio.protocol.config.architecture import (
 )
 from claude_trio.protocol.config.images import ImageInput, check_images
 from claude_trio.protocol.config.models import effective_thinking, resolve_model
+from claude_trio.protocol.config.params_checks import (
+    check_betas,
+    check_client_app,
+    check_uuid,
+    check_with_resume,
+)
 from claude_trio.protocol.config.permissions import PermissionMode, check_permission_mode
 from claude_trio.protocol.config.providers import check_provider
 from claude_trio.protocol.config.subagents import SubagentDefinition, check_subagents
+from claude_trio.protocol.config.system_prompt import (
+    check_argument_text,
+    check_system_prompt,
+    check_with_preset,
+    freeze_system_prompt,
+)
 from claude_trio.protocol.config.tools import check_tool_names
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.scope import (
@@ -110,23 +117,13 @@ def _check_optional_str(_inst: object, attribute: attrs.Attribute[Any], value: o
 def _check_argument(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """A string the CLI gets as a command-line argument: no NUL, within the system's limit."""
     _check_optional_str(_inst, attribute, value)
-    if value is None:
-        return
-    assert isinstance(value, str)
-    if "\0" in value:
-        raise InvalidParamsError(
-            attribute.name,
-            "...",
-            "no NUL character (the CLI gets it as a command-line argument, which cannot hold one)",
-        )
-    size = len(value.encode("utf-8", "surrogatepass"))
-    if size > MAX_ARGUMENT_BYTES:
-        raise InvalidParamsError(
-            attribute.name,
-            f"{size} bytes",
-            f"at most {MAX_ARGUMENT_BYTES} bytes (the CLI gets it as one command-line argument; "
-            "put long instructions in the prompt or a CLAUDE.md file instead)",
-        )
+    if value is not None:
+        assert isinstance(value, str)
+        check_argument_text(attribute.name, value)
+
+
+def _check_system_prompt(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_system_prompt(attribute.name, value)
 
 
 def _check_model(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -228,6 +225,22 @@ def _check_session_id(_inst: object, attribute: attrs.Attribute[Any], value: obj
         )
 
 
+def _check_new_session_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_uuid(attribute.name, value, "the id the new conversation gets: uuid.uuid4()")
+
+
+def _check_message_uuid(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_uuid(attribute.name, value, "a message's uuid from the session's transcript")
+
+
+def _check_betas(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_betas(attribute.name, value)
+
+
+def _check_client_app(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_client_app(attribute.name, value)
+
+
 def check_mcp_server(name: str, config: object) -> None:
     """Validate one ``mcp_servers`` entry (the SDK's four config shapes, as dicts)."""
     field = f"mcp_servers[{name!r}]"
@@ -293,9 +306,14 @@ class ExecuteParams:
     """An alias (``opus-4.6``), a CLI family alias (``opus``) or a full id; ``None``: the CLI's
     default model."""
 
-    system_prompt: str | None = attrs.field(default=None, validator=_check_argument)
-    """Without a preset: the whole system prompt. ``None`` means an EMPTY system prompt (the SDK
-    sends ``--system-prompt ""``), not Claude Code's; ask for the preset to get that."""
+    system_prompt: str | Mapping[str, Any] | None = attrs.field(
+        default=None, converter=freeze_system_prompt, validator=_check_system_prompt
+    )
+    """Every form the SDK takes (``protocol/config/system_prompt.py``): a string (without a
+    preset the whole system prompt, with ``claude_usePreset`` appended to Claude Code's), or
+    ``{"type": "preset", "preset": "claude_code", "append": ...}``, ``{"type": "custom",
+    "prompt": ...}``, ``{"type": "file", "path": ...}``. ``None`` means an EMPTY system prompt
+    (the SDK sends ``--system-prompt ""``), not Claude Code's; ask for the preset to get that."""
 
     max_turns: int | None = attrs.field(default=None, validator=_check_optional_positive_int)
     """Passed through untouched. The CLI counts it across a resumed session's earlier turns too."""
@@ -318,6 +336,31 @@ class ExecuteParams:
     mcp_servers: Mapping[str, Any] = attrs.field(
         factory=dict, converter=_freeze_mapping, validator=_check_mcp_servers
     )
+    strict_mcp_config: bool = attrs.field(default=False, validator=_check_bool)
+    """Start only the servers of ``mcp_servers`` (and the session's own tools): none of the
+    repository's ``.mcp.json``, the user's configuration or plugins (the CLI's
+    ``--strict-mcp-config``). Settings files still load (``setting_sources``)."""
+
+    betas: tuple[str, ...] = attrs.field(default=(), converter=_tool_tuple, validator=_check_betas)
+    """Beta headers the CLI sends with its API requests (``context-1m-2025-08-07``)."""
+
+    task_budget: int | None = attrs.field(default=None, validator=_check_optional_positive_int)
+    """An API-side budget in tokens the model is told of, so that it paces its tool use and
+    wraps up before it (the CLI's ``--task-budget``; the API's task-budgets beta)."""
+
+    include_hook_events: bool = attrs.field(default=False, validator=_check_bool)
+    """The CLI reports each hook it runs (the settings files' and the session's own, such as
+    its stop gate on ``PreToolUse``): ``passthrough`` events of ``frame_type``
+    ``system:hook_started`` and ``system:hook_response``."""
+
+    verbatim_prompts: bool = attrs.field(default=False, validator=_check_bool)
+    """Deliver the prompt and every push exactly as written: no ``@path`` file expansion, no
+    slash commands (use it for text the end user did not type)."""
+
+    client_app: str | None = attrs.field(default=None, validator=_check_client_app)
+    """Your app's identifier (``my-app/1.0.0``), sent with the CLI's API requests;
+    ``""``: none at all."""
+
     resume_session_id: str | None = attrs.field(default=None, validator=_check_session_id)
     """Resume this session. Needs the same ``cwd`` and ``CLAUDE_CONFIG_DIR``; see ``resume.py``
     for the settings that must not change."""
@@ -404,6 +447,22 @@ class ExecuteParams:
     old one is left as it was, and can be resumed again). The settings a resume must keep
     (``protocol/config/resume.py``) apply to a fork too: it replays the same history."""
 
+    session_id: str | None = attrs.field(default=None, validator=_check_new_session_id)
+    """The id of the conversation this start creates (a UUID), instead of one the CLI picks:
+    results, ``turn_started`` and ``adapter_ready`` carry it. With ``resume_session_id`` only
+    for a fork (``fork_session=True``)."""
+
+    resume_session_at: str | None = attrs.field(default=None, validator=_check_message_uuid)
+    """With ``resume_session_id``: load the conversation only up to and including this
+    message (its ``uuid``: an ``assistant_message``'s, or a transcript entry's) and go on from
+    there. With ``fork_session=True`` the original stays whole."""
+
+    resume_drops_turn: str | None = attrs.field(default=None, validator=_check_message_uuid)
+    """With ``resume_session_at``: the uuid of the user prompt whose turn the truncation drops.
+    The CLI then refuses the resume (the execution fails, its message says ``Resume rejected by
+    --resume-drops-turn``) when anything else would be dropped with it, such as a push the
+    session took in mid-turn."""
+
     file_checkpointing: bool = attrs.field(default=False, validator=_check_bool)
     """The CLI keeps a copy of each file before its tools change it, so that
     ``session.rewind_files(user_message_uuid)`` can restore the files as they were before that
@@ -466,6 +525,8 @@ class ExecuteParams:
                 "only with resume_session_id (a fork starts a new session from an old one's "
                 "history)",
             )
+        check_with_resume(self)
+        check_with_preset(self.system_prompt, self.architecture_config.preset)
         if self.confined and self.cwd is not None:
             # The working directory is in the scope: it must be a path the rules can name.
             normalize_path("cwd", self.cwd)

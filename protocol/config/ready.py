@@ -26,6 +26,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_trio.protocol.config.models import is_adaptive_only
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.redact import redact_secrets
+from claude_trio.protocol.config.system_prompt import system_prompt_form
 from claude_trio.protocol.config.tools import READONLY_BUILTINS
 from claude_trio.protocol.session.events import AdapterReady
 
@@ -142,4 +143,15 @@ def adapter_ready(
         setting_sources=(
             tuple(options.setting_sources) if options.setting_sources is not None else None
         ),
+        system_prompt=system_prompt_form(options.system_prompt),
+        strict_mcp_config=options.strict_mcp_config,
+        session_id=options.session_id,
+        fork_session=options.fork_session,
+        resume_session_at=options.resume_session_at,
+        resume_drops_turn=options.resume_drops_turn,
+        betas=tuple(options.betas),
+        task_budget=options.task_budget["total"] if options.task_budget is not None else None,
+        include_hook_events=options.include_hook_events,
+        verbatim_prompts=options.verbatim_prompts,
+        client_app=options.client_app,
     )
