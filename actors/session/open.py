@@ -56,7 +56,12 @@ from claude_trio.actors.session.core import (
     SessionCore,
     stop_gate,
 )
-from claude_trio.actors.session.driver import root_refusal, run_sdk_driver, subprocess_transport
+from claude_trio.actors.session.driver import (
+    missing_cwd,
+    root_refusal,
+    run_sdk_driver,
+    subprocess_transport,
+)
 from claude_trio.actors.session.event_stream import EventStream
 from claude_trio.actors.session.input_channel import (
     MAX_PENDING_PUSHES,
@@ -513,7 +518,12 @@ async def _open_session(
     # Built in dependency order, so nothing needs patching afterwards.
     lifecycle = ExecutionLifecycle()
     stop = StopMachine(lifecycle)
-    mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema, stop=stop)
+    mapper = Mapper(
+        passthrough=passthrough,
+        output_schema=params.output_schema,
+        stop=stop,
+        hook_events=params.include_hook_events,
+    )
     mapper.start_execution()
     stream = EventStream()
     emitter = Emitter(mapper=mapper, stream=stream)
@@ -624,7 +634,7 @@ async def _open_session(
         # CLIs the look-up only decides the warning and what adapter_ready says.
         scope_problem = probe_sandbox({**os.environ, **options.env})
     if transport_factory is None and lease is None:
-        refusal = root_refusal(options)
+        refusal = missing_cwd(options) or root_refusal(options)
         if refusal is None and scope_problem and params.scope_enforcement == "hard":
             refusal = scope_refusal(scope_problem)
 

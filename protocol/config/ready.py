@@ -14,6 +14,9 @@ Rules:
    a ``warning`` (``code="scope_unconfined"``, :func:`scope_warning`) before ``adapter_ready``.
    A scope with ``setting_sources`` named gets a ``config_changed`` warning that those files
    may widen it.
+4. A ``cwd`` that is not an existing directory where the session runs: the execution does not
+   start (one ``error``, ``code="config"``, :func:`cwd_refusal`), instead of a CLI that exits at
+   once.
 """
 
 from __future__ import annotations
@@ -62,6 +65,14 @@ def config_warnings(params: ExecuteParams) -> list[str]:
             "and additional directories may widen it"
         )
     return out
+
+
+def cwd_refusal(cwd: str, problem: str) -> str:
+    """The error of an execution whose working directory the CLI cannot start in (rule 4)."""
+    return (
+        f"cwd={cwd!r} {problem}, so the CLI cannot start in it. Create the directory first, "
+        "or pass the path of an existing one (cwd is a path on the machine the session runs on)"
+    )
 
 
 def scope_refusal(problem: str) -> str:
