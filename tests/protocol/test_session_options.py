@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
+import sdk_frames as f
 from claude_agent_sdk import ClaudeAgentOptions
 
 from claude_trio import cli
@@ -25,7 +26,9 @@ from claude_trio.protocol.config.resume import START_ONLY, continuation
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.fanout.remote import RemotePolicy, remote_params
 from claude_trio.protocol.fanout.wire import WireError, params_from_json, params_to_json
+from claude_trio.protocol.session import events as ev
 from claude_trio.protocol.session.events import AdapterReady
+from claude_trio.protocol.session.mapper import Mapper
 
 SID = "123e4567-e89b-42d3-a456-426614174000"
 AT = "0b6f6a1e-5d2c-4b8e-9f1a-2c3d4e5f6a7b"
@@ -283,7 +286,9 @@ def test_the_string_forms_are_unchanged() -> None:
     assert build_options(ExecuteParams(prompt="x", system_prompt="S")).system_prompt == "S"
     assert build_options(ExecuteParams(prompt="x")).system_prompt is None
     appended = ExecuteParams(
-        prompt="x", system_prompt="S", architecture_config=ArchitectureConfig(claude_use_preset=True)
+        prompt="x",
+        system_prompt="S",
+        architecture_config=ArchitectureConfig(claude_use_preset=True),
     )
     assert build_options(appended).system_prompt == {
         "type": "preset",
@@ -297,7 +302,8 @@ def test_a_mapping_form_is_copied_so_the_callers_dict_cannot_change_it() -> None
     form: dict[str, Any] = {"type": "custom", "prompt": "p"}
     params = ExecuteParams(prompt="x", system_prompt=form)
     form["prompt"] = "changed"
-    assert params.system_prompt is not None and not isinstance(params.system_prompt, str)
+    assert params.system_prompt is not None
+    assert not isinstance(params.system_prompt, str)
     assert params.system_prompt["prompt"] == "p"
 
 
@@ -311,7 +317,8 @@ def test_a_mapping_form_is_copied_so_the_callers_dict_cannot_change_it() -> None
         ({"type": "custom"}, "system_prompt", "needs 'prompt'"),
         ({"type": "custom", "prompt": " "}, "system_prompt.prompt", "a non-empty prompt"),
         ({"type": "file", "path": "rel/p.md"}, "system_prompt.path", "an absolute path"),
-        ({"type": "custom", "prompt": "p", "append": "a"}, "system_prompt['append']", "no such key"),
+        ({"type": "custom", "prompt": "p", "append": "a"},
+         "system_prompt['append']", "no such key"),
         ({"type": "preset", "preset": "claude_code", "snapshot": "yes"},
          "system_prompt.snapshot", "a bool"),
         ({"type": "preset", "preset": "claude_code", "append": "a\0b"},
@@ -410,7 +417,8 @@ def test_run_system_prompt_flags() -> None:
         "append": "Be brief.",
     }
     from_file = run_params("--system-prompt-file", "p.md")
-    assert from_file.system_prompt is not None and not isinstance(from_file.system_prompt, str)
+    assert from_file.system_prompt is not None
+    assert not isinstance(from_file.system_prompt, str)
     assert from_file.system_prompt["type"] == "file"
     assert from_file.system_prompt["path"].endswith("/p.md")
     assert from_file.system_prompt["path"].startswith("/")
@@ -436,3 +444,18 @@ def test_the_sdk_options_carry_every_new_field() -> None:
         ExecuteParams(prompt="x", resume_session_id="s", resume_session_at=AT)
     )
     assert (options.resume, options.resume_session_at, options.session_id) == ("s", AT, None)
+
+
+# -- include_hook_events: the CLI's hook frames become events --------------------------------------
+
+
+def test_hook_frames_are_events_with_include_hook_events_even_without_passthrough() -> None:
+    started = f.system_other("hook_started", hook_event="PreToolUse", hook_name="gate")
+    status = f.system_other("status", status="compacting")
+    with_hooks = Mapper(passthrough=False, hook_events=True)
+    (event,) = with_hooks.feed(started)
+    assert isinstance(event, ev.Passthrough)
+    assert event.frame_type == "system:hook_started"
+    assert event.data["hook_event"] == "PreToolUse"
+    assert with_hooks.feed(status) == []  # other chatter stays off
+    assert Mapper(passthrough=False).feed(started) == []
