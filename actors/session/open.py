@@ -472,7 +472,10 @@ async def open_session(
     )
     _check_session_store(session_store, pool)
     tools, checked_hooks = _check_extensions(params, custom_tools, pool, hooks)
-    async with open_store_resume(session_store, params, env) as env, open_skills_folder(
+    store_config = config or DEFAULT_CONFIG
+    async with open_store_resume(
+        session_store, params, env, load_timeout=store_config.store_load_timeout
+    ) as env, open_skills_folder(
         params.inline_skills
     ) as skills_folder, _open_session(
         params,
@@ -582,6 +585,7 @@ async def _open_session(
             cli_path=cli_path,
             max_buffer_size=max_buffer_size,
             session_store=session_store,
+            session_store_flush=config.store_flush if session_store is not None else None,
         )
         options = with_extensions(
             options,
