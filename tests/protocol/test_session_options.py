@@ -18,14 +18,14 @@ from claude_agent_sdk import ClaudeAgentOptions
 
 from claude_trio import cli
 from claude_trio.actors.session.sdk_private import SubprocessCLITransport
+from claude_trio.errors import InvalidParamsError, WireError
 from claude_trio.protocol.checks import MAX_ARGUMENT_BYTES
 from claude_trio.protocol.config.options import build_options
 from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.config.ready import adapter_ready
 from claude_trio.protocol.config.resume import START_ONLY, continuation
-from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.fanout.remote import RemotePolicy, remote_params
-from claude_trio.protocol.fanout.wire import WireError, params_from_json, params_to_json
+from claude_trio.protocol.fanout.wire import params_from_json, params_to_json
 from claude_trio.protocol.session import events as ev
 from claude_trio.protocol.session.events import AdapterReady
 from claude_trio.protocol.session.mapper import Mapper
