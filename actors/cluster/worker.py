@@ -66,6 +66,7 @@ from claude_trio.protocol.cluster.records import (
 )
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.resume import START_ONLY
 from claude_trio.protocol.errors import RemoteProtocolError, SlowSubscriberError
 from claude_trio.protocol.fanout.wire import params_from_json
 from claude_trio.protocol.session.events import (
@@ -513,7 +514,11 @@ class Worker:
         # result comes). A first turn that never ended starts the conversation again.
         has_results = any(isinstance(e, Result) for e in stored)
         if record.claude_session_id and "resume_session_id" not in params_json and has_results:
-            params_json["resume_session_id"] = record.claude_session_id
+            # The conversation as it is now (resume.continuation): what addressed its first
+            # start (a chosen id) does not apply to its resume.
+            params_json = {
+                **params_json, **START_ONLY, "resume_session_id": record.claude_session_id
+            }
         params = params_from_json(params_json, allow_cwd=True, allow_env=True)
         moved_job = attrs.evolve(job, params=params_json, after_seq=last + 1)
         return moved_job, params, plan.again

@@ -57,7 +57,12 @@ from claude_trio.actors.session.core import (
     SessionCore,
     stop_gate,
 )
-from claude_trio.actors.session.driver import root_refusal, run_sdk_driver, subprocess_transport
+from claude_trio.actors.session.driver import (
+    missing_cwd,
+    root_refusal,
+    run_sdk_driver,
+    subprocess_transport,
+)
 from claude_trio.actors.session.event_stream import EventStream
 from claude_trio.actors.session.input_channel import (
     MAX_PENDING_PUSHES,
@@ -477,7 +482,10 @@ async def open_session(
     )
     _check_session_store(session_store, pool)
     tools, checked_hooks = _check_extensions(params, custom_tools, pool, hooks)
-    async with open_store_resume(session_store, params, env) as env, open_skills_folder(
+    store_config = config or DEFAULT_CONFIG
+    async with open_store_resume(
+        session_store, params, env, load_timeout=store_config.store_load_timeout
+    ) as env, open_skills_folder(
         params.inline_skills
     ) as skills_folder, _open_session(
         params,
@@ -523,7 +531,12 @@ async def _open_session(
     # Built in dependency order, so nothing needs patching afterwards.
     lifecycle = ExecutionLifecycle()
     stop = StopMachine(lifecycle)
-    mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema, stop=stop)
+    mapper = Mapper(
+        passthrough=passthrough,
+        output_schema=params.output_schema,
+        stop=stop,
+        hook_events=params.include_hook_events,
+    )
     mapper.start_execution()
     stream = EventStream()
     emitter = Emitter(mapper=mapper, stream=stream)
@@ -582,6 +595,7 @@ async def _open_session(
             cli_path=cli_path,
             max_buffer_size=max_buffer_size,
             session_store=session_store,
+            session_store_flush=config.store_flush if session_store is not None else None,
         )
         options = with_extensions(
             options,
@@ -634,7 +648,7 @@ async def _open_session(
         # CLIs the look-up only decides the warning and what adapter_ready says.
         scope_problem = probe_sandbox({**os.environ, **options.env})
     if transport_factory is None and lease is None:
-        refusal = root_refusal(options)
+        refusal = missing_cwd(options) or root_refusal(options)
         if refusal is None and scope_problem and params.scope_enforcement == "hard":
             refusal = scope_refusal(scope_problem)
 

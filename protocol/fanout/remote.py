@@ -19,7 +19,9 @@ Rules:
    A mode that runs tools without asking (:data:`WRITING_MODES`) is refused at ``open`` as it
    is for a switch (rule 8); unset, the session runs as every local one does. Settings files
    are not loaded (``setting_sources=()``, and a client may not name any): their hooks,
-   ``statusLine`` and ``apiKeyHelper`` run commands whatever the tool list says.
+   ``statusLine`` and ``apiKeyHelper`` run commands whatever the tool list says. No MCP server
+   of the server's configuration starts either (``strict_mcp_config=True``: none of the
+   folder's ``.mcp.json``, the user's or plugins'): a server's tools are not read-only tools.
 3. **Working directory.** With ``cwd_root`` set, every remote session runs in that folder or,
    when ``allow_cwd`` is on, in a folder below it that the client names relative to it (an
    absolute path must lie inside it too). The client's path is resolved by the gateway
@@ -165,6 +167,7 @@ def remote_params(params: ExecuteParams, policy: RemotePolicy, cwd: str | None) 
             architecture_config=config,
             subagents=subagents,
             setting_sources=(),
+            strict_mcp_config=True,
         )
     if cwd is not None or params.cwd is not None:
         params = attrs.evolve(params, cwd=cwd)
