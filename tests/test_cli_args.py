@@ -483,20 +483,26 @@ def test_run_and_demo_record_a_cassette_with_the_same_option(tmp_path: Path) -> 
     assert cli.cassette_path(cli.parse_args(["run", "hi"])) is None
 
 
-def test_record_is_now_run_record_and_says_so(
-    with_key: None,
+def test_record_runs_the_prompt_and_writes_its_cassette_offline_too(
+    no_credentials: None,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     fake = install_runner(monkeypatch, lambda: 0)
-    assert cli.main(["record", "hi", "--model", "sonnet", "--out", str(tmp_path / "c.jsonl")]) == 2
-    err = capsys.readouterr().err
-    assert "claude-trio run PROMPT --record FILE" in err
-    assert fake.calls == []
-    assert not (tmp_path / "c.jsonl").exists()
-    assert cli.main(["--help"]) == 0
-    assert "(now: claude-trio run PROMPT --record FILE)" in capsys.readouterr().out
+    out = tmp_path / "c.jsonl"
+    # One command, no key: the prompt runs on the offline model, its cassette goes to --out.
+    assert cli.main(["record", "hi", "--offline", "--out", str(out)]) == 0
+    [(args, _)] = fake.calls
+    assert (args.command, args.prompt, args.offline) == ("record", "hi", True)
+    assert cli.cassette_path(args) == str(out)
+    assert f"cassette written to {out}" in capsys.readouterr().err
+    # Without --offline it needs credentials, as run does; --out is required.
+    assert cli.main(["record", "hi", "--out", str(out)]) == 2
+    assert "no credentials" in capsys.readouterr().err
+    assert cli.main(["record", "hi"]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert len(fake.calls) == 1
 
 
 @pytest.mark.parametrize("command", [["run", "hi", "--record"], ["demo", "--record"]])
