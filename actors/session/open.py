@@ -56,6 +56,7 @@ from claude_trio.actors.session.core import (
     SessionCore,
     stop_gate,
 )
+from claude_trio.actors.session.credentials import credentials_refusal
 from claude_trio.actors.session.driver import root_refusal, run_sdk_driver, subprocess_transport
 from claude_trio.actors.session.event_stream import EventStream
 from claude_trio.actors.session.input_channel import (
@@ -627,6 +628,8 @@ async def _open_session(
         refusal = root_refusal(options)
         if refusal is None and scope_problem and params.scope_enforcement == "hard":
             refusal = scope_refusal(scope_problem)
+        if refusal is None:
+            refusal = credentials_refusal(options)  # else: "Not logged in" as the model's text
 
     if options.resume and refusal is None:
         carried = await resumed_cost(options.env, options.resume)
