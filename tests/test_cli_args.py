@@ -616,3 +616,34 @@ def test_the_cassette_is_named_when_the_session_ran(
     out = tmp_path / "demo.jsonl"
     assert cli.main(["demo", "--record", str(out)]) == code
     assert (f"claude-trio: cassette written to {out}" in capsys.readouterr().err) == said
+
+
+@pytest.mark.parametrize(
+    ("argv", "offered"),
+    [
+        (["run", "hi"], True),
+        (["run", "hi", "--offline"], False),  # its CLI's folder is deleted at the end
+        (["record", "hi", "--out", "c.jsonl", "--offline"], False),
+        (["demo"], False),
+    ],
+)
+def test_resume_is_offered_only_for_a_session_that_is_kept(argv: list[str], offered: bool) -> None:
+    from claude_trio.events import Result
+    from claude_trio.protocol.session.usage import ZERO_USAGE
+
+    out = io.StringIO()
+    renderer = cli.make_renderer(cli.parse_args(argv), out)
+    assert isinstance(renderer, Renderer)
+    renderer.feed(
+        Result(
+            subtype="success",
+            is_error=False,
+            session_id="sess-9",
+            usage=ZERO_USAGE,
+            execution_usage=ZERO_USAGE,
+            session_usage=ZERO_USAGE,
+            final=True,
+        )
+    )
+    renderer.close()
+    assert ("--resume sess-9" in out.getvalue()) is offered

@@ -6,6 +6,7 @@ None of these starts a ``claude`` CLI: each command stops before it would.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -128,6 +129,10 @@ async def test_a_remote_url_that_is_not_a_websocket_url_is_a_usage_error(
         (["batch", "{dir}/missing.jsonl", "--offline"], "cannot read"),
         (["batch", "{dir}/bad.jsonl", "--offline"], "line 1: not JSON"),
         (["run", "hi", "--offline", "--output-schema", "{dir}/bad.json"], "a JSON file"),
+        (
+            ["run", "hi", "--offline", "--output-schema", "{dir}/schema.json"],
+            "invalid output_schema.properties.a.type='strin': 'strin' is not one of",
+        ),
         (["run", "hi", "--offline", "--agents", "{dir}/missing.json"], "a readable file"),
         (["run", "hi", "--offline", "--image", "{dir}/missing.png"], "a readable image"),
         (["run", "hi", "--offline", "--cwd", "{dir}/missing"], "an existing directory"),
@@ -145,10 +150,26 @@ async def test_each_bad_file_path_url_or_json_is_one_line_and_exit_2(
 ) -> None:
     (tmp_path / "bad.jsonl").write_text("{bad\n")
     (tmp_path / "bad.json").write_text("{\n")
+    schema = {"type": "object", "properties": {"a": {"type": "strin"}}}
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
     done = await claude_trio(*(a.format(dir=tmp_path) for a in argv))
     line = one_error_line(done)
     assert done.returncode == 2
     assert says in line
+
+
+async def test_batch_names_every_bad_line_of_its_file_and_runs_nothing(tmp_path: Path) -> None:
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('"fine"\n{bad\n"fine too"\n[1]\n')
+    done = await claude_trio("batch", str(prompts), "--offline")
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert lines[0] == f"claude-trio batch: {prompts}: 2 lines are not items:"
+    assert lines[1].startswith(f"{prompts}, line 2: not JSON")
+    assert lines[2] == f"{prompts}, line 4: expected a prompt (a JSON string) or an object"
+    assert not (tmp_path / "p.results.jsonl").exists()
 
 
 async def test_a_worker_whose_redis_cannot_be_reached_says_so_in_one_line() -> None:

@@ -73,10 +73,14 @@ __all__ = [
 
 
 def make_renderer(args: argparse.Namespace, stream: TextIO) -> EventSink:
-    """JSON lines for ``--json``, else the terminal renderer (plain text when not a TTY)."""
+    """JSON lines for ``--json``, else the terminal renderer (plain text when not a TTY).
+
+    The demo's and ``--offline`` sessions are not offered for ``--resume``: they live in a
+    temporary folder, deleted when the command ends."""
     if args.json:
         return JsonLinesRenderer(stream)
-    return Renderer(Console(file=stream), show_thinking=args.show_thinking)
+    kept = args.command != "demo" and not getattr(args, "offline", False)
+    return Renderer(Console(file=stream), show_thinking=args.show_thinking, resumable=kept)
 
 
 RunCommand = Callable[[argparse.Namespace, EventSink], int]

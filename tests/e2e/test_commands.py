@@ -102,10 +102,10 @@ async def test_demo_renders_every_kind_of_event() -> None:
     assert "  Sensors / Storage" in lines
     assert "? request ask-1: answered" in lines
     assert "You picked Sensors." in out
-    # the usage and cost line, and how to resume
+    # the usage and cost line; no --resume for a session whose folder is gone
     [usage] = [line for line in lines if line.startswith("─ in ")]
     assert "out 420 tok · $0." in usage
-    assert any(line.startswith("─ resume with --resume ") for line in lines)
+    assert not any("--resume" in line for line in lines)
     assert done.stderr == b"", done.stderr.decode()
 
 
