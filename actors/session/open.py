@@ -448,6 +448,11 @@ async def open_session(
     (``actors/session/recorder.py``; replay it with ``claude_trio.testing.replay``); secrets are
     scrubbed. Not with ``pool``.
 
+    A real CLI with no credential to reach a model (no ``ANTHROPIC_API_KEY`` or other key or
+    token variable in this process's environment or ``env``, no ``claude login``, no
+    ``apiKeyHelper``: ``protocol/config/credentials.py``) is not started: the execution ends
+    at once with one ``error`` event (``code="config"``) saying what to set.
+
     ``session_store``: the SDK's ``SessionStore`` (e.g. ``RedisSessionStore``): the CLI's
     transcript is mirrored to it, and a resume loads it from there when this machine's config
     folder does not have it (so a conversation can continue on another machine). Not with
