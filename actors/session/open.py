@@ -57,6 +57,7 @@ from claude_trio.actors.session.core import (
     SessionCore,
     stop_gate,
 )
+from claude_trio.actors.session.credentials import credentials_refusal
 from claude_trio.actors.session.driver import (
     missing_cwd,
     root_refusal,
@@ -462,6 +463,11 @@ async def open_session(
     (``actors/session/recorder.py``; replay it with ``claude_trio.testing.replay``); secrets are
     scrubbed. Not with ``pool``.
 
+    A real CLI with no credential to reach a model (no ``ANTHROPIC_API_KEY`` or other key or
+    token variable in this process's environment or ``env``, no ``claude login``, no
+    ``apiKeyHelper``: ``protocol/config/credentials.py``) is not started: the execution ends
+    at once with one ``error`` event (``code="config"``) saying what to set.
+
     ``session_store``: the SDK's ``SessionStore`` (e.g. ``RedisSessionStore``): the CLI's
     transcript is mirrored to it, and a resume loads it from there when this machine's config
     folder does not have it (so a conversation can continue on another machine). Not with
@@ -651,6 +657,8 @@ async def _open_session(
         refusal = missing_cwd(options) or root_refusal(options)
         if refusal is None and scope_problem and params.scope_enforcement == "hard":
             refusal = scope_refusal(scope_problem)
+        if refusal is None:
+            refusal = credentials_refusal(options)  # else: "Not logged in" as the model's text
 
     if options.resume and refusal is None:
         carried = await resumed_cost(options.env, options.resume)

@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import trio
 
@@ -69,6 +70,16 @@ def _port(text: str) -> int:
     return value
 
 
+def _ws_url(text: str) -> str:
+    """``--remote URL``: a websocket URL with a host (checked before anything starts)."""
+    parts = urlsplit(text)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a ws:// or wss:// URL with a host (e.g. ws://127.0.0.1:8765/)"
+        )
+    return text
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -105,21 +116,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--remote",
+        type=_ws_url,
         metavar="URL",
         help="run it on a claude-trio server (ws://host:port/; token in CLAUDE_TRIO_TOKEN)",
     )
     add_record_option(run)
     add_offline_option(run, "the session talks to the built-in scripted model")
 
-    # `record PROMPT --out FILE` became `run PROMPT --record FILE`: the old command line still
-    # parses, so that it can be answered with the new one (cli.record_moved).
+    # `record PROMPT --out FILE` is `run PROMPT --record FILE` under its own name: the command
+    # a user looks for to make a cassette of a prompt.
     record = commands.add_parser(
         "record",
         parents=[output, prompt],
-        help=f"(now: {RECORD_MOVED})",
-        description=f"Replaced: {RECORD_MOVED}.",
+        help="run one prompt and write a cassette of it (as run PROMPT --record FILE)",
+        description="Run one prompt and write a cassette of the CLI's traffic (secrets "
+        "scrubbed) to FILE, to replay in tests with claude_trio.testing.replay(). With "
+        "--offline it needs no API key and no network.",
     )
-    record.add_argument("--out", metavar="FILE", help=f"(now: {RECORD_MOVED})")
+    record.add_argument(
+        "--out", dest="record", metavar="FILE", required=True, help="where the cassette goes"
+    )
+    add_offline_option(record, "the session talks to the built-in scripted model")
 
     demo = commands.add_parser(
         "demo",
@@ -131,10 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_offline_option(demo, "(always so for the demo)")
     add_fanout_commands(commands)
     return parser
-
-
-RECORD_MOVED = "claude-trio run PROMPT --record FILE"
-"""What ``claude-trio record PROMPT --out FILE`` is now."""
 
 
 def add_record_option(command: argparse.ArgumentParser) -> None:
@@ -333,7 +346,10 @@ def add_fanout_commands(commands: Any) -> None:
         "--max-live", type=_positive_int, default=4, metavar="N", help="items running at once"
     )
     batch.add_argument(
-        "--remote", metavar="URL", help="run them on a claude-trio server (ws://host:port/)"
+        "--remote",
+        type=_ws_url,
+        metavar="URL",
+        help="run them on a claude-trio server (ws://host:port/)",
     )
     batch.add_argument(
         "--budget",
@@ -659,7 +675,8 @@ def build_execute_params(args: argparse.Namespace) -> ExecuteParams:
 
 
 def cassette_path(args: argparse.Namespace) -> str | None:
-    """Where ``run --record`` or ``demo --record`` writes its cassette (``None``: nowhere)."""
+    """Where ``run --record``, ``record --out`` or ``demo --record`` writes its cassette
+    (``None``: nowhere)."""
     path = getattr(args, "record", None)
     return None if path is None else str(path)
 

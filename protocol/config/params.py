@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import attrs
 from claude_agent_sdk.types import ThinkingConfig
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, best_match
 
 from claude_trio.protocol.checks import check_number, optional, validator
 from claude_trio.protocol.config.architecture import (
@@ -164,7 +164,14 @@ def _check_schema(_inst: object, attribute: attrs.Attribute[Any], value: object)
     try:
         Draft202012Validator.check_schema(dict(value))
     except SchemaError as exc:
-        raise InvalidParamsError(attribute.name, exc.message, "a valid JSON Schema") from None
+        # Named by its JSON path (output_schema.properties.a.type) and what is wrong there;
+        # for "valid under none of" the closest alternative says it better.
+        where = attribute.name + exc.json_path.removeprefix("$")
+        closest = best_match(exc.context) if exc.context else None
+        problem = (closest or exc).message
+        raise InvalidParamsError(
+            where, exc.instance, f"{problem} (a JSON Schema, draft 2020-12)"
+        ) from None
     if value.get("type", "object") != "object":
         raise InvalidParamsError(
             f"{attribute.name}.type", value.get("type"), "'object' (the result is an object)"
