@@ -12,11 +12,11 @@ from typing import Any
 
 import attrs
 
+from claude_trio.protocol.config.mcp_servers import MCP_SERVER_TYPES
 from claude_trio.protocol.config.models import ADAPTIVE_THINKING_ONLY
 from claude_trio.protocol.config.params import (
     EFFORT_LEVELS,
     KNOWN_PRESETS,
-    MCP_SERVER_TYPES,
     THINKING_DISPLAYS,
     THINKING_MODES,
 )

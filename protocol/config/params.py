@@ -43,6 +43,7 @@ from claude_trio.protocol.checks import (
     validator,
 )
 from claude_trio.protocol.config.images import ImageInput, check_images
+from claude_trio.protocol.config.mcp_servers import check_mcp_server
 from claude_trio.protocol.config.models import (
     ThinkingDisplay,
     ThinkingMode,
@@ -76,8 +77,6 @@ KNOWN_PRESETS: frozenset[str] = frozenset({"claude_code"})
 """System prompt presets the SDK can express (``SystemPromptPreset.preset`` is a Literal of
 these). The SDK drops the preset name on the way to the CLI, so accepting another name would
 silently give ``claude_code``; we refuse it instead."""
-
-MCP_SERVER_TYPES: tuple[str, ...] = ("stdio", "sse", "http", "sdk")
 
 DEFAULT_USER_INPUT_TIMEOUT = 300.0
 DEFAULT_TOOL_TIMEOUT = 300.0
@@ -479,34 +478,6 @@ def _check_session_id(_inst: object, attribute: attrs.Attribute[Any], value: obj
         raise InvalidParamsError(
             attribute.name, value, "a session id from an earlier result (non-empty, no spaces)"
         )
-
-
-def check_mcp_server(name: str, config: object) -> None:
-    """Validate one ``mcp_servers`` entry (the SDK's four config shapes, as dicts)."""
-    field = f"mcp_servers[{name!r}]"
-    if not isinstance(config, Mapping):
-        raise InvalidParamsError(field, config, "a config dict (stdio, sse, http or sdk)")
-    kind = config.get("type", "stdio")
-    match kind:
-        case "stdio":
-            if not (isinstance(config.get("command"), str) and config["command"]):
-                raise InvalidParamsError(
-                    f"{field}.command", config.get("command"), "a non-empty command string"
-                )
-        case "sse" | "http":
-            url = config.get("url")
-            if not (isinstance(url, str) and urlsplit(url).scheme in ("http", "https")):
-                raise InvalidParamsError(f"{field}.url", url, "an http:// or https:// URL")
-        case "sdk":
-            if "instance" not in config or not isinstance(config.get("name"), str):
-                raise InvalidParamsError(
-                    field,
-                    config,
-                    "an in-process server from claude_agent_sdk.create_sdk_mcp_server() "
-                    "(keys 'name' and 'instance')",
-                )
-        case _:
-            raise InvalidParamsError(f"{field}.type", kind, _one_of(MCP_SERVER_TYPES))
 
 
 def _check_mcp_servers(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
