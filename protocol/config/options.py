@@ -118,6 +118,7 @@ def path_settings(params: ExecuteParams) -> dict[str, Any]:
         read_only=params.read_only_paths,
         disallowed=params.disallowed_paths,
         enforcement=params.scope_enforcement,
+        cwd=params.cwd,
     )
 
 
