@@ -158,6 +158,7 @@ class UserInputBroker:
         question, replied to as ``approvals.approval_reply`` says. A tool an earlier
         ``always`` answer remembered is allowed at once, without a request."""
         if tool_name in self._always_allowed:
+            await trio.lowlevel.checkpoint()
             return PermissionResultAllow(updated_input=tool_input)
         event = approval_request(
             f"approve-{next(self._ids)}",

@@ -12,12 +12,13 @@ import attrs
 import pytest
 from claude_agent_sdk.types import AgentDefinition
 
+from claude_trio.errors import WireError
 from claude_trio.protocol.config.options import build_options
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.subagents import SubagentDefinition, subagent_from_mapping
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.fanout.remote import RemotePolicy, open_refusal
-from claude_trio.protocol.fanout.wire import WireError, decode_op, params_to_json
+from claude_trio.protocol.fanout.wire import decode_op, params_to_json
 
 STDIO = {"type": "stdio", "command": "uvx", "args": ["some-mcp"]}
 
