@@ -28,13 +28,14 @@ from typing import Any
 
 import attrs
 import trio
-from claude_agent_sdk import PermissionResult, ToolPermissionContext
+from claude_agent_sdk import PermissionResult, PermissionResultAllow, ToolPermissionContext
 
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.approvals import (
     NO_ANSWER_FROM_HANDLER,
     approval_reply,
     approval_request,
+    remembered_tool,
 )
 from claude_trio.protocol.extensions.user_input import (
     ASK_USER_TOOL,
@@ -116,6 +117,9 @@ class UserInputBroker:
         self._finished: dict[str, Outcome] = {}
         self._inbox_send, self._inbox_recv = trio.open_memory_channel[_Pending](_INBOX_SIZE)
         self._closed = False
+        # Tools an "always" answer allowed for the rest of the session without a rule the CLI
+        # could keep (approvals.remembered_tool): asked about again, they are allowed at once.
+        self._always_allowed: set[str] = set()
         # Set by serve_in(): where the broker's task starts, once, when the first request comes.
         self._serve_nursery: trio.Nursery | None = None
 
@@ -151,7 +155,11 @@ class UserInputBroker:
         self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
     ) -> PermissionResult:
         """A tool call the CLI asks about (an asking permission mode): the same way as a
-        question, replied to as ``approvals.approval_reply`` says."""
+        question, replied to as ``approvals.approval_reply`` says. A tool an earlier
+        ``always`` answer remembered is allowed at once, without a request."""
+        if tool_name in self._always_allowed:
+            await trio.lowlevel.checkpoint()
+            return PermissionResultAllow(updated_input=tool_input)
         event = approval_request(
             f"approve-{next(self._ids)}",
             tool_name,
@@ -168,6 +176,9 @@ class UserInputBroker:
         outcome, value = await self._submit(event, tool_input)
         if outcome == "failed":
             raise RuntimeError(f"the user-input handler failed: {value}")
+        remembered = remembered_tool(outcome, value, event)
+        if remembered is not None:
+            self._always_allowed.add(remembered)
         return approval_reply(outcome, value, event, timeout=self._timeout)
 
     async def on_elicitation(self, frame: dict[str, Any]) -> None:

@@ -12,8 +12,9 @@ event:
 * the safe answer (``failure_output``: deny for ``PreToolUse``, no opinion otherwise) and a
   non-fatal ``error`` event (``code="callback"``) naming the hook, when it raised, returned
   something its event cannot take, or ran past its timeout,
-* for ``PreToolUse``, the stop gate's deny once the execution is stopping, whatever the hook
-  returned (the hook is then cancelled, or never started): the stop gate always wins.
+* for ``PreToolUse`` and ``PermissionRequest``, the stop gate's deny once the execution is
+  stopping, whatever the hook returned (the hook is then cancelled, or never started): the
+  stop gate always wins.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ from claude_trio.actors.extensions.tool_runner import MAX_CALLS, CallbackRunner,
 from claude_trio.protocol.errors import HookDecisionError
 from claude_trio.protocol.extensions.custom_tools import failure_text
 from claude_trio.protocol.extensions.hooks import (
+    PERMISSION_EVENTS,
     Hook,
     decision_name,
     failure_output,
     hook_input,
     hook_output,
     output_reason,
+    stopped_output,
 )
 from claude_trio.protocol.session.events import Error, Event, HookInvoked
 
@@ -114,11 +117,12 @@ class SessionHooks:
 
         def stopped(reason: str) -> dict[str, Any]:
             failure.append("stopped")
-            return failure_output(event, self._stopped_reason)
+            return stopped_output(event, self._stopped_reason)
 
         await trio.lowlevel.checkpoint()
         output: dict[str, Any]
-        if event == "PreToolUse" and self._stopping():
+        gates_a_tool = event in PERMISSION_EVENTS
+        if gates_a_tool and self._stopping():
             output = stopped("")  # the stop gate answers; the hook never runs
         else:
             output = await self._runner.run(
@@ -135,10 +139,10 @@ class SessionHooks:
                     busy=lambda: failed(f"was not run: {MAX_CALLS} callbacks are running"),
                 )
             )
-            if event == "PreToolUse" and self._stopping() and not failure:
+            if gates_a_tool and self._stopping() and not failure:
                 # The execution began stopping while the hook ran: no tool starts after a stop.
                 failure.append("stopped")
-                output = failure_output(event, self._stopped_reason)
+                output = stopped_output(event, self._stopped_reason)
         decision = {"stopped": "stopped"}.get(failure[0], "failed") if failure else None
         self._emit(
             HookInvoked(

@@ -18,8 +18,8 @@ from claude_trio.protocol.config.architecture import (
     THINKING_DISPLAYS,
     THINKING_MODES,
 )
+from claude_trio.protocol.config.mcp_servers import MCP_SERVER_TYPES
 from claude_trio.protocol.config.models import ADAPTIVE_THINKING_ONLY
-from claude_trio.protocol.config.params import MCP_SERVER_TYPES
 from claude_trio.protocol.config.permissions import PERMISSION_MODES
 from claude_trio.protocol.config.providers import PROVIDERS
 from claude_trio.protocol.config.resume import RESUME_IMMUTABLE, RESUME_NARROW_ONLY

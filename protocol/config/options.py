@@ -123,6 +123,7 @@ def path_settings(params: ExecuteParams) -> dict[str, Any]:
         read_only=params.read_only_paths,
         disallowed=params.disallowed_paths,
         enforcement=params.scope_enforcement,
+        cwd=params.cwd,
     )
 
 
@@ -213,6 +214,14 @@ def build_options(
             "(open_session(on_user_input=...)) to answer; otherwise use 'bypassPermissions' "
             "or 'dontAsk'",
         )
+    for name, definition in params.subagents.items():
+        if definition.permission_mode in ASKING_MODES and can_use_tool is None:
+            raise InvalidParamsError(
+                f"subagents[{name!r}].permission_mode",
+                definition.permission_mode,
+                "a mode that asks needs someone to answer (open_session(on_user_input=...)); "
+                "otherwise use 'bypassPermissions', 'dontAsk' or 'plan'",
+            )
     config = params.architecture_config
     settings = {**skill_settings(config), **path_settings(params)}
     skills: list[str] | Literal["all"] | None

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import attrs
 from claude_agent_sdk.types import ThinkingConfig
@@ -49,6 +48,7 @@ from claude_trio.protocol.config.architecture import (
     _optional_mapping,
 )
 from claude_trio.protocol.config.images import ImageInput, check_images
+from claude_trio.protocol.config.mcp_servers import MCP_SERVER_TYPES, check_mcp_server
 from claude_trio.protocol.config.models import effective_thinking, resolve_model
 from claude_trio.protocol.config.params_checks import (
     check_betas,
@@ -92,8 +92,6 @@ __all__ = [
     "ExecuteParams",
     "check_mcp_server",
 ]
-
-MCP_SERVER_TYPES: tuple[str, ...] = ("stdio", "sse", "http", "sdk")
 
 DEFAULT_USER_INPUT_TIMEOUT = 300.0
 DEFAULT_TOOL_TIMEOUT = 300.0
@@ -246,34 +244,6 @@ def _check_betas(_inst: object, attribute: attrs.Attribute[Any], value: object) 
 
 def _check_client_app(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     check_client_app(attribute.name, value)
-
-
-def check_mcp_server(name: str, config: object) -> None:
-    """Validate one ``mcp_servers`` entry (the SDK's four config shapes, as dicts)."""
-    field = f"mcp_servers[{name!r}]"
-    if not isinstance(config, Mapping):
-        raise InvalidParamsError(field, config, "a config dict (stdio, sse, http or sdk)")
-    kind = config.get("type", "stdio")
-    match kind:
-        case "stdio":
-            if not (isinstance(config.get("command"), str) and config["command"]):
-                raise InvalidParamsError(
-                    f"{field}.command", config.get("command"), "a non-empty command string"
-                )
-        case "sse" | "http":
-            url = config.get("url")
-            if not (isinstance(url, str) and urlsplit(url).scheme in ("http", "https")):
-                raise InvalidParamsError(f"{field}.url", url, "an http:// or https:// URL")
-        case "sdk":
-            if "instance" not in config or not isinstance(config.get("name"), str):
-                raise InvalidParamsError(
-                    field,
-                    config,
-                    "an in-process server from claude_agent_sdk.create_sdk_mcp_server() "
-                    "(keys 'name' and 'instance')",
-                )
-        case _:
-            raise InvalidParamsError(f"{field}.type", kind, _one_of(MCP_SERVER_TYPES))
 
 
 def _check_mcp_servers(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:

@@ -29,7 +29,12 @@ bool, "rules": ["Bash(npm test:*)"]}``, or the bare strings ``"allow"``, ``"deny
 ``rules`` of the answer, or else the allow rules among the CLI's own suggestions (never a
 change of mode or an added directory). Every update is kept for the
 session only (``destination="session"``): an answer never writes the user's or the project's
-settings files, whatever the CLI suggested.
+settings files, whatever the CLI suggested. When that leaves the CLI no rule to keep (for a
+Write or an Edit the CLI suggests only a change of mode), the session itself remembers the tool
+(:func:`remembered_tool`): every later call of that tool the CLI asks about in the session is
+allowed without asking (no ``user_input_request``), so ``always`` always means always. The CLI
+still checks its own rules (a path scope, deny rules) before it asks, so nothing it refuses is
+allowed this way.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ __all__ = [
     "deny",
     "deny_tool",
     "no_answer_message",
+    "remembered_tool",
 ]
 
 Decision: TypeAlias = Literal["allow", "deny", "always"]
@@ -366,3 +372,20 @@ def approval_reply(
         case "cancelled" | "withdrawn":
             return PermissionResultDeny(message=CANCELLED_MESSAGE, interrupt=True)
     raise InvalidParamsError("outcome", outcome, "a failed request is answered with an error reply")
+
+
+def remembered_tool(
+    outcome: Literal["answered", "expired", "cancelled", "withdrawn", "failed"],
+    value: Any,
+    request: UserInputRequest,
+) -> str | None:
+    """The tool the session allows from now on without asking, after an approval that ended
+    with ``outcome``: the request's tool when the answer was ``always`` and it gives the CLI
+    no rule to keep (no ``rules``, and no allow rule among the CLI's suggestions); else
+    ``None`` (the CLI's session rules, or nothing, carry the answer)."""
+    if outcome != "answered" or request.tool_name is None:
+        return None
+    answer = check_approval_answer(value)
+    if answer.decision != "always" or permission_updates(answer, request.suggestions):
+        return None
+    return request.tool_name

@@ -6,25 +6,36 @@ A :class:`Hook` is a hook event, an optional matcher and an async function. The 
 machinery (``ClaudeAgentOptions.hooks``); ``actors/extensions/hooks.py`` runs the calls as trio code
 in the session's nursery. Rules:
 
-1. The events are :data:`HOOK_EVENTS`: ``PreToolUse``, ``PostToolUse``, ``UserPromptSubmit``,
-   ``Stop``, ``SubagentStop``, ``PreCompact``, ``Notification``. ``matcher`` is the CLI's
-   pattern over the tool name (``"Bash"``, ``"Write|Edit"``, a regular expression; ``None``
-   matches every tool) for ``PreToolUse`` and ``PostToolUse``; for ``PreCompact`` it matches
-   the trigger (``"manual"``, ``"auto"``); the other events take no matcher.
+1. The events are :data:`HOOK_EVENTS`, the CLI's ten: ``PreToolUse``, ``PostToolUse``,
+   ``PostToolUseFailure`` (a tool call failed: ``error`` says how), ``PermissionRequest``
+   (the CLI is about to ask for permission to run a tool: a hook may answer for the user),
+   ``UserPromptSubmit``, ``Stop``, ``SubagentStart``, ``SubagentStop``, ``PreCompact``,
+   ``Notification``. ``matcher`` is the CLI's pattern over the tool name (``"Bash"``,
+   ``"Write|Edit"``, a regular expression; ``None`` matches every tool) for ``PreToolUse``,
+   ``PostToolUse``, ``PostToolUseFailure`` and ``PermissionRequest``; for ``SubagentStart``
+   it matches the agent type (``"Explore"``, a subagent's name); for ``PreCompact`` the
+   trigger (``"manual"``, ``"auto"``); the other events take no matcher.
 2. What a decision may say depends on the event (:func:`hook_output` refuses the rest, naming
    it): ``permission`` (``allow`` / ``deny`` / ``ask``, with ``reason``) and ``updated_input``
-   (with ``allow`` or ``ask``) only for ``PreToolUse``; ``block`` (with a ``reason`` the model
-   is shown) for ``PostToolUse``, ``UserPromptSubmit``, ``Stop`` and ``SubagentStop``;
-   ``additional_context`` for every event but ``PreCompact``; ``stop`` (the CLI ends the turn,
-   ``stop_reason`` saying why) and ``system_message`` for every event.
+   (with ``allow`` or ``ask``) for ``PreToolUse``; ``permission`` ``allow`` (with
+   ``updated_input``) or ``deny`` (the ``reason`` is what the model is told) for
+   ``PermissionRequest``, whose no-opinion lets the usual approval ask (the CLI asks the
+   session's approval, ``on_user_input``, at the same time: the first answer decides and the
+   CLI withdraws the other request); ``block`` (with a
+   ``reason`` the model is shown) for ``PostToolUse``, ``UserPromptSubmit``, ``Stop`` and
+   ``SubagentStop``; ``additional_context`` for every event but ``PreCompact`` and
+   ``PermissionRequest``; ``stop`` (the CLI ends the turn, ``stop_reason`` saying why) and
+   ``system_message`` for every event.
 3. A hook that raises, returns something else than a decision or ``None``, returns a decision
    its event does not take, or runs past its timeout (its own, else
    ``ExecuteParams.hook_timeout``) fails: the session emits a non-fatal ``error`` event
    (``code="callback"``) naming the hook, and the CLI gets the safe answer
    (:func:`failure_output`): ``PreToolUse`` denies the tool (a guard that could not decide
-   does not let the tool run), every other event gets no opinion.
+   does not let the tool run), every other event gets no opinion (for ``PermissionRequest``:
+   the usual approval asks, as if the hook were not there).
 4. The session's stop gate always wins: once the execution is stopping, every ``PreToolUse``
-   call is denied whatever a hook answers, and a hook still running is cancelled.
+   and ``PermissionRequest`` call is denied whatever a hook answers
+   (:func:`stopped_output`), and a hook still running is cancelled.
 5. Each call is reported as one ``hook_invoked`` event (:func:`decision_name` says what it
    decided).
 """
@@ -56,22 +67,37 @@ __all__ = [
     "hook",
     "hook_input",
     "hook_output",
+    "stopped_output",
 ]
 
 HookEventName: TypeAlias = Literal[
     "PreToolUse",
     "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
     "UserPromptSubmit",
     "Stop",
+    "SubagentStart",
     "SubagentStop",
     "PreCompact",
     "Notification",
 ]
 HOOK_EVENTS: tuple[str, ...] = get_args(HookEventName)
 
-MATCHED_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PreCompact"})
+MATCHED_EVENTS = frozenset(
+    {
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PermissionRequest",
+        "SubagentStart",
+        "PreCompact",
+    }
+)
 BLOCKING_EVENTS = frozenset({"PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop"})
-CONTEXT_EVENTS = frozenset(HOOK_EVENTS) - {"PreCompact"}
+CONTEXT_EVENTS = frozenset(HOOK_EVENTS) - {"PreCompact", "PermissionRequest"}
+PERMISSION_EVENTS = frozenset({"PreToolUse", "PermissionRequest"})
+"""The events whose hooks decide whether a tool runs (and which the stop gate answers)."""
 
 MAX_HOOKS = 64
 """Hooks one session may have."""
@@ -90,11 +116,19 @@ class HookInput:
     cwd: str | None = None
     permission_mode: str | None = None
     tool_name: str | None = None
-    """``PreToolUse``, ``PostToolUse``: the tool (``Bash``, ``mcp__trio__lookup``, ...)."""
+    """``PreToolUse``, ``PostToolUse``, ``PostToolUseFailure``, ``PermissionRequest``: the
+    tool (``Bash``, ``mcp__trio__lookup``, ...)."""
     tool_input: Mapping[str, Any] | None = None
     tool_use_id: str | None = None
     tool_response: Any = None
     """``PostToolUse``: the tool's output as the CLI has it (for Bash: stdout, stderr, ...)."""
+    error: str | None = None
+    """``PostToolUseFailure``: what went wrong, as the model is told it."""
+    is_interrupt: bool | None = None
+    """``PostToolUseFailure``: True when the tool failed because the turn was interrupted."""
+    permission_suggestions: tuple[Mapping[str, Any], ...] | None = None
+    """``PermissionRequest``: the permission updates the CLI would offer the user ("always
+    allow ..."), in its wire form."""
     prompt: str | None = None
     """``UserPromptSubmit``: the user's message."""
     message: str | None = None
@@ -108,6 +142,8 @@ class HookInput:
     (a hook that always blocks would loop)."""
     last_assistant_message: str | None = None
     agent_id: str | None = None
+    """The subagent a call comes from (``SubagentStart``, ``SubagentStop``, and a tool call
+    made inside a subagent)."""
     agent_type: str | None = None
     data: Mapping[str, Any] = attrs.field(factory=dict, repr=False)
 
@@ -124,6 +160,8 @@ def hook_input(
     raw: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
     tool_input = raw.get("tool_input")
     stop_active = raw.get("stop_hook_active")
+    interrupt = raw.get("is_interrupt")
+    suggestions = raw.get("permission_suggestions")
     return HookInput(
         event=event,
         session_id=_str(raw, "session_id"),
@@ -133,6 +171,13 @@ def hook_input(
         tool_input=MappingProxyType(dict(tool_input)) if isinstance(tool_input, Mapping) else None,
         tool_use_id=_str(raw, "tool_use_id") or tool_use_id,
         tool_response=raw.get("tool_response"),
+        error=_str(raw, "error"),
+        is_interrupt=interrupt if isinstance(interrupt, bool) else None,
+        permission_suggestions=(
+            tuple(MappingProxyType(dict(s)) for s in suggestions if isinstance(s, Mapping))
+            if isinstance(suggestions, list)
+            else None
+        ),
         prompt=_str(raw, "prompt"),
         message=_str(raw, "message"),
         notification_type=_str(raw, "notification_type"),
@@ -166,13 +211,14 @@ class HookDecision:
     def allow(
         cls, reason: str | None = None, *, updated_input: Mapping[str, Any] | None = None
     ) -> HookDecision:
-        """``PreToolUse``: run the tool without asking (with ``updated_input`` instead of the
-        model's input, if given)."""
+        """``PreToolUse``, ``PermissionRequest``: run the tool without asking (with
+        ``updated_input`` instead of the model's input, if given)."""
         return cls(permission="allow", reason=reason, updated_input=updated_input)
 
     @classmethod
     def deny(cls, reason: str) -> HookDecision:
-        """``PreToolUse``: do not run the tool; the model gets ``reason`` as the tool's result."""
+        """``PreToolUse``, ``PermissionRequest``: do not run the tool; the model gets
+        ``reason`` as the tool's result."""
         return cls(permission="deny", reason=reason)
 
     @classmethod
@@ -335,9 +381,13 @@ def hook_output(event: HookEventName, decision: object) -> dict[str, Any]:
         )
     out: dict[str, Any] = {}
     specific: dict[str, Any] = {}
+    if event == "PermissionRequest":
+        return _permission_request_output(decision)
     if decision.permission is not None:
         if event != "PreToolUse":
-            raise HookDecisionError(f"permission is for PreToolUse hooks, not {event}")
+            raise HookDecisionError(
+                f"permission is for PreToolUse and PermissionRequest hooks, not {event}"
+            )
         if decision.permission not in ("allow", "deny", "ask"):
             raise HookDecisionError(
                 f"permission is 'allow', 'deny' or 'ask', not {decision.permission!r}"
@@ -376,6 +426,64 @@ def hook_output(event: HookEventName, decision: object) -> dict[str, Any]:
     return out
 
 
+def _common_output(decision: HookDecision) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if decision.stop:
+        out["continue_"] = False
+        if decision.stop_reason is not None:
+            out["stopReason"] = _text(decision.stop_reason, "stop_reason")
+    if decision.system_message is not None:
+        out["systemMessage"] = _text(decision.system_message, "system_message")
+    return out
+
+
+def _permission_request_output(decision: HookDecision) -> dict[str, Any]:
+    """A ``PermissionRequest`` hook's output: the CLI's ``decision`` object (rule 2)."""
+    if decision.block:
+        raise HookDecisionError("block is not for PermissionRequest hooks (deny the tool)")
+    if decision.additional_context is not None:
+        raise HookDecisionError("additional_context is not for PermissionRequest hooks")
+    out = _common_output(decision)
+    if decision.permission is None:
+        if decision.updated_input is not None:
+            raise HookDecisionError("updated_input goes with a PermissionRequest allow")
+        return out
+    verdict: dict[str, Any]
+    if decision.permission == "allow":
+        verdict = {"behavior": "allow"}
+        if decision.updated_input is not None:
+            if not isinstance(decision.updated_input, Mapping):
+                raise HookDecisionError("updated_input must be a mapping (the tool's new input)")
+            verdict["updatedInput"] = dict(decision.updated_input)
+    elif decision.permission == "deny":
+        if decision.updated_input is not None:
+            raise HookDecisionError("updated_input goes with a PermissionRequest allow")
+        if decision.reason is None:
+            raise HookDecisionError("a deny needs a reason: the model is shown it")
+        verdict = {"behavior": "deny", "message": _text(decision.reason, "reason")}
+    else:
+        raise HookDecisionError(
+            f"a PermissionRequest hook allows or denies, not {decision.permission!r} "
+            "(return None to let the usual approval ask)"
+        )
+    out["hookSpecificOutput"] = {"hookEventName": "PermissionRequest", "decision": verdict}
+    return out
+
+
+def stopped_output(event: HookEventName, why: str) -> dict[str, Any]:
+    """The stop gate's answer once the execution is stopping (rule 4): a tool-gating event
+    (``PreToolUse``, ``PermissionRequest``) denies, saying ``why``; the others get the safe
+    answer of :func:`failure_output`."""
+    if event == "PermissionRequest":
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PermissionRequest",
+                "decision": {"behavior": "deny", "message": why},
+            }
+        }
+    return failure_output(event, why)
+
+
 def failure_output(event: HookEventName, why: str) -> dict[str, Any]:
     """The safe answer for a hook that failed or was stopped (rule 3): deny a tool, else no
     opinion."""
@@ -401,6 +509,9 @@ def decision_name(output: Mapping[str, Any]) -> str:
     permission = specific.get("permissionDecision")
     if isinstance(permission, str):
         return permission
+    verdict = specific.get("decision")
+    if isinstance(verdict, Mapping) and isinstance(verdict.get("behavior"), str):
+        return str(verdict["behavior"])  # a PermissionRequest hook's allow or deny
     if output.get("decision") == "block":
         return "block"
     if "additionalContext" in specific:
@@ -415,6 +526,9 @@ def output_reason(output: Mapping[str, Any]) -> str | None:
         specific.get("permissionDecisionReason"), str
     ):
         return str(specific["permissionDecisionReason"])
+    verdict = specific.get("decision") if isinstance(specific, Mapping) else None
+    if isinstance(verdict, Mapping) and isinstance(verdict.get("message"), str):
+        return str(verdict["message"])
     for key in ("reason", "stopReason"):
         if isinstance(output.get(key), str):
             return str(output[key])

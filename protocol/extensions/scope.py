@@ -22,9 +22,17 @@ folder (or file) and everything below it. Rules, checked against CLI 2.1.332 (se
 3. **Bash.** A scoped execution asks the CLI to run Bash in its OS sandbox (``sandbox`` settings:
    enabled, Bash auto-allowed when sandboxed, no unsandboxed escape). There, writes are limited
    to the working directories (read-only paths and denied paths excepted) and reads of denied
-   paths fail; reads elsewhere outside the scope are NOT blocked by the sandbox. The sandbox
-   needs an OS backend (:func:`sandbox_problem`); without it the CLI runs Bash unconfined, with
-   only its check of the paths a command names literally.
+   paths fail. When confined, reads outside the scope fail too: the sandbox denies reading
+   ``/`` and allows back the working directories and the system folders programs need to run
+   (:data:`SYSTEM_READ_PATHS`: ``/usr``, ``/bin``, ``/lib``, ``/etc``, ``/proc``, ``/dev``,
+   ...); a home folder, ``/tmp``, ``/var``, ``/run`` and ``/srv`` are outside (a program or a
+   toolchain kept there is reachable once named in ``read_only_paths``). Checked on Linux with
+   bubblewrap; on macOS the same settings go to ``sandbox-exec``. Network: none at all, not
+   even loopback: the sandbox has a network namespace of its own, and a loopback address in
+   the CLI's ``sandbox.network.allowedDomains`` still got no answer through its proxy (CLI
+   2.1.332), so no host allow-list is offered. The sandbox needs an OS backend
+   (:func:`sandbox_problem`); without it the CLI runs Bash unconfined, with only its check of
+   the paths a command names literally.
 4. **Hard or soft.** ``scope_enforcement="hard"`` (the default) refuses to start when the
    sandbox cannot run (a clear error naming what is missing and how to install it) and also
    tells the CLI to refuse (``sandbox.failIfUnavailable``); ``"soft"`` starts anyway, with a
@@ -55,6 +63,7 @@ __all__ = [
     "SANDBOX_BINARIES",
     "SCOPE_ENFORCEMENTS",
     "SETTING_SOURCES",
+    "SYSTEM_READ_PATHS",
     "Access",
     "ScopeEnforcement",
     "access",
@@ -81,6 +90,29 @@ SANDBOX_BINARIES: Mapping[str, tuple[tuple[str, str], ...]] = {
     "darwin": (("sandbox-exec", "(part of macOS)"),),
 }
 """Per platform, the programs the CLI's Bash sandbox needs: ``(binary, package)``."""
+
+SYSTEM_READ_PATHS: tuple[str, ...] = (
+    # Linux: programs, libraries, configuration, and the kernel's and devices' files.
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/proc",
+    "/sys",
+    "/dev",
+    # macOS: the system's own folders (a missing one is ignored).
+    "/System",
+    "/Library",
+    "/Applications",
+    "/private/etc",
+)
+"""What Bash may read outside a confined scope, so that programs run: the system's folders,
+never a user's home, ``/tmp``, ``/var``, ``/run`` or ``/srv`` (rule 3)."""
 
 
 def normalize_path(field: str, value: object) -> str:
@@ -170,8 +202,10 @@ def scope_settings(
     read_only: Sequence[str],
     disallowed: Sequence[str],
     enforcement: ScopeEnforcement,
+    cwd: str | None = None,
 ) -> dict[str, Any]:
-    """The Claude Code settings of a scope (rules 1-4); empty when nothing is scoped."""
+    """The Claude Code settings of a scope (rules 1-4); empty when nothing is scoped.
+    ``cwd``: the working directory (``None``: the CLI's, which the settings name ``.``)."""
     if not (allowed or read_only or disallowed):
         return {}
     permissions: dict[str, Any] = {}
@@ -181,15 +215,21 @@ def scope_settings(
     deny = deny_rules(read_only, disallowed)
     if deny:
         permissions["deny"] = deny
-    return {
-        "permissions": permissions,
-        "sandbox": {
-            "enabled": True,
-            "autoAllowBashIfSandboxed": True,
-            "allowUnsandboxedCommands": False,
-            "failIfUnavailable": enforcement == "hard",
-        },
+    sandbox: dict[str, Any] = {
+        "enabled": True,
+        "autoAllowBashIfSandboxed": True,
+        "allowUnsandboxedCommands": False,
+        "failIfUnavailable": enforcement == "hard",
     }
+    if allowed or read_only:
+        # Deny every read, then allow back the scope and the system's folders (rule 3). A
+        # disallowed path inside one of them stays denied: its Read rule reaches the sandbox.
+        working = [cwd if cwd is not None else ".", *allowed, *read_only]
+        sandbox["filesystem"] = {
+            "denyRead": ["/"],
+            "allowRead": list(dict.fromkeys([*working, *SYSTEM_READ_PATHS])),
+        }
+    return {"permissions": permissions, "sandbox": sandbox}
 
 
 def sandbox_problem(platform: str, found: Mapping[str, bool]) -> str | None:

@@ -17,11 +17,12 @@ Rules:
    ``dontAsk``): it decides which of the offered tools ask first (the client answers with the
    ``answer`` op), never which tools are offered (``plan_mode`` is forced whatever the mode).
    A mode that runs tools without asking (:data:`WRITING_MODES`) is refused at ``open`` as it
-   is for a switch (rule 8); unset, the session runs as every local one does. Settings files
-   are not loaded (``setting_sources=()``, and a client may not name any): their hooks,
-   ``statusLine`` and ``apiKeyHelper`` run commands whatever the tool list says. No MCP server
-   of the server's configuration starts either (``strict_mcp_config=True``: none of the
-   folder's ``.mcp.json``, the user's or plugins'): a server's tools are not read-only tools.
+   is for a switch (rule 8), for the session and for each of its subagents; unset, the
+   session runs as every local one does. Settings files are not loaded
+   (``setting_sources=()``, and a client may not name any): their hooks, ``statusLine`` and
+   ``apiKeyHelper`` run commands whatever the tool list says. No MCP server of the server's
+   configuration starts either (``strict_mcp_config=True``: none of the folder's
+   ``.mcp.json``, the user's or plugins'): a server's tools are not read-only tools.
 3. **Working directory.** With ``cwd_root`` set, every remote session runs in that folder or,
    when ``allow_cwd`` is on, in a folder below it that the client names relative to it (an
    absolute path must lie inside it too). The client's path is resolved by the gateway
@@ -136,6 +137,12 @@ def open_refusal(params: ExecuteParams, policy: RemotePolicy) -> str | None:
         refusal = permission_mode_refusal(policy, params.permission_mode)
         if refusal is not None:
             return "params.permission_mode" + refusal.removeprefix("set_permission_mode")
+    for name, definition in params.subagents.items():
+        mode = definition.permission_mode
+        refusal = permission_mode_refusal(policy, mode) if mode is not None else None
+        if refusal is not None:
+            field = f"params.subagents[{name!r}].permission_mode"
+            return field + refusal.removeprefix("set_permission_mode")
     if params.setting_sources:
         return (
             "params.setting_sources: this server's remote sessions are read-only and load no "

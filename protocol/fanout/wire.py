@@ -50,7 +50,8 @@ Rules:
    ``params.cwd`` is refused unless ``allow_cwd=True``; the CLI's environment
    (``architecture_config.custom_env`` / ``ollama_baseUrl``) unless ``allow_env=True``; and
    ``mcp_servers`` (which starts processes) is never accepted over the wire. All three are
-   ``forbidden_field`` errors.
+   ``forbidden_field`` errors. A subagent's ``mcp_servers`` may name the session's servers,
+   never configure one (``invalid_params``).
 4. Every string that enters is valid to send back out, and every value is bounded, so no
    reply, error or event built from an op can fail to encode or poison a session's replay:
    :func:`decode_op` refuses (``invalid_field``, naming the path) a string holding a lone
@@ -658,7 +659,9 @@ def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> Ex
             if not isinstance(raw, dict):
                 raise WireError("invalid_field", "params.subagents: expected an object", op_id)
             kwargs["subagents"] = {
-                name: subagent_from_mapping(name, value) for name, value in raw.items()
+                # A subagent's server config would start a process (rule 3): names only.
+                name: subagent_from_mapping(name, value, inline_mcp=False)
+                for name, value in raw.items()
             }
         return ExecuteParams(**kwargs)
     except InvalidParamsError as exc:

@@ -149,6 +149,87 @@ async def test_always_sends_the_suggestions_as_session_rules(
     }
 
 
+WRITE = {"file_path": "/work/notes.txt", "content": "x"}
+MODE_ONLY = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+
+
+async def test_always_on_a_write_is_remembered_and_the_next_write_is_not_asked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """For a Write the CLI suggests only a change of mode, which ``always`` never applies:
+    the session remembers the tool, so the second Write is allowed without a request, while
+    another tool is still asked."""
+    replies: list[dict[str, Any]] = []
+
+    async def script(cli: FakeTurn) -> None:
+        for n in (1, 2):
+            replies.append(
+                await cli.ask_permission(
+                    "Write",
+                    {**WRITE, "content": str(n)},
+                    tool_use_id=f"toolu_w{n}",
+                    permission_suggestions=[MODE_ONLY],
+                )
+            )
+        replies.append(await cli.ask_permission("Bash", BASH, tool_use_id="toolu_b"))
+        await cli.text("done")
+
+    asked: list[str | None] = []
+
+    async def handler(request: UserInputRequest) -> Any:
+        asked.append(request.tool_use_id)
+        await trio.lowlevel.checkpoint()
+        return always() if request.tool_name == "Write" else deny("no")
+
+    fake = FakeCLI(script)
+    async with fake_session(fake, params=ASKING, on_user_input=handler) as session:
+        events = await collect(session)
+    check_stream(events)
+    assert asked == ["toolu_w1", "toolu_b"]  # the second Write was not asked
+    first, second, bash = replies
+    # No mode change reaches the CLI: the session, not the CLI, remembers the tool.
+    assert first == {
+        "behavior": "allow",
+        "updatedInput": {**WRITE, "content": "1"},
+        "updatedPermissions": [],
+    }
+    assert second == {"behavior": "allow", "updatedInput": {**WRITE, "content": "2"}}
+    assert bash["behavior"] == "deny"
+    requests = [e for e in events if isinstance(e, UserInputRequest)]
+    assert [r.tool_use_id for r in requests] == ["toolu_w1", "toolu_b"]
+    assert [r.outcome for r in resolved(events)] == ["answered", "answered"]
+    assert_no_leak(fake)
+
+
+async def test_always_with_a_rule_the_cli_keeps_is_not_remembered_by_the_session(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """With an allow rule to send (the CLI's suggestion), the CLI keeps the answer: a second
+    request for the same tool (one the rule does not cover) is asked again."""
+    replies: list[dict[str, Any]] = []
+
+    async def script(cli: FakeTurn) -> None:
+        for n in (1, 2):
+            replies.append(
+                await cli.ask_permission(
+                    "Bash", BASH, tool_use_id=f"toolu_{n}", permission_suggestions=[SUGGESTION]
+                )
+            )
+        await cli.text("done")
+
+    asked: list[str | None] = []
+
+    async def handler(request: UserInputRequest) -> Any:
+        asked.append(request.tool_use_id)
+        await trio.lowlevel.checkpoint()
+        return always()
+
+    async with fake_session(FakeCLI(script), params=ASKING, on_user_input=handler) as session:
+        await collect(session)
+    assert asked == ["toolu_1", "toolu_2"]
+    assert all("updatedPermissions" in reply for reply in replies)
+
+
 async def test_an_asking_mode_without_anyone_to_answer_is_refused_before_anything_starts() -> None:
     fake = FakeCLI()
     with pytest.raises(InvalidParamsError, match=r"on_user_input.*permission_mode='acceptEdits'"):

@@ -209,7 +209,7 @@ async def test_a_hook_that_raises_is_an_error_event_and_the_turn_finishes(
     assert [e.message for e in errors] == [
         "the PostToolUse hook 'audit' raised RuntimeError: audit log full (x)",
         "the UserPromptSubmit hook 'wrong' returned a decision its event cannot take: "
-        "permission is for PreToolUse hooks, not UserPromptSubmit",
+        "permission is for PreToolUse and PermissionRequest hooks, not UserPromptSubmit",
     ]
     assert all(e.code == "callback" and not e.fatal for e in errors)
     assert [(e.decision, e.tool_use_id) for e in invoked(events)] == [
@@ -309,6 +309,126 @@ async def test_the_stop_gate_beats_a_hook_that_allows(
         ("stopped", "toolu_1"),
         ("stopped", "toolu_2"),
     ]
+
+
+async def test_the_failure_permission_and_subagent_start_hooks_reach_their_functions(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The three events a session gained: each registered under its own event with its
+    matcher, called with its typed input, and its decision in the CLI's shape."""
+    seen: list[HookInput] = []
+
+    @hook("PostToolUseFailure", matcher="Bash")
+    async def on_failure(call: HookInput) -> HookDecision:
+        seen.append(call)
+        return HookDecision.context(f"the command failed: {call.error}")
+
+    @hook("PermissionRequest", matcher="Write")
+    async def approve_writes(call: HookInput) -> HookDecision | None:
+        seen.append(call)
+        if str((call.tool_input or {}).get("file_path", "")).startswith("/tmp/"):
+            return HookDecision.allow()
+        return HookDecision.deny("only /tmp")
+
+    @hook("SubagentStart", matcher="Explore")
+    async def on_start(call: HookInput) -> HookDecision:
+        seen.append(call)
+        return HookDecision.context("be brief")
+
+    answers: list[Any] = []
+
+    async def script(cli: FakeTurn) -> None:
+        [failure] = user_hook_ids(cli, "PostToolUseFailure")
+        [permission] = user_hook_ids(cli, "PermissionRequest")
+        [start] = user_hook_ids(cli, "SubagentStart")
+        data: dict[str, Any] = {
+            "hook_event_name": "PostToolUseFailure",
+            "tool_name": "Bash",
+            "tool_input": {"command": "false"},
+            "tool_use_id": "toolu_f",
+            "error": "Exit code 1",
+            "is_interrupt": False,
+        }
+        answers.append(await cli.hook_callback(failure, data, tool_use_id="toolu_f"))
+        for path in ("/tmp/a", "/etc/passwd"):
+            data = {
+                "hook_event_name": "PermissionRequest",
+                "tool_name": "Write",
+                "tool_input": {"file_path": path, "content": "x"},
+                "permission_suggestions": [{"type": "setMode", "mode": "acceptEdits"}],
+            }
+            answers.append(await cli.hook_callback(permission, data))
+        data = {"hook_event_name": "SubagentStart", "agent_id": "a-1", "agent_type": "Explore"}
+        answers.append(await cli.hook_callback(start, data))
+        await cli.text("ok")
+
+    fake = FakeCLI(script)
+    async with fake_session(fake, hooks=[on_failure, approve_writes, on_start]) as session:
+        events = await collect(session)
+    check_stream(events)
+    failed, allowed, denied, started = answers
+    assert failed == {
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUseFailure",
+            "additionalContext": "the command failed: Exit code 1",
+        }
+    }
+    assert allowed["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+    assert denied["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "only /tmp"}
+    assert started["hookSpecificOutput"]["additionalContext"] == "be brief"
+    assert [(c.event, c.error, c.agent_type) for c in seen] == [
+        ("PostToolUseFailure", "Exit code 1", None),
+        ("PermissionRequest", None, None),
+        ("PermissionRequest", None, None),
+        ("SubagentStart", None, "Explore"),
+    ]
+    assert seen[1].permission_suggestions == ({"type": "setMode", "mode": "acceptEdits"},)
+    assert [(e.hook_event, e.decision, e.reason) for e in invoked(events)] == [
+        ("PostToolUseFailure", "context", None),
+        ("PermissionRequest", "allow", None),
+        ("PermissionRequest", "deny", "only /tmp"),
+        ("SubagentStart", "context", None),
+    ]
+    registered = fake.transports[0].initialize_request["hooks"]  # type: ignore[index]
+    assert [registered[e][0]["matcher"] for e in (
+        "PostToolUseFailure", "PermissionRequest", "SubagentStart")] == ["Bash", "Write", "Explore"]
+
+
+async def test_the_stop_gate_denies_a_permission_request_whatever_its_hook_says(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ran: list[str] = []
+    events: list[Event] = []
+
+    async def allow_all(call: HookInput) -> HookDecision:
+        ran.append(str(call.tool_name))
+        await trio.lowlevel.checkpoint()
+        return HookDecision.allow()
+
+    runner = CallbackRunner()
+    hooks = SessionHooks(
+        [Hook(event="PermissionRequest", callback=allow_all)],
+        runner=runner,
+        timeout=10.0,
+        emit=events.append,
+        stopping=lambda: True,
+        stopped_reason=STOPPED,
+    )
+    [matcher] = hooks.matchers()["PermissionRequest"]
+    [callback] = matcher.hooks
+    data = {"hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {}}
+    async with trio.open_nursery() as nursery:
+        await nursery.start(run_tool_runner, runner)
+        answer = await callback(data, None, {"signal": None})
+        runner.close()
+    assert ran == []  # never started
+    assert answer == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": STOPPED},
+        }
+    }
+    assert [e.decision for e in invoked(events)] == ["stopped"]
 
 
 async def test_a_hook_call_from_a_subagent_is_attributed_to_a_subagent(

@@ -170,6 +170,29 @@ async def test_always_allow_is_not_asked_again_for_the_same_call(
     assert not (Path(workdir(tmp_path)) / ".claude").exists()
 
 
+async def test_always_allow_on_a_write_means_always_for_writes_in_the_session(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    """The CLI suggests only a change of mode for a Write (never applied): the session
+    remembers the tool, so the second Write runs without being asked."""
+    work = Path(workdir(tmp_path))
+    model_double.responder = turns(
+        Reply.tool_use("Write", {"file_path": str(work / "a.txt"), "content": "A"}, id="toolu_w1"),
+        Reply.tool_use("Write", {"file_path": str(work / "b.txt"), "content": "B"}, id="toolu_w2"),
+        echo_result("toolu_w2"),
+    )
+    handler = Recorder(always_allow_tool())
+    events = await run_session(asking(tmp_path, "write two"), hermetic, on_user_input=handler)
+
+    assert [r.tool_use_id for r in handler.requests] == ["toolu_w1"], dump(events)  # asked once
+    (request,) = handler.requests
+    assert all(s.get("type") != "addRules" for s in request.suggestions)
+    assert (work / "a.txt").read_text() == "A"
+    assert (work / "b.txt").read_text() == "B"
+    assert not model_double.message_requests[-1].tool_results["toolu_w2"].get("is_error")
+    assert [r.outcome for r in of_type(events, UserInputResolved)] == ["answered"]
+
+
 async def test_a_custom_tool_goes_through_approval_like_any_tool(
     model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
 ) -> None:

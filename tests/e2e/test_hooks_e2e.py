@@ -8,6 +8,7 @@ lets the stop gate's deny win over a hook's allow.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,20 @@ import pytest
 from helpers import dump, of_type, params, run_session, workdir
 
 from claude_trio.protocol.extensions.hooks import HookDecision, HookInput, hook
-from claude_trio.protocol.session.events import Error, HookInvoked, Result, ToolResult
+from claude_trio.protocol.session.events import (
+    Error,
+    HookInvoked,
+    Result,
+    ToolResult,
+    UserInputResolved,
+)
 from claude_trio.testing.model_double import ModelDouble, Reply, turns
 
 pytestmark = pytest.mark.e2e
+
+
+def json_text(body: Any) -> str:
+    return json.dumps(body)
 
 
 @hook("PreToolUse", matcher="Bash")
@@ -158,3 +169,71 @@ async def test_a_hook_can_rewrite_a_tool_s_input_and_stop_the_turn(
     ]
     assert len(model_double.message_requests) == 1  # the turn stopped after the tool
     assert isinstance(events[-1], Result)
+
+
+async def test_a_failing_bash_call_reaches_a_post_tool_use_failure_hook(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    failures: list[HookInput] = []
+
+    @hook("PostToolUseFailure", matcher="Bash")
+    async def on_failure(call: HookInput) -> HookDecision:
+        failures.append(call)
+        return HookDecision.context("the build script is flaky: try once more")
+
+    model_double.responder = turns(
+        Reply.tool_use("Bash", {"command": "exit 3", "description": "fail"}, id="toolu_1"),
+        Reply.text("noted"),
+    )
+    events = await run_session(params(tmp_path, "fail"), hermetic, hooks=[on_failure])
+
+    [call] = failures
+    assert (call.event, call.tool_name, call.tool_use_id) == (
+        "PostToolUseFailure",
+        "Bash",
+        "toolu_1",
+    )
+    assert call.tool_input is not None
+    assert call.tool_input["command"] == "exit 3"
+    assert "3" in str(call.error), call.data
+    assert call.is_interrupt is not True
+    assert [(e.hook_event, e.decision) for e in of_type(events, HookInvoked)] == [
+        ("PostToolUseFailure", "context")
+    ], dump(events)
+    # The hook's context reached the model in its next request.
+    assert "the build script is flaky" in json_text(model_double.message_requests[1].body)
+    assert isinstance(events[-1], Result)
+
+
+async def test_a_permission_request_hook_answers_before_the_user_does(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> None:
+    """Under an asking mode the CLI asks for approval and runs the PermissionRequest hook at
+    the same time; the first answer decides and the other request is withdrawn. A hook that
+    answers at once decides: an allow lets the first write run, a deny refuses the second,
+    and the approvals nobody answered are withdrawn, not denied."""
+    work = Path(workdir(tmp_path))
+
+    @hook("PermissionRequest", matcher="Write")
+    async def approve(call: HookInput) -> HookDecision:
+        path = str((call.tool_input or {}).get("file_path", ""))
+        if path.endswith("ok.txt"):
+            return HookDecision.allow()
+        return HookDecision.deny(f"not {Path(path).name}")
+
+    model_double.responder = turns(
+        Reply.tool_use("Write", {"file_path": str(work / "ok.txt"), "content": "A"}, id="toolu_1"),
+        Reply.tool_use("Write", {"file_path": str(work / "no.txt"), "content": "B"}, id="toolu_2"),
+        Reply.text("done"),
+    )
+    execute = params(tmp_path, "write", permission_mode="default")
+    events = await run_session(execute, hermetic, hooks=[approve], on_user_input="manual")
+
+    assert (work / "ok.txt").read_text() == "A", dump(events)
+    assert not (work / "no.txt").exists()
+    assert "not no.txt" in str(model_double.message_requests[2].tool_result_text("toolu_2"))
+    assert [(e.hook_event, e.decision) for e in of_type(events, HookInvoked)] == [
+        ("PermissionRequest", "allow"),
+        ("PermissionRequest", "deny"),
+    ]
+    assert [e.outcome for e in of_type(events, UserInputResolved)] == ["withdrawn"] * 2

@@ -4,9 +4,9 @@
 The double asks for Read, Write and Bash calls inside and outside the scope; each test asserts
 what the model got back in its next request (the tool result the CLI sent) and what is on disk.
 The Bash sandbox needs bubblewrap and socat (``scripts/bootstrap`` installs them); a test that
-needs it fails where they are missing, naming what to install (the ``bash_sandbox`` fixture),
-and the hard/soft tests hide them from the CLI's ``PATH`` to check the refusal and the warning
-on any machine.
+needs it takes the ``bash_sandbox`` fixture, which fails it (never skips it), naming what to
+install, where they are missing. The hard/soft tests hide them from the CLI's ``PATH`` to
+check the refusal and the warning on any machine.
 """
 
 from __future__ import annotations
@@ -299,7 +299,8 @@ async def test_a_hard_scope_confines_bash_writes_denied_reads_and_network_in_the
 
     write_out, read_denied, write_in, network = _results(model_double, 4)
     assert write_out[1] is True, dump(events)
-    assert "Read-only file system" in (write_out[0] or "")
+    # The folder outside the scope is not even visible to Bash (reads are confined too).
+    assert "No such file or directory" in (write_out[0] or "")
     assert not (outside / "bash.txt").exists()
     assert read_denied[1] is True
     assert "KEY" not in (read_denied[0] or "")
@@ -311,3 +312,42 @@ async def test_a_hard_scope_confines_bash_writes_denied_reads_and_network_in_the
     [ready] = of_type(events, AdapterReady)
     assert ready.bash_sandboxed is True
     assert ready.scope_enforcement == "hard"
+
+
+async def test_bash_cannot_read_outside_a_confined_scope(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path, bash_sandbox: None
+) -> None:
+    """The OS sandbox, not the CLI's check of literal paths ($(echo ...) hides them), stops
+    Bash reading a folder outside the scope, a home folder's file, and a disallowed path
+    inside the working directory; the scope itself and the system's programs stay readable."""
+    dirs = _tree(tmp_path)
+    work, extra, outside = dirs["work"], dirs["extra"], dirs["out"]
+    secrets = work / "secrets"
+    secrets.mkdir()
+    (secrets / "key.txt").write_text("KEY")
+    model_double.responder = turns(
+        *_calls(
+            ("Bash", {"command": f"cat $(echo {outside})/out.txt", "description": "out"}),
+            ("Bash", {"command": f"cat $(echo {secrets})/key.txt", "description": "denied"}),
+            ("Bash", {"command": "ls -A $(echo ~) | wc -l", "description": "home"}),
+            ("Bash", {"command": f"cat work.txt $(echo {extra})/extra.txt && python3 -c "
+                      "'print(6 * 7)'", "description": "in"}),
+        ),
+        Reply.text("done"),
+    )
+    execute = params(
+        tmp_path, "read", allowed_paths=[str(extra)], disallowed_paths=[str(secrets)]
+    )
+
+    events = await run_session(execute, hermetic)
+
+    out, denied, home, inside = _results(model_double, 4)
+    assert out[1] is True, dump(events)
+    assert "OUT" not in (out[0] or "")
+    assert "No such file or directory" in (out[0] or "")
+    assert denied[1] is True
+    assert "KEY" not in (denied[0] or "")
+    assert (home[0] or "").splitlines()[-1] == "0"  # nothing of the home folder is seen
+    assert inside == ("WORKEXTRA42", False)
+    [ready] = of_type(events, AdapterReady)
+    assert ready.bash_sandboxed is True

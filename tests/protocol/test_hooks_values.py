@@ -4,7 +4,7 @@ the live controls' arguments and answers."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from hypothesis import given
@@ -30,6 +30,7 @@ from claude_trio.protocol.extensions.hooks import (
     hook_input,
     hook_output,
     output_reason,
+    stopped_output,
 )
 
 
@@ -77,7 +78,20 @@ def test_block_context_stop_and_system_message_for_the_other_events() -> None:
 @pytest.mark.parametrize(
     ("event", "decision", "problem"),
     [
-        ("PostToolUse", HookDecision.allow(), "permission is for PreToolUse hooks"),
+        (
+            "PostToolUse",
+            HookDecision.allow(),
+            "permission is for PreToolUse and PermissionRequest hooks",
+        ),
+        ("PermissionRequest", HookDecision.ask(), "allows or denies, not 'ask'"),
+        ("PermissionRequest", HookDecision(permission="deny"), "a deny needs a reason"),
+        ("PermissionRequest", HookDecision.blocked("x"), "block is not for PermissionRequest"),
+        ("PermissionRequest", HookDecision.context("x"), "additional_context is not for Perm"),
+        (
+            "PermissionRequest",
+            HookDecision(permission="deny", reason="x", updated_input={"a": 1}),
+            "updated_input goes with a PermissionRequest allow",
+        ),
         ("PreToolUse", HookDecision(permission="deny"), "a deny needs a reason"),
         ("PreToolUse", HookDecision.blocked("x"), "block is for"),
         (
@@ -123,7 +137,7 @@ def test_any_decision_is_refused_or_becomes_an_output_that_says_what_it_decided(
     if stop:
         assert name == "stop"
     elif permission is not None:
-        assert event == "PreToolUse"
+        assert event in ("PreToolUse", "PermissionRequest")
         assert name == permission
     elif block:
         assert name == "block"
@@ -162,12 +176,96 @@ def test_the_input_is_typed_and_keeps_what_the_cli_sent() -> None:
     assert hook_input("Stop", None).data == {}
 
 
+def test_the_hook_events_are_the_sdk_s_ten() -> None:
+    from claude_agent_sdk.types import HookEvent
+
+    sdk_events = {name for literal in get_args(HookEvent) for name in get_args(literal)}
+    assert set(HOOK_EVENTS) == sdk_events
+    assert len(HOOK_EVENTS) == 10
+
+
+def test_a_permission_request_decision_becomes_the_cli_s_decision_object() -> None:
+    allowed = hook_output(
+        "PermissionRequest", HookDecision.allow(updated_input={"command": "ls -la"})
+    )
+    assert allowed == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow", "updatedInput": {"command": "ls -la"}},
+        }
+    }
+    assert decision_name(allowed) == "allow"
+    denied = hook_output("PermissionRequest", HookDecision.deny("not on Fridays"))
+    assert denied["hookSpecificOutput"]["decision"] == {
+        "behavior": "deny",
+        "message": "not on Fridays",
+    }
+    assert (decision_name(denied), output_reason(denied)) == ("deny", "not on Fridays")
+    assert hook_output("PermissionRequest", None) == {}  # the usual approval asks
+    halted = hook_output("PermissionRequest", HookDecision.halt("enough"))
+    assert halted == {"continue_": False, "stopReason": "enough"}
+    # A failed hook has no opinion (the user is asked); a stopping session denies.
+    assert failure_output("PermissionRequest", "broke") == {}
+    stopped = stopped_output("PermissionRequest", "stopping")
+    assert (decision_name(stopped), output_reason(stopped)) == ("deny", "stopping")
+    assert stopped_output("PreToolUse", "stopping") == failure_output("PreToolUse", "stopping")
+    assert stopped_output("SubagentStart", "stopping") == {}
+
+
+def test_the_failure_and_subagent_start_events_take_context() -> None:
+    for event in ("PostToolUseFailure", "SubagentStart"):
+        assert hook_output(event, HookDecision.context("look at the log")) == {
+            "hookSpecificOutput": {"hookEventName": event, "additionalContext": "look at the log"}
+        }
+    with pytest.raises(HookDecisionError, match="block is for"):
+        hook_output("PostToolUseFailure", HookDecision.blocked("x"))
+    with pytest.raises(HookDecisionError, match="permission is for"):
+        hook_output("SubagentStart", HookDecision.deny("x"))
+
+
+def test_the_new_events_inputs_are_typed() -> None:
+    failed = hook_input(
+        "PostToolUseFailure",
+        {
+            "tool_name": "Bash",
+            "tool_input": {"command": "false"},
+            "tool_use_id": "toolu_9",
+            "error": "Exit code 1",
+            "is_interrupt": False,
+            "agent_id": "a-1",
+        },
+    )
+    assert (failed.tool_name, failed.tool_use_id) == ("Bash", "toolu_9")
+    assert failed.error == "Exit code 1"
+    assert failed.is_interrupt is False
+    assert failed.agent_id == "a-1"
+    suggestion = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+    asked = hook_input(
+        "PermissionRequest",
+        {"tool_name": "Write", "tool_input": {"file_path": "/a"}, "permission_suggestions": [
+            suggestion, "junk"]},
+    )
+    assert asked.permission_suggestions == (suggestion,)
+    assert asked.tool_input == {"file_path": "/a"}
+    started = hook_input("SubagentStart", {"agent_id": "a-2", "agent_type": "Explore"})
+    assert (started.agent_id, started.agent_type) == ("a-2", "Explore")
+    assert (started.error, started.is_interrupt, started.permission_suggestions) == (
+        None, None, None
+    )  # fmt: skip
+    for event, matcher in (
+        ("PostToolUseFailure", "Bash"),
+        ("PermissionRequest", "Write|Edit"),
+        ("SubagentStart", "Explore"),
+    ):
+        assert hook(event, matcher=matcher)(nothing).matcher == matcher  # type: ignore[arg-type]
+
+
 def test_hooks_are_checked_when_made() -> None:
     made = hook("PreToolUse", matcher="Write|Edit", timeout=2)(nothing)
     assert (made.name, made.label) == ("nothing", "PreToolUse hook 'nothing' (Write|Edit)")
     bad: list[tuple[dict[str, Any], str]] = [
         ({"event": "Elicitation", "callback": nothing}, "hook event"),
-        ({"event": "Stop", "callback": nothing, "matcher": "x"}, "PreCompact, PreToolUse take a"),
+        ({"event": "Stop", "callback": nothing, "matcher": "x"}, "PreToolUse, SubagentStart take"),
         ({"event": "PreToolUse", "callback": nothing, "matcher": "("}, "a valid pattern"),
         ({"event": "PreToolUse", "callback": print}, "an async function"),
         ({"event": "PreToolUse", "callback": nothing, "timeout": 0}, "seconds > 0"),

@@ -21,6 +21,7 @@ from claude_trio.protocol.config.ready import adapter_ready, config_warnings, sc
 from claude_trio.protocol.config.resume import ScopeWidening, find_resume_violations
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.scope import (
+    SYSTEM_READ_PATHS,
     access,
     check_paths,
     deny_rules,
@@ -141,8 +142,32 @@ def test_a_confined_scope_blocks_both_ways_and_asks_for_the_sandbox() -> None:
             "autoAllowBashIfSandboxed": True,
             "allowUnsandboxedCommands": False,
             "failIfUnavailable": True,
+            "filesystem": {"denyRead": ["/"], "allowRead": [".", "/a", *SYSTEM_READ_PATHS]},
         },
     }
+
+
+def test_a_confined_scope_lets_bash_read_only_the_scope_and_the_system_folders() -> None:
+    settings = scope_settings(
+        allowed=["/srv/cache"],
+        read_only=["/srv/docs", "/usr"],
+        disallowed=["/srv/repo/secrets"],
+        enforcement="soft",
+        cwd="/srv/repo",
+    )
+    files = settings["sandbox"]["filesystem"]
+    assert files["denyRead"] == ["/"]
+    assert files["allowRead"][:3] == ["/srv/repo", "/srv/cache", "/srv/docs"]
+    assert files["allowRead"].count("/usr") == 1
+    for outside in ("/root", "/home", "/tmp", "/var", "/run", "/srv"):
+        assert outside not in files["allowRead"]
+    # The denied path still reaches the sandbox as a Read deny rule.
+    assert "Read(//srv/repo/secrets/**)" in settings["permissions"]["deny"]
+    # Denials alone confine nothing, so Bash's reads are not narrowed either.
+    only_denied = scope_settings(
+        allowed=[], read_only=[], disallowed=["/s"], enforcement="hard", cwd="/w"
+    )
+    assert "filesystem" not in only_denied["sandbox"]
 
 
 def test_only_denials_do_not_confine_and_a_soft_scope_lets_the_cli_start_unsandboxed() -> None:
