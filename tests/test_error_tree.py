@@ -167,7 +167,8 @@ def test_every_error_the_docs_name_is_where_they_say() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "(all `GatewayError`s, in `claude_trio.errors`)" in readme
     named = set(re.findall(r"`(\w+(?:Error|Runaway))`", readme))
-    named |= set(re.findall(r":class:`~?(?:[\w.]*\.)?(\w+Error)`", claude_trio.client.__doc__ or ""))
+    docstring = claude_trio.client.__doc__ or ""
+    named |= set(re.findall(r":class:`~?(?:[\w.]*\.)?(\w+Error)`", docstring))
     assert {"GatewayUnavailableError", "ConnectionLostError", "SessionLostError"} <= named
     for name in sorted(named):
         home = errors if hasattr(errors, name) else claude_trio.testing

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import attrs
@@ -61,7 +61,7 @@ class GaveUp:
 ConnectionNotice: TypeAlias = Reconnecting | Reconnected | GaveUp
 
 
-def _callable_or_none(instance: object, attribute: attrs.Attribute[object], value: object) -> None:
+def _callable_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and not callable(value):
         raise InvalidParamsError(
             attribute.name, value, "a function taking a ConnectionNotice, or None"

@@ -621,8 +621,9 @@ class GatewayClient:
                 self._dispatch(conn, frame)
         except ConnectionClosed as exc:
             log.debug("claude-trio client: connection %d closed: %s", conn.number, exc.reason)
-            reason = exc.reason
-            self._lost(conn, f"closed: {reason.code} {reason.name} {reason.reason or ''}".strip())
+            why = exc.reason
+            said = "" if why is None else f" {why.code} {why.name} {why.reason or ''}".rstrip()
+            self._lost(conn, f"closed{said}")
         finally:
             self._lost(conn)
 

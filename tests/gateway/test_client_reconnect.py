@@ -79,18 +79,17 @@ class Gateway:
 
     async def start(self) -> None:
         self._stopped = trio.Event()
-        self.port = await self.nursery.start(self._serve)
+        listening = trio.Event()
+        self.nursery.start_soon(self._serve, listening)
+        await listening.wait()
 
-    async def _serve(self, task_status: trio.TaskStatus[int]) -> None:
+    async def _serve(self, listening: trio.Event) -> None:
+        gateway = partial(serve_gateway, self.fleet, token=TOKEN, allowed_origins=None)
         with trio.CancelScope() as self._scope:
             try:
-                await serve_gateway(
-                    self.fleet,
-                    port=self.port,
-                    token=TOKEN,
-                    allowed_origins=None,
-                    task_status=task_status,
-                )
+                async with trio.open_nursery() as nursery:
+                    self.port = await nursery.start(partial(gateway, port=self.port))
+                    listening.set()
             finally:
                 self._stopped.set()
 
@@ -116,12 +115,12 @@ async def gateway_of(script: Any) -> AsyncIterator[Gateway]:
         nursery.cancel_scope.cancel()
 
 
-async def silent_peer(port: int, *, task_status: trio.TaskStatus[None]) -> None:
+async def silent_peer(port: int, listening: trio.Event) -> None:
     """A TCP server on ``port`` that accepts every connection and never sends a byte."""
     (listener,) = await trio.open_tcp_listeners(port, host="127.0.0.1")
     held: list[trio.SocketStream] = []
     async with listener:
-        task_status.started()
+        listening.set()
         try:
             while True:
                 held.append(await listener.accept())
@@ -167,11 +166,12 @@ async def test_a_stopped_gateway_is_reconnected_to_when_it_comes_back_exactly(
     assert isinstance(first[1], Reconnecting)
     assert (first[1].attempt, first[1].delay) == (1, 0.0)
     assert "closed" in first[1].error
-    for (at, notice), number in ((second, 2), (third, 3)):
+    for (_, notice), number in ((second, 2), (third, 3)):
         assert isinstance(notice, Reconnecting)
         assert notice.attempt == number
         assert "connect" in notice.error  # refused: nobody listens on the port
-    assert isinstance(second[1], Reconnecting) and isinstance(third[1], Reconnecting)
+    assert isinstance(second[1], Reconnecting)
+    assert isinstance(third[1], Reconnecting)
     assert 0.5 <= second[1].delay <= 1.0  # backoff_base, times the jitter
     assert 1.0 <= third[1].delay <= 2.0  # doubled
     assert second[0] == stopped_at  # a refused connect costs no time
@@ -203,12 +203,14 @@ async def test_a_gateway_gone_for_good_ends_the_async_for_with_an_error(
             connect_gateway(gateway.url, token=TOKEN, config=config) as gw,
         ):
             session = await gw.open(ExecuteParams(prompt="go"))
-            with pytest.raises(GatewayUnavailableError) as caught:
+            with pytest.raises(GatewayUnavailableError) as caught:  # noqa: PT012
                 async for event in session.events:
                     events.append(event)
                     if len(events) == 5:
                         await gateway.stop()
-                        await nursery.start(partial(silent_peer, gateway.port))
+                        listening = trio.Event()
+                        nursery.start_soon(silent_peer, gateway.port, listening)
+                        await listening.wait()
                         stopped_at = trio.current_time()
             failed_at = trio.current_time()
             with pytest.raises(GatewayUnavailableError):
@@ -218,7 +220,8 @@ async def test_a_gateway_gone_for_good_ends_the_async_for_with_an_error(
     assert len(events) == 5
     error = caught.value
     assert isinstance(error, ClaudeTrioError)
-    assert "could not reconnect" in str(error) and "3 attempts" in str(error)
+    assert "could not reconnect" in str(error)
+    assert "3 attempts" in str(error)
     assert "ClientConfig.reconnect_attempts" in str(error)
     *attempts, (gave_up_at, gave_up) = notices.got
     assert [n.attempt for _, n in attempts] == [1, 2, 3]  # type: ignore[union-attr]
@@ -229,7 +232,8 @@ async def test_a_gateway_gone_for_good_ends_the_async_for_with_an_error(
     # first one may have found the port still closed (refused at once) or the silent peer.
     why = [n.error for _, n in attempts[1:]] + [str(error)]  # type: ignore[union-attr]
     silent = sum("TooSlowError" in text for text in why)
-    assert silent >= 2 and all("TooSlowError" in text for text in why[1:])
+    assert silent >= 2
+    assert all("TooSlowError" in text for text in why[1:])
     # Each handshake that never came cost connect_timeout, plus the waits between attempts.
     assert gave_up_at == failed_at
     assert failed_at - stopped_at == pytest.approx(  # exact, but for the float sum's rounding
@@ -268,7 +272,7 @@ async def test_what_on_connection_raises_ends_the_block() -> None:
     config = ClientConfig(backoff_base=0.01, backoff_max=0.02, on_connection=broken)
     with trio.fail_after(20):
         async with gateway_of(stream) as gateway:
-            with pytest.raises(RuntimeError, match="the notice handler broke"):
+            with pytest.raises(RuntimeError, match="the notice handler broke"):  # noqa: PT012
                 async with connect_gateway(gateway.url, token=TOKEN, config=config) as gw:
                     session = await gw.open(ExecuteParams(prompt="go"))
                     await session.events.receive()
