@@ -9,16 +9,18 @@ killed (SIGKILL, an out-of-memory kill, a CI timeout) and has no chance to stop 
 its parent dies (``prctl(PR_SET_PDEATHSIG)`` between fork and exec). The kernel sends it when
 the *thread* that forked the child exits, so the child is forked from the calling thread, the
 one running ``trio.run`` (``trio.lowlevel.open_process`` forks in a worker thread, which trio
-ends after a few idle seconds: its children would be killed then). Forking from the trio
-thread blocks it for the fork and exec, a millisecond or two. Elsewhere (macOS) it is
+ends after a few idle seconds: its children would be killed then; a ``trio.run`` in a thread
+of its own takes its children with it when that thread ends). Forking from the trio thread
+blocks it for the fork and exec, a millisecond or two. Elsewhere (macOS) it is
 ``trio.lowlevel.open_process``: the child is stopped by its owner's ``async with``, not at a
 kill.
 
 :func:`run_child_process` is ``trio.run_process`` for such a child (a benchmark's workers
 and servers): cancelled, it stops the child. A program turns SIGTERM (a CI timeout) into that
 cancellation with :func:`sigterm_interrupts`, as trio does for Ctrl-C, so it stops what it
-started itself, cleanly. The CLI of a session is the SDK's
-subprocess; it ends when its stdin (the SDK's pipe) closes, as it does when its parent dies.
+started itself, cleanly. Not covered here: the CLI of a session, which the SDK starts (in a
+worker thread) through its own transport; a killed parent closes the CLI's stdin, and the
+session's own stop (``actors/session/process.py``) is what kills it and its tools otherwise.
 """
 
 from __future__ import annotations

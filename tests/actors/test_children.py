@@ -3,7 +3,6 @@ it, however that process dies; the benchmark stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -11,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
-import pytest
 import trio
 
 from claude_trio.actors.children import open_child_process
@@ -102,20 +100,6 @@ async def test_a_child_process_has_the_pipes_asked_for() -> None:
         assert await process.wait() == 0
         assert said == b"HELLO"
         await process.stdout.aclose()
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-async def test_a_child_asks_to_be_killed_with_its_parent() -> None:
-    with trio.fail_after(20):
-        process = await open_child_process(["sleep", "30"])
-        try:
-            status = await trio.Path(f"/proc/{process.pid}/status").read_text()
-            # The kernel does not show PDEATHSIG; the child's parent is us, not a thread pool's.
-            assert f"PPid:\t{os.getpid()}" in status
-        finally:
-            process.kill()
-            with trio.move_on_after(10, shield=True):
-                await process.wait()
 
 
 def redis_servers_under(pid: int) -> list[psutil.Process]:
