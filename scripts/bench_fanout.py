@@ -43,6 +43,7 @@ from claude_agent_sdk import (
 )
 
 from claude_trio import ExecuteParams, serve_gateway
+from claude_trio.actors.children import run_child_process
 from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.client import connect_gateway
 from claude_trio.protocol.config.options import build_options
@@ -151,7 +152,7 @@ async def _run_fleet_side(mode: str, sessions: int, double: ModelDouble) -> tupl
     peak = 0
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
-            partial(trio.run_process, command, stdout=-1, check=True)
+            partial(run_child_process, command, stdout=-1, check=True)
         )
         output = b""
 
@@ -396,7 +397,7 @@ async def _latency(count: int, rate: float) -> dict[str, float]:
     command = [sys.executable, _HERE, "latency-server", str(count), str(rate)]
     latencies: list[float] = []
     async with trio.open_nursery() as nursery:
-        process = await nursery.start(partial(trio.run_process, command, stdout=-1, check=False))
+        process = await nursery.start(partial(run_child_process, command, stdout=-1, check=False))
         line = b""
         while not line.endswith(b"\n"):
             line += await process.stdout.receive_some(64)

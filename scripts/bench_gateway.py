@@ -39,6 +39,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 
 from claude_trio import ExecuteParams, open_session, serve_gateway
+from claude_trio.actors.children import run_child_process
 from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.protocol.fanout.remote import GatewayLimits, remote_event
 from claude_trio.protocol.fanout.replay import slim
@@ -266,7 +267,7 @@ async def run_side(mode: str, deltas: int, clients: int) -> tuple[float, float, 
     command.append(str(clients))
     async with trio.open_nursery() as nursery:
         proc = await nursery.start(
-            partial(trio.run_process, command, stdin=-1, stdout=-1, check=False)
+            partial(run_child_process, command, stdin=-1, stdout=-1, check=False)
         )
         line = b""
         while not line.endswith(b"\n"):

@@ -49,6 +49,7 @@ from bench_gateway import attach, fake_recording, handshake
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
 from claude_trio import ExecuteParams, serve_gateway
+from claude_trio.actors.children import run_child_process
 from claude_trio.actors.cluster.fleet import open_redis_fleet
 from claude_trio.actors.cluster.worker import WorkerConfig, serve_worker
 from claude_trio.actors.fanout.fleet import Subscription, open_fleet
@@ -180,7 +181,7 @@ async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: st
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
             partial(
-                trio.run_process,
+                run_child_process,
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -296,7 +297,7 @@ async def _workers(url: str, count: int, turn_ms: int) -> AsyncIterator[None]:
             processes.append(
                 await nursery.start(
                     partial(
-                        trio.run_process,
+                        run_child_process,
                         command,
                         stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE,

@@ -46,6 +46,8 @@ from importlib.metadata import version
 import trio
 from bench_replay import record_stream
 
+from claude_trio.actors.children import sigterm_interrupts, terminated
+
 SECTIONS = (
     "hot", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency", "redis",
     "fleetcost",
@@ -62,6 +64,20 @@ def _load() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A CI timeout sends SIGTERM: stop as Ctrl-C does, every server and worker stopped.
+    sigterm_interrupts()
+    stopped = False
+    try:
+        return _run(argv)
+    except* KeyboardInterrupt:  # out of trio.run, it may come in a group
+        stopped = True
+    assert stopped
+    cause = "SIGTERM" if terminated() else "Ctrl-C"
+    print(f"\nscripts/bench: stopped ({cause}); what it started is stopped", file=sys.stderr)
+    return 143 if terminated() else 130
+
+
+def _run(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (about a minute)")
     parser.add_argument(

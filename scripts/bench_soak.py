@@ -44,6 +44,7 @@ from trio_websocket import ConnectionClosed, HandshakeError, wrap_client_stream
 from wsproto.utilities import LocalProtocolError
 
 from claude_trio import ExecuteParams, serve_gateway
+from claude_trio.actors.children import run_child_process
 from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.protocol.fanout.remote import GatewayLimits
 from claude_trio.protocol.fanout.wire import EventFrame, OpenedFrame, decode_frame, params_to_json
@@ -379,7 +380,7 @@ async def phase(
         if with_hostile:
             command = [sys.executable, _HERE_SCRIPT, "hostile", str(port), news]
             command += [str(per_kind), str(seconds)]
-            proc = await nursery.start(partial(trio.run_process, command, stdout=-1, check=False))
+            proc = await nursery.start(partial(run_child_process, command, stdout=-1, check=False))
         await trio.sleep(seconds)
         server, client, wall = _cpu(pid), time.process_time(), trio.current_time()
         s0, c0, w0 = tally.cpu_start
@@ -406,7 +407,7 @@ async def soak(clients: int, seconds: float) -> dict[str, Any]:
     command = [sys.executable, _HERE_SCRIPT, "serve"]
     per_kind = clients // len(KINDS)
     async with trio.open_nursery() as nursery:
-        proc = await nursery.start(partial(trio.run_process, command, stdout=-1, check=False))
+        proc = await nursery.start(partial(run_child_process, command, stdout=-1, check=False))
         line = b""
         while not line.endswith(b"\n"):
             line += await proc.stdout.receive_some(1024)

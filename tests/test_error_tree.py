@@ -156,3 +156,21 @@ def test_errors_are_imported_from_their_module_only() -> None:
                     if alias.name in kit and not module.startswith("claude_trio.testing"):
                         stray.append(f"{path.relative_to(ROOT)}:{node.lineno}: {alias.name}")
     assert stray == []
+
+
+def test_every_error_the_docs_name_is_where_they_say() -> None:
+    """README and the client's docstring name errors a user catches: each is a
+    ClaudeTrioError importable from ``claude_trio.errors`` (the kit's from
+    ``claude_trio.testing``), as README says."""
+    import claude_trio.client
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(all `GatewayError`s, in `claude_trio.errors`)" in readme
+    named = set(re.findall(r"`(\w+(?:Error|Runaway))`", readme))
+    docstring = claude_trio.client.__doc__ or ""
+    named |= set(re.findall(r":class:`~?(?:[\w.]*\.)?(\w+Error)`", docstring))
+    assert {"GatewayUnavailableError", "ConnectionLostError", "SessionLostError"} <= named
+    for name in sorted(named):
+        home = errors if hasattr(errors, name) else claude_trio.testing
+        assert issubclass(getattr(home, name), errors.ClaudeTrioError), name
+        assert name in home.__all__, name

@@ -499,6 +499,14 @@ class Worker:
         await self._writes.record(
             sid, token, {"moves": str(record.moves + 1), "worker": self.id}, clear_pushes=True
         )
+        log.info(
+            "worker %s: took over session %s from worker %s at seq %d",
+            self.id,
+            sid,
+            record.worker or "?",
+            last,
+            extra={"event": "takeover", "session": sid},
+        )
         if plan.prompt is None:
             final = Aborted(
                 reason="the session moved after its last turn: nothing was left to run",

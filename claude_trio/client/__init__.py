@@ -15,8 +15,11 @@ local ones, and survives dropped connections.
 with the codec; ``raw`` is ``None``) and ends after the execution's final terminal event, as a local
 session's does. ``push``, ``answer``, ``abort`` and ``continue_`` are the gateway's ops.
 
-**Dropped connections.** When the connection drops (the server went away, a proxy cut it, a
-ping went unanswered within ``ping_timeout``), the client reconnects with exponential backoff
+The token: ``token=``, or else the ``CLAUDE_TRIO_TOKEN`` environment variable.
+
+**Dropped connections.** When the connection drops (the server went away or closed it: seen
+at once; a proxy cut it, or the peer went silent: no pong within ``ping_timeout`` of a ping
+sent every ``ping_interval``), the client reconnects with exponential backoff
 (with jitter) and attaches every session it follows again from the last ``seq`` it queued, so
 the consumer sees every event exactly once, in order: no gap, no duplicate
 (``protocol/fanout/follow.py`` decides what to queue, drop and re-attach). If the server no longer
@@ -29,7 +32,19 @@ otherwise (``open``, ``push``, ``answer``,
 it. An op sent while there is no connection waits for the next one. After
 ``reconnect_attempts`` failed attempts in a row (or a refused handshake: a revoked token), the
 client gives up: every waiting op and every session's events raise
-:class:`GatewayUnavailableError` (or :class:`GatewayRefusedError`).
+:class:`GatewayUnavailableError` (or :class:`GatewayRefusedError`): an ``async for`` over
+``session.events`` never hangs on a server that is gone.
+
+**Seeing it happen.** ``session.events`` yields only the session's events (the classes a
+local session yields) and simply pauses while the client reconnects. To show the user what is
+going on, give ``ClientConfig(on_connection=callback)``: a plain function called with
+:class:`Reconnecting` (``attempt``, ``delay``, ``error``) before each attempt,
+:class:`Reconnected` (``attempts``) once a connection is back, :class:`GaveUp` (``error``)
+when the client stops trying. The client also logs each drop and reconnection (logger
+``claude_trio.client.connection``, WARNING).
+
+The errors are all :class:`~claude_trio.errors.GatewayError` subclasses: import them from
+:mod:`claude_trio.errors`.
 
 **Backpressure.** Each session queues at most ``max_queue`` events for its consumer. When a
 consumer falls that far behind, the client detaches that session and attaches it again from
@@ -47,14 +62,25 @@ The parts: ``config.py`` (:class:`ClientConfig`, :class:`ClientStatistics`), ``s
 :class:`GatewayClient`: the connection, its tasks and the reconnection). Import from here.
 """
 
-from claude_trio.client.config import ClientConfig, ClientStatistics
+from claude_trio.client.config import (
+    ClientConfig,
+    ClientStatistics,
+    ConnectionNotice,
+    GaveUp,
+    Reconnected,
+    Reconnecting,
+)
 from claude_trio.client.connection import GatewayClient, connect_gateway
 from claude_trio.client.session import RemoteEvents, RemoteSession
 
 __all__ = [
     "ClientConfig",
     "ClientStatistics",
+    "ConnectionNotice",
     "GatewayClient",
+    "GaveUp",
+    "Reconnected",
+    "Reconnecting",
     "RemoteEvents",
     "RemoteSession",
     "connect_gateway",

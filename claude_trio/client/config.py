@@ -1,19 +1,71 @@
 """The gateway client's settings and figures: :class:`ClientConfig` (its bounds, deadlines and
 reconnection backoff), :class:`ClientStatistics` (what ``GatewayClient.statistics()``
-returns), and the check of the URL ``connect_gateway`` is given.
+returns), what ``ClientConfig.on_connection`` is told while the client reconnects
+(:class:`Reconnecting`, :class:`Reconnected`, :class:`GaveUp`), and the check of the URL
+``connect_gateway`` is given.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import attrs
 
 from claude_trio.protocol.checks import positive_int, seconds
-from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.errors import GatewayError, InvalidParamsError
 
-__all__ = ["ClientConfig", "ClientStatistics"]
+__all__ = [
+    "ClientConfig",
+    "ClientStatistics",
+    "ConnectionNotice",
+    "GaveUp",
+    "Reconnected",
+    "Reconnecting",
+]
+
+
+@attrs.frozen(kw_only=True)
+class Reconnecting:
+    """The connection is down and the client is about to try again: ``attempt`` (1 for the
+    first try after the connection dropped) starts after ``delay`` seconds (0 for the
+    first); ``error`` says why the connection dropped, or why the previous attempt failed."""
+
+    attempt: int
+    delay: float
+    error: str
+
+
+@attrs.frozen(kw_only=True)
+class Reconnected:
+    """A new connection said hello after ``attempts`` attempts; every followed session is
+    attached again from the last event it received (what it missed comes next, exactly
+    once)."""
+
+    attempts: int
+
+
+@attrs.frozen(kw_only=True)
+class GaveUp:
+    """The client stopped trying (``ClientConfig.reconnect_attempts`` failed attempts in a
+    row, or a refused handshake): every waiting op and every session's events raise
+    ``error`` (a :class:`~claude_trio.errors.GatewayUnavailableError` or
+    :class:`~claude_trio.errors.GatewayRefusedError`)."""
+
+    error: GatewayError
+
+
+#: What ``ClientConfig.on_connection`` is called with.
+ConnectionNotice: TypeAlias = Reconnecting | Reconnected | GaveUp
+
+
+def _callable_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not callable(value):
+        raise InvalidParamsError(
+            attribute.name, value, "a function taking a ConnectionNotice, or None"
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -29,8 +81,18 @@ class ClientConfig:
     server that closes the TCP connection without answering the handshake costs:
     trio-websocket 0.12 waits for the answer until then). ``ping_interval`` /
     ``ping_timeout``: a ping every interval; no pong within the timeout -> the connection is
-    presumed dead and replaced. ``close_timeout``: for the closing handshake.
+    presumed dead and replaced (a dead peer is noticed within ``ping_interval +
+    ping_timeout``; a closed one at once). ``close_timeout``: for the closing handshake.
     ``max_message_size``: the largest frame accepted, in characters.
+
+    ``on_connection``: called with a :data:`ConnectionNotice` while the connection is down:
+    :class:`Reconnecting` before each attempt, :class:`Reconnected` when one succeeded,
+    :class:`GaveUp` when the client stops trying (an ``async for`` over a session's events
+    then raises that error). A plain function, called in the client's connection task: keep
+    it quick (to handle notices in a task of yours, ``send_nowait`` them into a memory
+    channel); what it raises ends the ``connect_gateway`` block. The events themselves carry
+    no notice: ``session.events`` yields only the session's events, as a local session's
+    does, and simply goes on once reconnected.
     """
 
     max_queue: int = attrs.field(default=1000, validator=positive_int)
@@ -39,10 +101,13 @@ class ClientConfig:
     backoff_base: float = attrs.field(default=0.2, validator=seconds)
     backoff_max: float = attrs.field(default=5.0, validator=seconds)
     connect_timeout: float = attrs.field(default=10.0, validator=seconds)
-    ping_interval: float = attrs.field(default=20.0, validator=seconds)
-    ping_timeout: float = attrs.field(default=20.0, validator=seconds)
+    ping_interval: float = attrs.field(default=5.0, validator=seconds)
+    ping_timeout: float = attrs.field(default=10.0, validator=seconds)
     close_timeout: float = attrs.field(default=5.0, validator=seconds)
     max_message_size: int = attrs.field(default=64 * 2**20, validator=positive_int)
+    on_connection: Callable[[ConnectionNotice], object] | None = attrs.field(
+        default=None, validator=_callable_or_none, eq=False
+    )
 
     def backoff(self, failures: int) -> float:
         """Seconds to wait after ``failures`` failed attempts in a row (at least 1)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
+import os
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -38,7 +39,15 @@ from trio_websocket import (
 )
 
 from claude_trio.actors.session.boundary import raise_unwrapped
-from claude_trio.client.config import ClientConfig, ClientStatistics, _check_url
+from claude_trio.client.config import (
+    ClientConfig,
+    ClientStatistics,
+    ConnectionNotice,
+    GaveUp,
+    Reconnected,
+    Reconnecting,
+    _check_url,
+)
 from claude_trio.client.session import RemoteSession, _follow_error
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import (
@@ -75,7 +84,10 @@ from claude_trio.protocol.fanout.wire import (
     encode_op,
 )
 
-__all__ = ["GatewayClient", "connect_gateway"]
+__all__ = ["TOKEN_ENV", "GatewayClient", "connect_gateway"]
+
+#: Where ``connect_gateway`` reads the token when it is given none.
+TOKEN_ENV = "CLAUDE_TRIO_TOKEN"
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +139,8 @@ class _Connection:
     ws: WebSocketConnection
     number: int
     lost: trio.Event = attrs.field(factory=trio.Event)
+    #: Why it was lost (the first reason given).
+    why: str = "the connection was closed"
     #: Set when it is lost, or when the client closes it.
     stop: trio.Event = attrs.field(factory=trio.Event)
     #: Sent and not answered yet, by op id.
@@ -164,6 +178,10 @@ class GatewayClient:
         self._closing = False
         self._managed = trio.Event()  # the connection manager returned
         self._backoff = trio.CancelScope()  # cancelled by close(): no reconnection then
+        #: Attempts made since the connection dropped (0 while connected).
+        self._attempts = 0
+        self._down_since = 0.0
+        self._last_why = ""
         #: The server's ``hello``, from the latest connection.
         self.hello: HelloFrame | None = None
 
@@ -375,6 +393,15 @@ class GatewayClient:
                 return
             if outcome is None:  # served, then lost: start counting again
                 failures = 0
+                self._attempts = 1
+                self._down_since = trio.current_time()
+                why = self._last_why
+                log.warning(
+                    "claude-trio client: the connection to %s dropped (%s): reconnecting",
+                    self._url,
+                    why,
+                )
+                self._notify(Reconnecting(attempt=1, delay=0.0, error=why))
                 continue
             if isinstance(outcome, GatewayRefusedError):
                 self._give_up(outcome)
@@ -384,10 +411,19 @@ class GatewayClient:
             failures += 1
             limit = config.reconnect_attempts if started() else config.connect_attempts
             if failures >= limit:
-                error = GatewayUnavailableError(
-                    f"could not {'reconnect' if started() else 'connect'} to the gateway at "
-                    f"{self._url} ({failures} attempts): {outcome!r}"
-                )
+                if started():
+                    waited = trio.current_time() - self._down_since
+                    error = GatewayUnavailableError(
+                        f"could not reconnect to the gateway at {self._url} ({failures} "
+                        f"attempts over {waited:.1f} s): {outcome!r}; the sessions it "
+                        "followed go on on the server (attach to them with a new client); "
+                        "ClientConfig.reconnect_attempts makes it try longer"
+                    )
+                else:
+                    error = GatewayUnavailableError(
+                        f"could not connect to the gateway at {self._url} ({failures} "
+                        f"attempts): {outcome!r}"
+                    )
                 self._give_up(error)
                 if not started():
                     raise error
@@ -396,6 +432,9 @@ class GatewayClient:
             log.info(
                 "claude-trio client: connection failed (%r), retrying in %.2f s", outcome, delay
             )
+            if self._attempts:
+                self._attempts += 1
+                self._notify(Reconnecting(attempt=self._attempts, delay=delay, error=repr(outcome)))
             self._backoff = trio.CancelScope()
             with self._backoff:
                 await trio.sleep(delay)
@@ -458,6 +497,12 @@ class GatewayClient:
         else:
             self._connected(conn)
             ready()
+            if self._attempts:
+                attempts, self._attempts = self._attempts, 0
+                log.warning(
+                    "claude-trio client: reconnected to %s after %d attempt(s)", self._url, attempts
+                )
+                self._notify(Reconnected(attempts=attempts))
             await conn.stop.wait()
         finally:
             # A closing handshake when the client closes; otherwise the peer is gone or
@@ -467,12 +512,28 @@ class GatewayClient:
             with trio.move_on_after(grace, shield=True):
                 await ws.aclose()
             self._lost(conn)
+            self._last_why = conn.why
         return failure
 
     async def _hello_on(self, conn: _Connection) -> HelloFrame:
         op = HelloOp(id=self._op_id())
         pending = _Pending(op=op, text=encode_op(op), repeatable=False)
         conn.submit(pending)
+        # A server that took the handshake but never says hello is as good as none.
+        with trio.move_on_after(self._config.connect_timeout):
+            await self._hello_race(conn, pending)
+        if not isinstance(pending.frame, HelloFrame):
+            raise GatewayUnavailableError(
+                f"the connection to {self._url} dropped before the server said hello"
+                if conn.lost.is_set()
+                else f"the server at {self._url} did not say hello within "
+                f"{self._config.connect_timeout:g} s"
+                if pending.frame is None
+                else f"the server at {self._url} answered hello with {pending.frame!r}"
+            )
+        return pending.frame
+
+    async def _hello_race(self, conn: _Connection, pending: _Pending) -> None:
         async with trio.open_nursery() as race:
 
             async def lost() -> None:
@@ -485,13 +546,6 @@ class GatewayClient:
 
             race.start_soon(lost)
             race.start_soon(answered)
-        if not isinstance(pending.frame, HelloFrame):
-            raise GatewayUnavailableError(
-                f"the connection to {self._url} dropped before the server said hello"
-                if pending.frame is None
-                else f"the server at {self._url} answered hello with {pending.frame!r}"
-            )
-        return pending.frame
 
     def _connected(self, conn: _Connection) -> None:
         for session in list(self._sessions.values()):
@@ -502,11 +556,13 @@ class GatewayClient:
             if not pending.abandoned:
                 conn.submit(pending)
 
-    def _lost(self, conn: _Connection) -> None:
+    def _lost(self, conn: _Connection, why: str | None = None) -> None:
         """The connection dropped: sessions stop taking events until re-attached; ops sent
         and unanswered are sent again (repeatable) or fail; unsent ones wait. Idempotent."""
         if conn.lost.is_set():
             return
+        if why is not None:
+            conn.why = why
         conn.lost.set()
         conn.stop.set()
         if self._conn is conn:
@@ -540,6 +596,14 @@ class GatewayClient:
             pending.fail(error)
         for session in list(self._sessions.values()):
             session._wake()
+        if self._attempts and not self._closing:
+            log.error("claude-trio client: %s", error)
+            self._notify(GaveUp(error=error))
+
+    def _notify(self, notice: ConnectionNotice) -> None:
+        """Tell ``ClientConfig.on_connection`` (what it raises ends the client's block)."""
+        if self._config.on_connection is not None:
+            self._config.on_connection(notice)
 
     async def _reader(self, conn: _Connection) -> None:
         await trio.lowlevel.checkpoint()
@@ -557,6 +621,9 @@ class GatewayClient:
                 self._dispatch(conn, frame)
         except ConnectionClosed as exc:
             log.debug("claude-trio client: connection %d closed: %s", conn.number, exc.reason)
+            why = exc.reason
+            said = "" if why is None else f" {why.code} {why.name} {why.reason or ''}".rstrip()
+            self._lost(conn, f"closed{said}")
         finally:
             self._lost(conn)
 
@@ -608,6 +675,7 @@ class GatewayClient:
                     "claude-trio client: no pong within %g s: replacing the connection",
                     config.ping_timeout,
                 )
+                self._lost(conn, f"no pong within {config.ping_timeout:g} s")
                 break
         self._lost(conn)
 
@@ -632,10 +700,12 @@ def _ignore(frame: Frame) -> None:
 
 @asynccontextmanager
 async def connect_gateway(
-    url: str, *, token: str, config: ClientConfig | None = None
+    url: str, *, token: str | None = None, config: ClientConfig | None = None
 ) -> AsyncIterator[GatewayClient]:
     """Connect to a ``serve_gateway`` at ``url`` (``ws://host:port/``) with ``token``; yield
-    the :class:`GatewayClient` once the server said hello.
+    the :class:`GatewayClient` once the server said hello. Without ``token``, the one in
+    the ``CLAUDE_TRIO_TOKEN`` environment variable (as ``claude-trio serve`` reads it); a
+    token given here wins.
 
     Raises :class:`GatewayRefusedError` when the handshake is refused (a wrong token: 401),
     :class:`GatewayUnavailableError` when no connection could be made in
@@ -643,7 +713,17 @@ async def connect_gateway(
     the connection drops later. Nothing started here outlives the block.
     """
     url = _check_url(url)
-    check_token(token)
+    if token is None:
+        token = os.environ.get(TOKEN_ENV)
+        if token is None:
+            raise InvalidParamsError(
+                "token",
+                None,
+                f"the gateway's token: pass token=..., or set {TOKEN_ENV} in the environment",
+            )
+        check_token(token, TOKEN_ENV)
+    else:
+        check_token(token)
     config = config or ClientConfig()
     if not isinstance(config, ClientConfig):
         raise InvalidParamsError("config", config, "a ClientConfig or None")

@@ -1,5 +1,6 @@
 """A real ``redis-server`` for tests: on a free loopback port, in a directory of its own, stopped
-when the block ends (no process is left behind).
+when the block ends, and killed when the process that started it dies, however it dies (no
+process is left behind: ``actors/children.py``).
 
 ``scripts/ensure-redis`` installs the Debian package when the binary is missing. By default the
 server keeps nothing on disk (``--save '' --appendonly no``); ``persist=True`` turns on the
@@ -23,6 +24,7 @@ from urllib.parse import quote
 import attrs
 import trio
 
+from claude_trio.actors.children import open_child_process
 from claude_trio.protocol.errors import ClaudeTrioError
 
 __all__ = ["RedisServer", "RedisServerError", "RedisTLS", "open_redis_server"]
@@ -127,9 +129,8 @@ class RedisServer:
         for _ in range(5 if first else 1):
             if first:
                 self.port = _free_port()
-            process = await trio.lowlevel.open_process(
-                self._argv(), stdin=None, stdout=None, stderr=None, start_new_session=True
-            )
+            # Killed with this process, however it dies (no redis-server is left behind).
+            process = await open_child_process(self._argv(), start_new_session=True)
             self._process = process
             if await self._wait_ready(process):
                 return

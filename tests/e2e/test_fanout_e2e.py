@@ -24,6 +24,7 @@ import pytest
 import trio
 
 from claude_trio import ExecuteParams
+from claude_trio.actors.children import open_child_process
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import SessionLostError
 from claude_trio.protocol.session.events import Result, TextDelta
@@ -75,7 +76,7 @@ async def serve(tmp_path: Path, *argv: str) -> AsyncIterator[Server]:
     work = tmp_path / "work"
     work.mkdir()
     with stderr_path.open("wb") as stderr:
-        process = await trio.lowlevel.open_process(
+        process = await open_child_process(  # dies with the test run
             [*COMMAND, "serve", "--offline", "--port", "0", "--tokens", str(tokens),
              "--cwd-root", str(work), "--log-json", *argv],
             env=command_env(),

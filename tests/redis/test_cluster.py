@@ -3,6 +3,7 @@ through a gateway is what the worker ran, exactly; commands reach the worker and
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 
 import coredis
@@ -265,7 +266,7 @@ async def test_a_push_to_a_worker_that_does_not_answer_is_rejected_in_time(
 
 
 async def test_a_dead_workers_session_moves_and_finishes_elsewhere(
-    redis_server: RedisServer,
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The worker running a session dies mid-turn (its tasks and CLIs gone at once): after
     ``dead_after`` another worker claims the job, stores the move event, runs the turn again
@@ -277,6 +278,7 @@ async def test_a_dead_workers_session_moves_and_finishes_elsewhere(
         await turn.text(f"answered {turn.messages[-1].text}")
 
     url = redis_server.url
+    caplog.set_level(logging.INFO, logger="claude_trio.cli.worker")
     with trio.fail_after(40):
         async with (
             open_gateway(url) as (_fleet, port),
@@ -327,6 +329,12 @@ async def test_a_dead_workers_session_moves_and_finishes_elsewhere(
     assert heir.worker.acknowledged == 1
     assert heir.worker.acknowledged_twice == 0
     assert doomed[0].worker.acknowledged == 0
+    # The heir says so, in one line: which session, from which worker, after which seq.
+    takeovers = [r for r in caplog.records if getattr(r, "event", None) == "takeover"]
+    assert [r.getMessage() for r in takeovers] == [
+        f"worker {heir.worker.id}: took over session {session.id} from worker "
+        f"{doomed[0].worker.id} at seq {moved[0].seq - 1}"
+    ]
 
 
 async def test_an_answer_reaches_the_worker_and_a_wrong_one_is_rejected(

@@ -27,6 +27,7 @@ import pytest
 import trio
 
 from claude_trio import ExecuteParams
+from claude_trio.actors.children import open_child_process
 from claude_trio.client import ClientConfig, RemoteSession, connect_gateway
 from claude_trio.errors import RemoteOpError
 from claude_trio.protocol.cluster.keys import RedisKeys
@@ -60,7 +61,7 @@ class Node:
 async def node(tmp_path: Path, name: str, *argv: str, ready: bytes) -> AsyncIterator[Node]:
     stderr_path = tmp_path / f"{name}.stderr"
     with stderr_path.open("wb") as stderr:
-        process = await trio.lowlevel.open_process(
+        process = await open_child_process(  # dies with the test run
             [*COMMAND, *argv, "--log-json"],
             env=command_env(),
             stdin=subprocess.DEVNULL,
