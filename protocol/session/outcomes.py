@@ -75,7 +75,8 @@ class Outcome(enum.StrEnum):
     deadline) stopped it (``aborted``, with its ``phase``)."""
     CLOSED = "closed"
     """The ``async with open_session(...)`` block was left before the end (``break``, an
-    exception, a cancellation), or a fleet closed or drained before it ran (``aborted``)."""
+    exception, a cancellation), a fleet closed or drained before it ran, or a cluster's
+    session had nothing left to run (its record gone; moved after its last turn) (``aborted``)."""
     RUN_TIMEOUT = "run_timeout"
     """``ExecuteParams.run_timeout`` passed (``aborted``)."""
     IDLE_TIMEOUT = "idle_timeout"
