@@ -186,7 +186,8 @@ class Stopper:
         if lifecycle.ended or lifecycle.aborting:
             await self._end.done.wait()
             return
-        self._apply(self.machine.abort(reason, decided=decided, outcome=outcome))
+        phase = self._end.mapper.activity
+        self._apply(self.machine.abort(reason, decided=decided, outcome=outcome, phase=phase))
         # The stop's own deadlines end it within this bound; the bound only guards against a
         # stopper task that is gone (a bug of ours would otherwise hang a shielded wait).
         bound = self._config.interrupt_timeout + self._config.abort_grace

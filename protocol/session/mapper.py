@@ -38,9 +38,11 @@ Turn fencing
       ``Aborted(usage=..., session_id=...)`` instead of a ``Result``; otherwise
       ``turn_aborted()`` (or ``stream_ended()``) synthesizes it. Its ``outcome`` is the
       abort's (``outcomes.py``: ``ABORTED`` unless the abort said otherwise), its ``phase``
-      what the execution was doing: the CLI's ``aborted_tools`` / ``aborted_streaming``, else
-      ``starting`` before the execution's first turn, ``between_turns`` with no turn open,
-      ``tools`` while a main-thread tool call has no result yet, ``streaming`` otherwise. A turn that completes normally
+      what the execution was doing when the abort was asked for (``activity``, kept by the
+      stop machine): ``starting`` before the execution's first turn, ``between_turns`` with no
+      turn open, ``tools`` while a main-thread tool call has no result yet, ``streaming``
+      otherwise; without one, the CLI's ``aborted_tools`` / ``aborted_streaming``, else the
+      activity when the event is made. A turn that completes normally
       while the abort is pending still gets its ``Result`` (it is real), and the abort is then
       answered by an ``Aborted`` of its own turn number from ``turn_aborted()``. Content that
       arrives after ``abort_requested()`` but before the terminal event is mapped as usual:
@@ -330,7 +332,7 @@ class Mapper:
         return Aborted(
             reason=stop.abort_reason or reason,
             outcome=stop.abort_outcome or outcome,
-            phase=self.activity,
+            phase=stop.abort_phase or self.activity,
         )
 
     @property
@@ -658,7 +660,8 @@ class Mapper:
                 reason=stop.abort_reason,
                 usage=usage,
                 outcome=stop.abort_outcome or Outcome.ABORTED,
-                phase=self.activity,
+                phase=stop.abort_phase,
+                activity=self.activity,
             )
         else:
             error = mapper_system.api_error(message)

@@ -163,16 +163,18 @@ def aborted(
     reason: str | None,
     usage: TurnUsage,
     outcome: Outcome,
-    phase: AbortPhase,
+    phase: AbortPhase | None,
+    activity: AbortPhase,
 ) -> Aborted:
-    """The ``Aborted`` an aborting turn's own result becomes (R5); ``reason`` and ``outcome``:
-    the abort's; ``phase``: what the session saw, unless the CLI's confirmation says."""
+    """The ``Aborted`` an aborting turn's own result becomes (R5); ``reason``, ``outcome`` and
+    ``phase``: the abort's (a ``phase`` of None: the CLI's confirmation says, else
+    ``activity``, what the session sees now)."""
     return Aborted(
         reason=reason or result.terminal_reason or "aborted",
         usage=usage.turn,
         session_id=result.session_id,
         outcome=outcome,
-        phase=abort_phase_of(result.terminal_reason) or phase,
+        phase=phase or abort_phase_of(result.terminal_reason) or activity,
         raw=result,
     )
 

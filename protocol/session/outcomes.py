@@ -20,12 +20,12 @@ Rules:
    older version, too) gets it when it is made. An ``aborted`` event's outcome is given by
    what stopped the execution (``abort()``, a deadline, the session left) and cannot be
    derived; its ``reason`` string stays as it was, for people to read.
-3. ``AbortPhase`` (``Aborted.phase``) is what the execution was doing when it was stopped:
-   ``starting`` (no turn had begun: nothing ran), ``streaming`` (the model was answering),
-   ``tools`` (a tool call was running), ``between_turns`` (the turn had ended; the execution
-   was waiting for a background task or a queued push). The CLI's own confirmation
-   (``terminal_reason`` ``aborted_tools`` / ``aborted_streaming``) wins; else it is what the
-   session saw last.
+3. ``AbortPhase`` (``Aborted.phase``) is what the execution was doing when the stop was asked
+   for: ``starting`` (no turn had begun: nothing ran), ``streaming`` (the model was
+   answering), ``tools`` (a tool call was running), ``between_turns`` (the turn had ended; the
+   execution was waiting for a background task or a queued push). The session sees it from
+   the events so far (``Mapper.activity``); the CLI's own confirmation (``terminal_reason``
+   ``aborted_tools`` / ``aborted_streaming``) is used only when the session could not say.
 """
 
 from __future__ import annotations
