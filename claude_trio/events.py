@@ -16,8 +16,8 @@ its :class:`Outcome` (``COMPLETED``, ``ABORTED``, ``RUN_TIMEOUT``, ``MAX_TURNS``
         case Outcome.COMPLETED: ...
         case Outcome.RUN_TIMEOUT | Outcome.IDLE_TIMEOUT: ...
 
-``collect`` (``claude_trio.streams``) adds a stream up to a :class:`Transcript`. :class:`Usage` is what a turn or an execution
-cost; ``add_usage`` / ``sum_usage`` add figures up.
+``collect`` (``claude_trio.streams``) adds a stream up to a :class:`Transcript`. :class:`Usage`
+is what a turn or an execution cost; ``add_usage`` / ``sum_usage`` add figures up.
 
 This module imports no trio: a websocket client can use it on its own.
 """

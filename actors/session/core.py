@@ -57,10 +57,10 @@ from claude_trio.protocol.session.events import (
     ThinkingDelta,
 )
 from claude_trio.protocol.session.failures import describe_failure, stderr_suffix
-from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.frames import is_host_only, session_state
 from claude_trio.protocol.session.lifecycle import EndCause, ExecutionLifecycle
 from claude_trio.protocol.session.mapper import Mapper
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.stop import INTERRUPT, STOPPED, StopMachine
 
 __all__ = [

@@ -297,7 +297,8 @@ class StopMachine:
     Attributes are read-only outside this file: ``phase``, ``connected``, ``cli_state`` (what
     the CLI last reported: ``running``, ``requires_action``, ``idle``), ``exited``,
     ``released`` (backpressure is off), ``torn_down``, and the answer's ``abort_pending``,
-    ``abort_reason``, ``abort_outcome``, ``abort_phase`` and ``draining`` (read by the mapper on every frame: plain attributes).
+    ``abort_reason``, ``abort_outcome``, ``abort_phase`` and ``draining`` (read by the mapper on
+    every frame: plain attributes).
     """
 
     def __init__(self, lifecycle: ExecutionLifecycle | None = None) -> None:
