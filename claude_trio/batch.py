@@ -534,7 +534,8 @@ async def _batch(
     if interrupted:
         return EXIT_INTERRUPTED, report
     if failure is not None:
-        console.print(f"claude-trio batch: {failure}", markup=False, style="red")
+        errors = Console(stderr=True, highlight=False, soft_wrap=True)
+        errors.print(f"claude-trio batch: {failure}", markup=False, style="red")
         return EXIT_SESSION_ERROR, None
     assert report is not None
     ok = report.progress.failed == 0 and not report.not_started

@@ -9,8 +9,9 @@
 * :func:`open_session` yields a :class:`Session`: ``events`` (an :class:`EventStream`),
   ``push`` (:class:`Accepted` or :class:`Rejected`), ``answer`` (:class:`AnswerAccepted` or
   :class:`AnswerRejected`), ``abort``, the live controls (``context_usage`` ->
-  :class:`ContextUsage`, ``mcp_status`` -> :class:`McpServerStatus`, ...) and ``usage()``
-  (:class:`SessionUsage`). :class:`DriverConfig` sets its deadlines.
+  :class:`ContextUsage`, ``mcp_status`` -> :class:`McpServerStatus`, ...), ``usage`` (a
+  ``Usage``, as every host's handle has) and ``usage_by_turn`` (:class:`SessionUsage`).
+  :class:`DriverConfig` sets its deadlines.
 * ``on_user_input``: a :data:`UserInputHandler`; tool approvals answer with
   :func:`allow_tool`, :func:`deny_tool` or :func:`always_allow_tool` (an
   :class:`ApprovalAnswer`).

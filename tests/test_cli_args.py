@@ -123,6 +123,16 @@ def test_params_kwargs_and_execute_params(tmp_path: Path) -> None:
         "permission_mode": None,
         "cwd": str(tmp_path),
         "resume_session_id": "abc",
+        "fork_session": False,
+        "session_id": None,
+        "resume_session_at": None,
+        "resume_drops_turn": None,
+        "strict_mcp_config": False,
+        "betas": [],
+        "task_budget": None,
+        "include_hook_events": False,
+        "verbatim_prompts": False,
+        "client_app": None,
         "run_timeout": None,
         "idle_timeout": None,
         "max_budget_usd": None,
@@ -429,7 +439,7 @@ def test_a_bad_scope_option_is_refused_by_the_parser(capsys: pytest.CaptureFixtu
         (["--image", "/nonexistent.png"], "a readable image file"),
         (["--agents", "/nonexistent.json"], r"--agents.*a readable file"),
         (["--output-schema", "{schema}"], r"output_schema\.type"),
-        (["--allowed-tools", "Bsh"], r"allowed_tools\[0\]"),
+        (["--allowed-tools", "Bash("], r"allowed_tools\[0\]"),
     ],
 )
 def test_bad_session_surface_options_name_the_problem(
@@ -483,20 +493,26 @@ def test_run_and_demo_record_a_cassette_with_the_same_option(tmp_path: Path) -> 
     assert cli.cassette_path(cli.parse_args(["run", "hi"])) is None
 
 
-def test_record_is_now_run_record_and_says_so(
-    with_key: None,
+def test_record_runs_the_prompt_and_writes_its_cassette_offline_too(
+    no_credentials: None,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     fake = install_runner(monkeypatch, lambda: 0)
-    assert cli.main(["record", "hi", "--model", "sonnet", "--out", str(tmp_path / "c.jsonl")]) == 2
-    err = capsys.readouterr().err
-    assert "claude-trio run PROMPT --record FILE" in err
-    assert fake.calls == []
-    assert not (tmp_path / "c.jsonl").exists()
-    assert cli.main(["--help"]) == 0
-    assert "(now: claude-trio run PROMPT --record FILE)" in capsys.readouterr().out
+    out = tmp_path / "c.jsonl"
+    # One command, no key: the prompt runs on the offline model, its cassette goes to --out.
+    assert cli.main(["record", "hi", "--offline", "--out", str(out)]) == 0
+    [(args, _)] = fake.calls
+    assert (args.command, args.prompt, args.offline) == ("record", "hi", True)
+    assert cli.cassette_path(args) == str(out)
+    assert f"cassette written to {out}" in capsys.readouterr().err
+    # Without --offline it needs credentials, as run does; --out is required.
+    assert cli.main(["record", "hi", "--out", str(out)]) == 2
+    assert "no credentials" in capsys.readouterr().err
+    assert cli.main(["record", "hi"]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert len(fake.calls) == 1
 
 
 @pytest.mark.parametrize("command", [["run", "hi", "--record"], ["demo", "--record"]])
@@ -610,3 +626,34 @@ def test_the_cassette_is_named_when_the_session_ran(
     out = tmp_path / "demo.jsonl"
     assert cli.main(["demo", "--record", str(out)]) == code
     assert (f"claude-trio: cassette written to {out}" in capsys.readouterr().err) == said
+
+
+@pytest.mark.parametrize(
+    ("argv", "offered"),
+    [
+        (["run", "hi"], True),
+        (["run", "hi", "--offline"], False),  # its CLI's folder is deleted at the end
+        (["record", "hi", "--out", "c.jsonl", "--offline"], False),
+        (["demo"], False),
+    ],
+)
+def test_resume_is_offered_only_for_a_session_that_is_kept(argv: list[str], offered: bool) -> None:
+    from claude_trio.events import Result
+    from claude_trio.protocol.session.usage import ZERO_USAGE
+
+    out = io.StringIO()
+    renderer = cli.make_renderer(cli.parse_args(argv), out)
+    assert isinstance(renderer, Renderer)
+    renderer.feed(
+        Result(
+            subtype="success",
+            is_error=False,
+            session_id="sess-9",
+            usage=ZERO_USAGE,
+            execution_usage=ZERO_USAGE,
+            session_usage=ZERO_USAGE,
+            final=True,
+        )
+    )
+    renderer.close()
+    assert ("--resume sess-9" in out.getvalue()) is offered

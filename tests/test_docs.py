@@ -3,7 +3,8 @@
 ``docs/testing.md`` quotes ``docs/examples/*.py``: every Python block on the page must be a
 verbatim excerpt of one of those files, every file must be named on the page, and pytest must
 collect the folder (``testpaths``), where the examples run like any other test. The README's
-"Consuming the stream" section quotes them the same way.
+"Consuming the stream" section and ``docs/offline.md`` (linked from the README) quote them the
+same way.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "testing.md"
+OFFLINE = ROOT / "docs" / "offline.md"
 README = ROOT / "README.md"
 EXAMPLES = ROOT / "docs" / "examples"
 
@@ -34,7 +36,16 @@ def test_every_example_file_is_named_on_the_page() -> None:
     files = sorted(EXAMPLES.glob("test_*.py"))
     assert files
     for path in files:
-        assert f"docs/examples/{path.name}" in page, path.name
+        assert f"docs/examples/{path.name}" in page + OFFLINE.read_text(), path.name
+
+
+def test_the_offline_page_is_linked_from_the_readme_and_names_its_example() -> None:
+    assert "(docs/offline.md)" in README.read_text()
+    page = OFFLINE.read_text()
+    assert python_blocks(page)
+    assert "docs/examples/test_guide_offline.py" in page
+    for name in ("open_offline_model", "open_model_double", "hermetic_env", "Reply", "turns"):
+        assert f"`{name}" in page, name
 
 
 def readme_section(title: str) -> str:
@@ -52,7 +63,10 @@ def test_the_readme_streams_section_names_its_examples() -> None:
     assert "docs/examples/test_guide_streams.py" in STREAMS
 
 
-@pytest.mark.parametrize("block", python_blocks(PAGE.read_text()) + python_blocks(STREAMS))
+@pytest.mark.parametrize(
+    "block",
+    python_blocks(PAGE.read_text()) + python_blocks(STREAMS) + python_blocks(OFFLINE.read_text()),
+)
 def test_every_python_block_of_the_page_is_an_excerpt_of_an_example(block: str) -> None:
     sources = [path.read_text() for path in EXAMPLES.glob("test_*.py")]
     assert any(block in source for source in sources), f"not in docs/examples:\n{block}"

@@ -414,7 +414,7 @@ def test_demo_opens_the_demo_session(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_an_unknown_command_is_refused() -> None:
-    with pytest.raises(InvalidParamsError, match="'run' or 'demo'"):
+    with pytest.raises(InvalidParamsError, match="'run', 'record' or 'demo'"):
         runner.run_command(argparse.Namespace(command="fly", json=False), RecordingSink())
 
 

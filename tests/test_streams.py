@@ -74,7 +74,7 @@ async def test_collect_sorts_a_real_session_into_a_transcript(
 ) -> None:
     async with scripted_session(working, "survey this", on_user_input=pick_a) as session:
         transcript = await collect(session.events)
-        usage = session.usage()
+        usage = session.usage_by_turn
     assert transcript.text == "All done: one file."
     assert isinstance(transcript.terminal, Result)
     assert transcript.terminal.final

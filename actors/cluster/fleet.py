@@ -65,6 +65,7 @@ from claude_trio.protocol.cluster.records import (
 )
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.resume import START_ONLY
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
     InvalidParamsError,
@@ -495,9 +496,10 @@ class RedisFleet:
             **record.params,
             "prompt": prompt,
             "resume_session_id": record.claude_session_id,
-            # As a local fleet's continue: a fork happens once, and the first prompt's images
-            # are in the conversation already.
-            "fork_session": False,
+            # As a local fleet's continue (resume.continuation): a fork, a chosen id, a
+            # truncation address the first start only, and the first prompt's images are in
+            # the conversation already.
+            **START_ONLY,
             "images": [],
         }
         record = attrs.evolve(

@@ -66,6 +66,7 @@ from claude_trio.protocol.cluster.records import (
 )
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.resume import START_ONLY
 from claude_trio.protocol.errors import RemoteProtocolError, SlowSubscriberError
 from claude_trio.protocol.fanout.wire import params_from_json
 from claude_trio.protocol.session.events import (
@@ -346,7 +347,13 @@ class Worker:
                     count=1,
                 ),
             )
-            moved = orphaned[1] if orphaned else ()
+            moved = [
+                entry
+                for entry in (orphaned[1] if orphaned else ())
+                # Our own job, grown idle while Redis was away (the heartbeat re-claims it
+                # only at its next beat): claiming it set its idle time back, nothing to take.
+                if not self._runs_entry(str(entry.identifier))
+            ]
             for entry in moved:
                 await self._begin(nursery, str(entry.identifier), entry.field_values, moved=True)
             if moved:
@@ -359,6 +366,9 @@ class Worker:
             )
             for entry in (got or {}).get(keys.jobs, ()):
                 await self._begin(nursery, entry.identifier, entry.field_values)
+
+    def _runs_entry(self, entry_id: str) -> bool:
+        return any(r.entry_id == entry_id for r in self.running.values())
 
     async def _begin(
         self,
@@ -514,7 +524,11 @@ class Worker:
         # result comes). A first turn that never ended starts the conversation again.
         has_results = any(isinstance(e, Result) for e in stored)
         if record.claude_session_id and "resume_session_id" not in params_json and has_results:
-            params_json["resume_session_id"] = record.claude_session_id
+            # The conversation as it is now (resume.continuation): what addressed its first
+            # start (a chosen id) does not apply to its resume.
+            params_json = {
+                **params_json, **START_ONLY, "resume_session_id": record.claude_session_id
+            }
         params = params_from_json(params_json, allow_cwd=True, allow_env=True)
         moved_job = attrs.evolve(job, params=params_json, after_seq=last + 1)
         return moved_job, params, plan.again

@@ -103,6 +103,7 @@ from claude_trio.actors.session.boundary import open_block_nursery
 from claude_trio.actors.session.pool import CLIPool
 from claude_trio.protocol.checks import check_int, check_text, finite_float, is_number
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.resume import continuation
 from claude_trio.protocol.errors import (
     InvalidParamsError,
     LocalProtocolError,
@@ -281,13 +282,9 @@ class Fleet:
                 "start a new session instead"
             )
         self._check_accepting()
-        params = attrs.evolve(
-            session.params,
-            prompt=prompt,
-            resume_session_id=session.claude_session_id,
-            fork_session=False,  # a fork happens once, at the start; then it is its own
-            images=(),  # the first prompt's images are in the conversation already
-        )  # validates the prompt (InvalidParamsError)
+        # A fork, a chosen id, a truncation address the first start only; the first prompt's
+        # images are in the conversation already. Validates the prompt (InvalidParamsError).
+        params = continuation(session.params, prompt, session.claude_session_id)
         previous = session._next_execution(params)
         x = session._x
         self._idle.pop(session.id, None)

@@ -43,11 +43,13 @@ from claude_trio.actors.session.stopper import run_stopper
 from claude_trio.actors.session.tap import TapTransport
 from claude_trio.actors.session.watchdogs import watch_liveness, watch_timeouts
 from claude_trio.protocol.config.options import check_root_bypass
+from claude_trio.protocol.config.ready import cwd_refusal
 
 __all__ = [
     "DriverConfig",
     "connect_client",
     "drain_client",
+    "missing_cwd",
     "root_refusal",
     "run_sdk_driver",
     "shut_down",
@@ -185,6 +187,17 @@ def subprocess_transport(options: ClaudeAgentOptions) -> Transport:
     read (every message is written with ``query()``): an empty one.
     """
     return CLIProcessTransport(prompt=MessageStream(), options=route_permission_prompts(options))
+
+
+def missing_cwd(options: ClaudeAgentOptions) -> str | None:
+    """Why the CLI could not start in ``options.cwd`` (``None`` when it can, or none is set)."""
+    if options.cwd is None:
+        return None
+    cwd = os.fspath(options.cwd)
+    if os.path.isdir(cwd):
+        return None
+    problem = "is not a directory" if os.path.exists(cwd) else "does not exist"
+    return cwd_refusal(cwd, problem)
 
 
 def root_refusal(options: ClaudeAgentOptions) -> str | None:

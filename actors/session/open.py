@@ -8,7 +8,8 @@
         receipt = await session.push("also check the tests")   # Accepted | Rejected
         await session.answer(request_id, answer)                # without a handler
         await session.abort()
-        session.usage()
+        session.usage                                           # Usage, as every host's handle
+        session.usage_by_turn                                   # SessionUsage: turns, execution
 
 Nothing started here outlives the ``async with``: on success, error, abort or cancellation of
 the caller's scope, the CLI is stopped (interrupted, then killed with what it started if it does
@@ -56,7 +57,13 @@ from claude_trio.actors.session.core import (
     SessionCore,
     stop_gate,
 )
-from claude_trio.actors.session.driver import root_refusal, run_sdk_driver, subprocess_transport
+from claude_trio.actors.session.credentials import credentials_refusal
+from claude_trio.actors.session.driver import (
+    missing_cwd,
+    root_refusal,
+    run_sdk_driver,
+    subprocess_transport,
+)
 from claude_trio.actors.session.event_stream import EventStream
 from claude_trio.actors.session.input_channel import (
     MAX_PENDING_PUSHES,
@@ -207,7 +214,16 @@ class Session:
         """
         await self._core.stopper.abort()
 
-    def usage(self) -> SessionUsage:
+    @property
+    def usage(self) -> Usage:
+        """Every turn of the session so far, interrupted turns included (the same type and
+        meaning as a :class:`SessionHandle`'s ``usage``)."""
+        return self._core.mapper.ledger.session
+
+    @property
+    def usage_by_turn(self) -> SessionUsage:
+        """The same figures broken down: per turn (interrupted turns included), for this
+        execution, and for the session."""
         ledger = self._core.mapper.ledger
         return SessionUsage(turns=ledger.turns, execution=ledger.execution, session=ledger.session)
 
@@ -448,6 +464,11 @@ async def open_session(
     (``actors/session/recorder.py``; replay it with ``claude_trio.testing.replay``); secrets are
     scrubbed. Not with ``pool``.
 
+    A real CLI with no credential to reach a model (no ``ANTHROPIC_API_KEY`` or other key or
+    token variable in this process's environment or ``env``, no ``claude login``, no
+    ``apiKeyHelper``: ``protocol/config/credentials.py``) is not started: the execution ends
+    at once with one ``error`` event (``code="config"``) saying what to set.
+
     ``session_store``: the SDK's ``SessionStore`` (e.g. ``RedisSessionStore``): the CLI's
     transcript is mirrored to it, and a resume loads it from there when this machine's config
     folder does not have it (so a conversation can continue on another machine). Not with
@@ -468,7 +489,10 @@ async def open_session(
     )
     _check_session_store(session_store, pool)
     tools, checked_hooks = _check_extensions(params, custom_tools, pool, hooks)
-    async with open_store_resume(session_store, params, env) as env, open_skills_folder(
+    store_config = config or DEFAULT_CONFIG
+    async with open_store_resume(
+        session_store, params, env, load_timeout=store_config.store_load_timeout
+    ) as env, open_skills_folder(
         params.inline_skills
     ) as skills_folder, _open_session(
         params,
@@ -514,7 +538,12 @@ async def _open_session(
     # Built in dependency order, so nothing needs patching afterwards.
     lifecycle = ExecutionLifecycle()
     stop = StopMachine(lifecycle)
-    mapper = Mapper(passthrough=passthrough, output_schema=params.output_schema, stop=stop)
+    mapper = Mapper(
+        passthrough=passthrough,
+        output_schema=params.output_schema,
+        stop=stop,
+        hook_events=params.include_hook_events,
+    )
     mapper.start_execution()
     stream = EventStream()
     emitter = Emitter(mapper=mapper, stream=stream)
@@ -573,6 +602,7 @@ async def _open_session(
             cli_path=cli_path,
             max_buffer_size=max_buffer_size,
             session_store=session_store,
+            session_store_flush=config.store_flush if session_store is not None else None,
         )
         options = with_extensions(
             options,
@@ -625,9 +655,11 @@ async def _open_session(
         # CLIs the look-up only decides the warning and what adapter_ready says.
         scope_problem = probe_sandbox({**os.environ, **options.env})
     if transport_factory is None and lease is None:
-        refusal = root_refusal(options)
+        refusal = missing_cwd(options) or root_refusal(options)
         if refusal is None and scope_problem and params.scope_enforcement == "hard":
             refusal = scope_refusal(scope_problem)
+        if refusal is None:
+            refusal = credentials_refusal(options)  # else: "Not logged in" as the model's text
 
     if options.resume and refusal is None:
         carried = await resumed_cost(options.env, options.resume)

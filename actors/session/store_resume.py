@@ -29,10 +29,12 @@ async def open_store_resume(
     session_store: SessionStore | None,
     params: ExecuteParams,
     env: Mapping[str, str] | None,
+    *,
+    load_timeout: float = 60.0,
 ) -> AsyncIterator[Mapping[str, str] | None]:
     """Yield the env to run the CLI with: ``env`` itself, or, when ``params`` resumes a session
     the store holds, ``env`` with ``CLAUDE_CONFIG_DIR`` set to a folder holding its transcript
-    (removed after the block)."""
+    (removed after the block). ``load_timeout``: seconds each read of the store may take."""
     if session_store is None or params.resume_session_id is None:
         await trio.lowlevel.checkpoint()
         yield env
@@ -42,6 +44,7 @@ async def open_store_resume(
         resume=params.resume_session_id,
         session_store=session_store,
         env=dict(env or {}),
+        load_timeout_ms=round(load_timeout * 1000),
     )
     materialized = await materialize_resume_session(options)
     if materialized is None:

@@ -1,9 +1,10 @@
 """The ``claude-trio`` command: argument parsing, parameter building and exit codes.
 
 ``main`` is a thin shell: it parses the arguments (:func:`parse_args`, pure) and calls the
-command's function, found in one table, :data:`COMMANDS` (its module imported then). ``run``
-and ``demo`` are :func:`session_command`: it checks what can be checked before anything starts
-(credentials, parameters, where a cassette goes), runs the session in
+command's function, found in one table, :data:`COMMANDS` (its module imported then). ``run``,
+``record`` (``run --record`` under its own name) and ``demo`` are :func:`session_command`: it
+checks what can be checked before anything starts (credentials, parameters, where a cassette
+goes), runs the session in
 ``claude_trio.cli.runner.run_command(args, renderer)`` and maps the outcome to an exit code;
 ``serve``, ``batch`` and ``worker`` live in modules of their own and use the same codes:
 
@@ -35,7 +36,6 @@ from claude_trio.cli.args import (
     EXIT_SESSION_ERROR,
     EXIT_USAGE,
     NO_CREDENTIALS_MESSAGE,
-    RECORD_MOVED,
     THINKING_MODES,
     build_execute_params,
     build_parser,
@@ -73,10 +73,14 @@ __all__ = [
 
 
 def make_renderer(args: argparse.Namespace, stream: TextIO) -> EventSink:
-    """JSON lines for ``--json``, else the terminal renderer (plain text when not a TTY)."""
+    """JSON lines for ``--json``, else the terminal renderer (plain text when not a TTY).
+
+    The demo's and ``--offline`` sessions are not offered for ``--resume``: they live in a
+    temporary folder, deleted when the command ends."""
     if args.json:
         return JsonLinesRenderer(stream)
-    return Renderer(Console(file=stream), show_thinking=args.show_thinking)
+    kept = args.command != "demo" and not getattr(args, "offline", False)
+    return Renderer(Console(file=stream), show_thinking=args.show_thinking, resumable=kept)
 
 
 RunCommand = Callable[[argparse.Namespace, EventSink], int]
@@ -85,7 +89,7 @@ Command = Callable[[argparse.Namespace], int]
 COMMANDS: Mapping[str, str] = {
     "run": "claude_trio.cli:session_command",
     "demo": "claude_trio.cli:session_command",
-    "record": "claude_trio.cli:record_moved",
+    "record": "claude_trio.cli:session_command",
     "serve": "claude_trio.cli.serve:serve_command",
     "batch": "claude_trio.batch:batch_command",
     "worker": "claude_trio.cli.worker:worker_command",
@@ -127,14 +131,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return load_command(args.command)(args)
 
 
-def record_moved(args: argparse.Namespace) -> int:
-    """``claude-trio record PROMPT --out FILE``: now ``run PROMPT --record FILE``."""
-    _errors().print(
-        f"claude-trio: `record` is now `run --record`: {RECORD_MOVED}", markup=False
-    )
-    return EXIT_USAGE
-
-
 def _errors() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -145,9 +141,9 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     cassette = cassette_path(args)
     if cassette is not None:
         check_record_to(cassette)  # fail before anything starts
-    if args.command != "run":
+    if args.command not in ("run", "record"):
         return None
-    if args.remote is not None:
+    if getattr(args, "remote", None) is not None:
         if args.offline or cassette is not None:
             option = "--offline" if args.offline else "--record"
             return (
@@ -168,7 +164,7 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def session_command(args: argparse.Namespace) -> int:
-    """``run`` and ``demo``: one session, its events shown as they come
+    """``run``, ``record`` and ``demo``: one session, its events shown as they come
     (``claude_trio.cli.runner``)."""
     errors = _errors()
     try:

@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import trio
 
@@ -69,6 +70,16 @@ def _port(text: str) -> int:
     return value
 
 
+def _ws_url(text: str) -> str:
+    """``--remote URL``: a websocket URL with a host (checked before anything starts)."""
+    parts = urlsplit(text)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a ws:// or wss:// URL with a host (e.g. ws://127.0.0.1:8765/)"
+        )
+    return text
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -105,21 +116,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--remote",
+        type=_ws_url,
         metavar="URL",
         help="run it on a claude-trio server (ws://host:port/; token in CLAUDE_TRIO_TOKEN)",
     )
     add_record_option(run)
     add_offline_option(run, "the session talks to the built-in scripted model")
 
-    # `record PROMPT --out FILE` became `run PROMPT --record FILE`: the old command line still
-    # parses, so that it can be answered with the new one (cli.record_moved).
+    # `record PROMPT --out FILE` is `run PROMPT --record FILE` under its own name: the command
+    # a user looks for to make a cassette of a prompt.
     record = commands.add_parser(
         "record",
         parents=[output, prompt],
-        help=f"(now: {RECORD_MOVED})",
-        description=f"Replaced: {RECORD_MOVED}.",
+        help="run one prompt and write a cassette of it (as run PROMPT --record FILE)",
+        description="Run one prompt and write a cassette of the CLI's traffic (secrets "
+        "scrubbed) to FILE, to replay in tests with claude_trio.testing.replay(). With "
+        "--offline it needs no API key and no network.",
     )
-    record.add_argument("--out", metavar="FILE", help=f"(now: {RECORD_MOVED})")
+    record.add_argument(
+        "--out", dest="record", metavar="FILE", required=True, help="where the cassette goes"
+    )
+    add_offline_option(record, "the session talks to the built-in scripted model")
 
     demo = commands.add_parser(
         "demo",
@@ -131,10 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_offline_option(demo, "(always so for the demo)")
     add_fanout_commands(commands)
     return parser
-
-
-RECORD_MOVED = "claude-trio run PROMPT --record FILE"
-"""What ``claude-trio record PROMPT --out FILE`` is now."""
 
 
 def add_record_option(command: argparse.ArgumentParser) -> None:
@@ -169,12 +182,24 @@ def _add_prompt_options(run: argparse.ArgumentParser) -> None:
         "a always allow. Without a terminal to ask at, such calls are denied",
     )
     run.add_argument("--resume", metavar="ID", help="resume the session with this id")
+    _conversation_arguments(run)
     run.add_argument("--max-turns", type=_positive_int, metavar="N", help="cap the turns")
     run.add_argument("--cwd", metavar="DIR", help="the agent's working directory")
-    run.add_argument(
+    system = run.add_mutually_exclusive_group()
+    system.add_argument(
         "--system-prompt",
         metavar="S",
         help="replace Claude Code's system prompt with S (default: Claude Code's own)",
+    )
+    system.add_argument(
+        "--append-system-prompt",
+        metavar="S",
+        help="add S to the end of Claude Code's system prompt",
+    )
+    system.add_argument(
+        "--system-prompt-file",
+        metavar="FILE",
+        help="replace Claude Code's system prompt with the text of FILE (read by the CLI)",
     )
     run.add_argument("--thinking", choices=THINKING_MODES, help="extended thinking mode")
     run.add_argument(
@@ -321,7 +346,10 @@ def add_fanout_commands(commands: Any) -> None:
         "--max-live", type=_positive_int, default=4, metavar="N", help="items running at once"
     )
     batch.add_argument(
-        "--remote", metavar="URL", help="run them on a claude-trio server (ws://host:port/)"
+        "--remote",
+        type=_ws_url,
+        metavar="URL",
+        help="run them on a claude-trio server (ws://host:port/)",
     )
     batch.add_argument(
         "--budget",
@@ -360,6 +388,71 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _conversation_arguments(run: argparse.ArgumentParser) -> None:
+    """Where the conversation starts: a fork, a chosen id, a truncated resume."""
+    run.add_argument(
+        "--fork-session",
+        action="store_true",
+        help="with --resume: go on under a new session id, leaving the old session as it was",
+    )
+    run.add_argument(
+        "--session-id",
+        metavar="UUID",
+        help="the id the new conversation gets (with --resume only for --fork-session)",
+    )
+    run.add_argument(
+        "--resume-session-at",
+        metavar="UUID",
+        help="with --resume: load the conversation only up to this message and go on from it",
+    )
+    run.add_argument(
+        "--resume-drops-turn",
+        metavar="UUID",
+        help="with --resume-session-at: the user prompt whose turn is dropped (the CLI refuses "
+        "the resume if more would be)",
+    )
+
+
+def _request_arguments(run: argparse.ArgumentParser) -> None:
+    """What the CLI sends along with its API requests, and what it starts or expands."""
+    run.add_argument(
+        "--strict-mcp-config",
+        action="store_true",
+        help="start no MCP server of the folder's .mcp.json, the user's configuration or "
+        "plugins (settings files still load)",
+    )
+    run.add_argument(
+        "--beta",
+        dest="betas",
+        action="append",
+        metavar="NAME",
+        default=[],
+        help="a beta header for the API requests (e.g. context-1m-2025-08-07); repeatable",
+    )
+    run.add_argument(
+        "--task-budget",
+        type=_positive_int,
+        metavar="TOKENS",
+        help="tell the model its token budget for the task, so it paces itself",
+    )
+    run.add_argument(
+        "--include-hook-events",
+        action="store_true",
+        help="report each hook the CLI runs (passthrough events)",
+    )
+    run.add_argument(
+        "--verbatim",
+        dest="verbatim_prompts",
+        action="store_true",
+        help="deliver the prompt as written: no @file expansion, no slash commands",
+    )
+    run.add_argument(
+        "--client-app",
+        metavar="NAME",
+        help="your app's identifier (my-app/1.0.0), sent with the API requests",
+    )
+
+
 def _tool_list(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
@@ -392,6 +485,7 @@ def _session_surface_arguments(run: argparse.ArgumentParser) -> None:
         help="send the requests to another server (its credential variable must be set)",
     )
     run.add_argument("--fallback-model", metavar="M", help="the model to use when M is overloaded")
+    _request_arguments(run)
     run.add_argument(
         "--agents",
         metavar="FILE",
@@ -490,18 +584,29 @@ def execute_params_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     (pure).
 
     ``architecture_config`` is the keyword arguments of an ``ArchitectureConfig``. Without
-    ``--system-prompt`` the agent gets Claude Code's own system prompt (the preset): the SDK
-    would otherwise send an empty one.
+    ``--system-prompt`` or ``--system-prompt-file`` the agent gets Claude Code's own system
+    prompt (the preset, with ``--append-system-prompt`` at its end): the SDK would otherwise
+    send an empty one.
     """
     return {
         "prompt": args.prompt,
         "model": args.model,
-        "system_prompt": args.system_prompt,
+        "system_prompt": _system_prompt(args),
         "max_turns": args.max_turns,
         "plan_mode": args.plan,
         "permission_mode": getattr(args, "permission_mode", None),
         "cwd": None if args.cwd is None else os.path.abspath(args.cwd),
         "resume_session_id": args.resume,
+        "fork_session": getattr(args, "fork_session", False),
+        "session_id": getattr(args, "session_id", None),
+        "resume_session_at": getattr(args, "resume_session_at", None),
+        "resume_drops_turn": getattr(args, "resume_drops_turn", None),
+        "strict_mcp_config": getattr(args, "strict_mcp_config", False),
+        "betas": getattr(args, "betas", []),
+        "task_budget": getattr(args, "task_budget", None),
+        "include_hook_events": getattr(args, "include_hook_events", False),
+        "verbatim_prompts": getattr(args, "verbatim_prompts", False),
+        "client_app": getattr(args, "client_app", None),
         "run_timeout": getattr(args, "timeout", None),
         "idle_timeout": getattr(args, "idle_timeout", None),
         "max_budget_usd": getattr(args, "max_budget", None),
@@ -518,10 +623,27 @@ def execute_params_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             "claude_thinking": args.thinking,
             "claude_thinking_budget": args.thinking_budget,
             "claude_effort": args.effort,
-            "claude_use_preset": True if args.system_prompt is None else None,
+            "claude_use_preset": True if _uses_preset(args) else None,
             "ollama_base_url": args.ollama_base_url,
         },
     }
+
+
+def _system_prompt(args: argparse.Namespace) -> str | dict[str, str] | None:
+    """``--system-prompt`` as is, ``--append-system-prompt`` (appended to the preset),
+    ``--system-prompt-file`` as the file form (its path made absolute)."""
+    path = getattr(args, "system_prompt_file", None)
+    if path is not None:
+        return {"type": "file", "path": os.path.abspath(path)}
+    append: str | None = getattr(args, "append_system_prompt", None)
+    replace: str | None = args.system_prompt
+    return append if append is not None else replace
+
+
+def _uses_preset(args: argparse.Namespace) -> bool:
+    """Claude Code's own prompt, unless ``--system-prompt`` or ``--system-prompt-file``
+    replaces it."""
+    return args.system_prompt is None and getattr(args, "system_prompt_file", None) is None
 
 
 def build_execute_params(args: argparse.Namespace) -> ExecuteParams:
@@ -553,7 +675,8 @@ def build_execute_params(args: argparse.Namespace) -> ExecuteParams:
 
 
 def cassette_path(args: argparse.Namespace) -> str | None:
-    """Where ``run --record`` or ``demo --record`` writes its cassette (``None``: nowhere)."""
+    """Where ``run --record``, ``record --out`` or ``demo --record`` writes its cassette
+    (``None``: nowhere)."""
     path = getattr(args, "record", None)
     return None if path is None else str(path)
 

@@ -185,10 +185,18 @@ class Renderer:
     """
 
     def __init__(
-        self, console: Console, *, show_thinking: bool = True, spinner: bool = True
+        self,
+        console: Console,
+        *,
+        show_thinking: bool = True,
+        spinner: bool = True,
+        resumable: bool = True,
     ) -> None:
         self.console = console
         self.show_thinking = show_thinking
+        #: Whether the session outlives the command, so that the final result can offer
+        #: ``--resume ID`` (not for the demo or ``--offline``: their CLI's folder is deleted).
+        self.resumable = resumable
         #: Whether :meth:`wait` shows a spinner (on a terminal) while the next event is awaited.
         self.spinner = spinner
         self._open_style: str | None = None  # style of the streamed line still open, if any
@@ -496,7 +504,7 @@ class Renderer:
         self._line(0, "─ " + " · ".join(parts), STYLE_DIM)
         if event.final and event.execution_usage != event.usage:
             self._line(0, f"─ total: {format_usage(event.execution_usage)}", STYLE_DIM)
-        if event.final and event.session_id:
+        if event.final and event.session_id and self.resumable:
             self._line(0, f"─ resume with --resume {event.session_id}", STYLE_DIM)
 
 

@@ -233,7 +233,7 @@ def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
     cassette = cassette_path(args)
     recording: dict[str, Any] = {} if cassette is None else {"record_to": cassette}
     match args.command:
-        case "run":
+        case "run" | "record":
             params = build_execute_params(args)
             handler = user_input_handler(args, sink, stdin_is_tty=sys.stdin.isatty())
             if getattr(args, "remote", None) is not None:
@@ -252,7 +252,7 @@ def session_opener(args: argparse.Namespace, sink: EventSink) -> SessionOpener:
         case "demo":
             return functools.partial(open_demo_session, **recording)
         case other:
-            raise InvalidParamsError("command", other, "'run' or 'demo'")
+            raise InvalidParamsError("command", other, "'run', 'record' or 'demo'")
 
 
 @asynccontextmanager

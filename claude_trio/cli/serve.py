@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import ipaddress
 import json
 import logging
 import os
 import secrets
 import signal
+import socket
 import stat
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -49,6 +51,8 @@ import trio
 
 from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.actors.fanout.gateway import serve_gateway
+from claude_trio.actors.fanout.hosts import ServedHost
+from claude_trio.actors.session.boundary import open_block_nursery, raise_unwrapped
 from claude_trio.cli.args import (
     EXIT_OK,
     EXIT_SESSION_ERROR,
@@ -224,6 +228,39 @@ async def _sessions_env(offline: bool) -> AsyncIterator[Mapping[str, str] | None
         yield model.env
 
 
+def listen_problem(exc: OSError, host: str, port: int) -> str:
+    """Why ``serve`` cannot listen on ``host:port``, in one line that says what to do."""
+    where = f"cannot listen on {host}:{port}"
+    if isinstance(exc, socket.gaierror):
+        return (
+            f"{where}: --host {host} is not an address of this machine (it does not resolve); "
+            "give an IP address such as 127.0.0.1 or 0.0.0.0"
+        )
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"{where}: port {port} is taken (another program listens on it); choose another "
+            "with --port N (--port 0: any free port)"
+        )
+    if exc.errno == errno.EACCES:
+        return (
+            f"{where}: permission denied (ports below 1024 need privileges); choose another "
+            "with --port N"
+        )
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"{where}: --host {host} is not an address of this machine"
+    return f"{where}: {exc.strerror or exc}"
+
+
+async def _start_gateway(nursery: trio.Nursery, host: ServedHost, config: ServeConfig) -> int:
+    """Start the gateway in ``nursery``; its port. A socket that cannot listen is a
+    ``ServeUsageError`` saying why (see :func:`listen_problem`)."""
+    try:
+        port: int = await nursery.start(partial(serve_gateway, host, **_gateway_options(config)))
+    except OSError as exc:
+        raise ServeUsageError(listen_problem(exc, config.host, config.port)) from None
+    return port
+
+
 async def serve(config: ServeConfig, out: TextIO) -> int:
     """Run the server until a signal; see the module docstring."""
     if config.redis is not None:
@@ -234,15 +271,9 @@ async def serve(config: ServeConfig, out: TextIO) -> int:
             open_fleet(
                 max_live=config.max_live, replay_buffer=config.replay_buffer, env=env
             ) as fleet,
-            trio.open_nursery() as nursery,
+            open_block_nursery() as nursery,
         ):
-            port = await nursery.start(
-                partial(
-                    serve_gateway,
-                    fleet,
-                    **_gateway_options(config),
-                )
-            )
+            port = await _start_gateway(nursery, fleet, config)
             url = url_for(config.host, port)
             print(f"claude-trio serve: listening on {url}", file=out)
             if config.token_generated:
@@ -286,8 +317,17 @@ async def serve(config: ServeConfig, out: TextIO) -> int:
     return EXIT_OK
 
 
-async def serve_cluster(config: ServeConfig, out: TextIO) -> int:
+async def serve_cluster(config: ServeConfig, out: TextIO) -> int:  # noqa: ASYNC910 - raises
     """``serve --redis``: the gateway over a Redis cluster's sessions (it runs none itself)."""
+    try:
+        return await _serve_cluster(config, out)
+    except BaseExceptionGroup as group:
+        # The Redis fleet's nursery wraps what its block raised (a port that is taken).
+        raise_unwrapped(group, None)
+
+
+async def _serve_cluster(config: ServeConfig, out: TextIO) -> int:
+    """``serve_cluster``'s work."""
     from claude_trio.actors.cluster.fleet import open_redis_fleet
     from claude_trio.redis_url import open_redis
 
@@ -296,17 +336,13 @@ async def serve_cluster(config: ServeConfig, out: TextIO) -> int:
         async with (
             open_redis(config.redis) as redis,
             open_redis_fleet(
-                redis, command_timeout=config.command_timeout, replay_buffer=config.replay_buffer
+                redis,
+                command_timeout=config.command_timeout,
+                replay_buffer=config.replay_buffer,
             ) as fleet,
-            trio.open_nursery() as nursery,
+            open_block_nursery() as nursery,
         ):
-            port = await nursery.start(
-                partial(
-                    serve_gateway,
-                    fleet,
-                    **_gateway_options(config),
-                )
-            )
+            port = await _start_gateway(nursery, fleet, config)
             print(f"claude-trio serve: listening on {url_for(config.host, port)}", file=out)
             if config.token_generated:
                 print(f"token: {config.token}", file=out)
@@ -329,8 +365,9 @@ async def serve_cluster(config: ServeConfig, out: TextIO) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    """``claude-trio serve``: the exit code (0; 1 when ``--redis`` names a Redis that cannot be
-    used at start; 2 for a usage error)."""
+    """``claude-trio serve``: the exit code (0; 1 when it cannot listen where asked - the port
+    is taken, the host is not this machine's - or ``--redis`` names a Redis that cannot be used
+    at start; 2 for a usage error). Each failure is one line on stderr."""
     errors = sys.stderr
     try:
         config = serve_config(args, os.environ)
@@ -366,7 +403,7 @@ def serve_command(args: argparse.Namespace) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         try:
             return trio.run(serve, config, sys.stdout)
-        except RedisUnavailableError as exc:
+        except (RedisUnavailableError, ServeUsageError) as exc:
             print(f"claude-trio serve: {exc}", file=errors)
             return EXIT_SESSION_ERROR
     return EXIT_OK

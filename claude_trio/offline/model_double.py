@@ -9,7 +9,14 @@ no network. The double speaks just enough of the Messages API for the bundled CL
   ``message_delta`` (stop reason and final usage) and ``message_stop``.
 * ``POST /v1/messages`` without ``stream`` answers the same reply as one JSON message.
 * ``POST /v1/messages/count_tokens`` answers a rough estimate (the responder is not asked).
-* Anything else answers 404 with the API's JSON error body. Every request is recorded.
+* Anything else answers an HTTP error with the API's JSON error body: another method on those
+  two paths 405 (``allow: POST``), another path 404, a body that is not a JSON object 400, a
+  request that is not HTTP 400 (and the connection is closed). A ``HEAD`` request gets the
+  headers of its answer and no body. Every request is recorded.
+
+No request kills the double: a responder that raises (or returns something that is not a
+response) is answered 500, and :meth:`ModelDouble.check` raises that exception at the end of
+the test, so a bug in a script still fails the test that has it.
 
 A *responder* decides each ``/v1/messages`` answer: ``Callable[[ModelRequest], Response | None]``.
 It gets the parsed request and returns a :class:`Reply`, an :class:`HttpError` or a
@@ -84,6 +91,7 @@ __all__ = [
     "turns",
 ]
 
+_MAX_FAILURES = 8  # a long-running double keeps the first few only
 _MAX_BODY = 64 * 1024 * 1024  # the CLI posts whole conversations; a compaction test can be large
 _RECEIVE_SIZE = 64 * 1024
 
@@ -191,6 +199,9 @@ def _stream_events(reply: Reply, request: ModelRequest, message_id: str) -> list
     return events
 
 
+_ROUTES = frozenset({"/v1/messages", "/v1/messages/count_tokens"})
+
+
 def _error_json(error_type: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": error_type, "message": message}}
 
@@ -224,6 +235,9 @@ class ModelDouble:
     received: int = attrs.field(default=0, init=False)
     unscripted: list[ModelRequest] = attrs.field(factory=list, init=False)
     runaway: bool = attrs.field(default=False, init=False)
+    #: What the responder (or the double itself) raised while answering, the first few; each
+    #: such request was answered 500. :meth:`check` raises the first.
+    failures: list[Exception] = attrs.field(factory=list, init=False)
     port: int | None = attrs.field(default=None, init=False)
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
 
@@ -253,7 +267,10 @@ class ModelDouble:
         return [r for r in self.requests if r.route == "/v1/messages" and r.is_tool_use_summary]
 
     def check(self) -> None:
-        """Raise :class:`ModelDoubleRunaway` if the CLI ran past the script."""
+        """Raise what the responder raised while answering (the first such exception), or
+        :class:`ModelDoubleRunaway` if the CLI ran past the script."""
+        if self.failures:
+            raise self.failures[0]
         if not self.runaway:
             return
         lines = [
@@ -279,7 +296,36 @@ class ModelDouble:
         # A client that drops the connection mid-stream (an aborted turn) is normal, not an error.
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             async with stream:
-                await _HttpConnection(stream, self).serve()
+                try:
+                    await _HttpConnection(stream, self).serve()
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    raise
+                except Exception as exc:
+                    # A bug of ours on one connection: that connection ends, the double serves
+                    # on, and the test fails at check().
+                    self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        if len(self.failures) < _MAX_FAILURES:
+            self.failures.append(exc)
+
+    def _respond_safely(self, request: ModelRequest) -> Response:
+        """The responder's answer; a 500 when it raises or answers something else."""
+        try:
+            response = self._respond(request)
+            if not isinstance(response, HttpError | Reply | StreamError):
+                raise TypeError(
+                    f"the responder answered {response!r}: expected a Reply, an HttpError, a "
+                    "StreamError or None"
+                )
+        except Exception as exc:
+            self._failed(exc)
+            return HttpError(
+                status=500,
+                error_type="api_error",
+                message=f"model double: the responder raised {type(exc).__name__}: {exc}",
+            )
+        return response
 
     def _respond(self, request: ModelRequest) -> Response:
         response = self.responder(request)
@@ -329,6 +375,10 @@ class _HttpConnection:
         self._stream = stream
         self._double = double
         self._conn = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_BODY)
+        #: The request being answered is a HEAD: its answer has headers and no body.
+        self._head = False
+        #: Why the body of the request being answered is not a JSON object (None: it is).
+        self._body_problem: str | None = None
 
     async def serve(self) -> None:
         while True:
@@ -350,10 +400,12 @@ class _HttpConnection:
 
     async def _read_request(self) -> ModelRequest | None:
         """The next request with its whole body, or None when the client is done or broken."""
+        self._head = False
         try:
             event = await self._next_event()
             if not isinstance(event, h11.Request):
                 return None  # ConnectionClosed
+            self._head = event.method == b"HEAD"
             body = bytearray()
             while True:
                 part = await self._next_event()
@@ -367,17 +419,25 @@ class _HttpConnection:
             await self._send_bad_request(exc)
             return None
         parsed: Any = {}
+        self._body_problem = None
         if body:
             try:
                 parsed = json.loads(body)
-            except ValueError:
+            except ValueError as exc:
+                self._body_problem = f"the body is not JSON ({exc})"
                 parsed = {"_unparsed": body.decode(errors="replace")}
+        if not isinstance(parsed, dict):
+            self._body_problem = f"the body is JSON but not an object ({type(parsed).__name__})"
+            parsed = {"_body": parsed}
         request = ModelRequest(
             index=self._double.received,
-            method=event.method.decode(),
-            path=event.target.decode(),
-            headers=tuple((k.decode().lower(), v.decode()) for k, v in event.headers),
-            body=parsed if isinstance(parsed, dict) else {"_body": parsed},
+            method=event.method.decode(errors="replace"),
+            path=event.target.decode(errors="replace"),
+            headers=tuple(
+                (k.decode(errors="replace").lower(), v.decode(errors="replace"))
+                for k, v in event.headers
+            ),
+            body=parsed,
         )
         self._double._record(request)
         return request
@@ -394,16 +454,28 @@ class _HttpConnection:
 
     async def _answer(self, request: ModelRequest) -> None:
         await trio.lowlevel.checkpoint()
-        if request.method == "POST" and request.route == "/v1/messages/count_tokens":
+        if request.route not in _ROUTES:
+            message = f"model double: no route {request.method} {request.path}"
+            await self._send_json(404, _error_json("not_found_error", message))
+            return
+        if request.method != "POST":
+            message = f"model double: {request.route} takes POST, not {request.method}"
+            await self._send_json(
+                405,
+                _error_json("invalid_request_error", message),
+                extra_headers={"allow": "POST"},
+            )
+            return
+        if self._body_problem is not None:
+            message = f"model double: {self._body_problem}"
+            await self._send_json(400, _error_json("invalid_request_error", message))
+            return
+        if request.route == "/v1/messages/count_tokens":
             # Four characters a token is the API's own rule of thumb; the CLI only displays it.
             estimate = max(1, len(json.dumps(dict(request.body))) // 4)
             await self._send_json(200, {"input_tokens": estimate})
             return
-        if request.method != "POST" or request.route != "/v1/messages":
-            message = f"model double: no route {request.method} {request.path}"
-            await self._send_json(404, _error_json("not_found_error", message))
-            return
-        response = self._double._respond(request)
+        response = self._double._respond_safely(request)
         match response:
             case HttpError():
                 message = response.message or f"HTTP {response.status}"
@@ -449,7 +521,8 @@ class _HttpConnection:
             *extra_headers.items(),
         ]
         await self._send(h11.Response(status_code=status, headers=headers))
-        await self._send(h11.Data(data=body))
+        if not self._head:  # the answer to a HEAD has the headers of a GET's, and no body
+            await self._send(h11.Data(data=body))
         await self._send(h11.EndOfMessage())
 
     async def _send_stream(self, events: list[bytes], reply: Reply) -> None:

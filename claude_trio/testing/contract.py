@@ -9,8 +9,9 @@ The rules (``claude_trio.protocol.session.contract``, ARCHITECTURE.md's invarian
 the execution and nothing follows it; a turn's events come before its terminal event; ``seq``
 strictly increases; every ``tool_use`` is reported once and has at most one result, reported
 after it; every user-input request is resolved exactly once; usage never decreases;
-subagent attribution is consistent. Every violation is reported, each with the ``seq`` of the
-event at fault, not just the first.
+``adapter_ready`` comes once, after warnings only (none when the execution ended before its
+CLI started); subagent attribution is consistent. Every violation is reported, each with the
+``seq`` of the event at fault, not just the first.
 
 With pytest, the ``event_contract`` fixture checks every stream a test watched
 (:class:`ContractRecorder`) at teardown, and :func:`assert_contract` fails the test with the

@@ -12,14 +12,14 @@ from typing import Any
 
 import attrs
 
-from claude_trio.protocol.config.models import ADAPTIVE_THINKING_ONLY
-from claude_trio.protocol.config.params import (
+from claude_trio.protocol.config.architecture import (
     EFFORT_LEVELS,
     KNOWN_PRESETS,
-    MCP_SERVER_TYPES,
     THINKING_DISPLAYS,
     THINKING_MODES,
 )
+from claude_trio.protocol.config.models import ADAPTIVE_THINKING_ONLY
+from claude_trio.protocol.config.params import MCP_SERVER_TYPES
 from claude_trio.protocol.config.permissions import PERMISSION_MODES
 from claude_trio.protocol.config.providers import PROVIDERS
 from claude_trio.protocol.config.resume import RESUME_IMMUTABLE, RESUME_NARROW_ONLY

@@ -8,7 +8,9 @@ Rules (as the TypeScript library's model table):
    does not know yet still works.
 3. The CLI's own family aliases (``opus``, ``sonnet``, ``haiku``) pass through unchanged: the CLI
    resolves them to whatever it currently considers the family's default.
-4. Anything else raises :class:`UnknownModelError`, which lists the known aliases.
+4. Anything else raises :class:`UnknownModelError`, which lists the known aliases and, for a
+   mistyped one, the closest ("did you mean 'opus-4.6'?"). With a provider or a base URL
+   (``providers.py``) none of this applies: any model id is the server's business.
 5. ``ADAPTIVE_THINKING_ONLY`` models reject fixed-budget thinking: ``enabled`` becomes ``adaptive``
    and the thinking display defaults to ``summarized`` (Opus 4.7 and Fable 5 silently default to
    ``omitted``). Membership also covers dated and context-suffixed variants of a listed id
@@ -21,6 +23,7 @@ Keep both sets in sync when Anthropic ships a new adaptive-only model.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal, TypeAlias, assert_never
@@ -86,12 +89,19 @@ def context_window(model_id: str | None) -> int | None:
 
 
 def _unknown_model(value: object) -> UnknownModelError:
-    known = ", ".join(sorted([*MODEL_ALIASES, *CLI_FAMILY_ALIASES]))
+    aliases = sorted([*MODEL_ALIASES, *CLI_FAMILY_ALIASES])
+    hint = ""
+    if isinstance(value, str) and value.strip():
+        typed = value.strip().lower()
+        # A mistyped alias is compared with the aliases, a mistyped id with the known ids.
+        close = difflib.get_close_matches(typed, [*aliases, *MODEL_ALIASES.values()], n=1)
+        if close and close[0] != value:
+            hint = f"did you mean {close[0]!r}? "
     return UnknownModelError(
         "model",
         value,
-        f"unknown model alias; use one of {known} or a full model id starting with "
-        f"{FULL_ID_PREFIX!r}",
+        f"{hint}unknown model alias; use one of {', '.join(aliases)} or a full model id "
+        f"starting with {FULL_ID_PREFIX!r} (with a provider or a base URL any id is accepted)",
     )
 
 

@@ -9,9 +9,10 @@ bundled CLI):
    (``ThinkingConfig*.display``, sent as ``--thinking-display``) defaults to ``summarized`` on
    adaptive-only models.
 3. ``claude_effort`` -> ``effort``.
-4. System prompt: a preset -> ``{"type": "preset", "preset": "claude_code"}``, with the
-   ``system_prompt`` as ``"append"``; no preset -> the ``system_prompt`` string as is. ``None``
-   stays ``None``, and the SDK then sends an EMPTY system prompt, not Claude Code's.
+4. System prompt (``system_prompt.py``): a mapping form as is; a preset ->
+   ``{"type": "preset", "preset": "claude_code"}``, with a ``system_prompt`` string as
+   ``"append"``; no preset -> the ``system_prompt`` string as is. ``None`` stays ``None``, and
+   the SDK then sends an EMPTY system prompt, not Claude Code's.
 5. Plan mode = a tool allow-list and a deny list: ``tools`` = :data:`READONLY_BUILTINS`,
    ``disallowed_tools`` = :data:`MUTATING_BUILTINS`. Never ``permission_mode="plan"``: it blocks
    every tool, including the read-only MCP tools a plan-mode caller chose to keep.
@@ -24,7 +25,10 @@ bundled CLI):
    ``permission_mode="default"`` + a ``can_use_tool`` gate for the root-safe way.
 7. ``env`` = ``custom_env``, then ``ollama_baseUrl`` as ``ANTHROPIC_BASE_URL``, then
    ``extra_env`` (the caller's last word, e.g. a test harness pointing at a model double).
-8. ``resume_session_id`` -> ``resume``; ``max_turns``, ``cwd`` and ``mcp_servers`` pass through.
+8. ``resume_session_id`` -> ``resume``; ``max_turns``, ``cwd`` and ``mcp_servers`` pass through,
+   and so do ``strict_mcp_config``, ``session_id``, ``resume_session_at``,
+   ``resume_drops_turn``, ``betas``, ``include_hook_events``, ``verbatim_prompts``,
+   ``client_app``; ``task_budget`` (tokens) -> ``{"total": task_budget}``.
 9. Skills: ``claude_skills`` -> ``skills`` (the SDK also allows the ``Skill`` tool and the setting
    sources it needs). The SDK has no fields for ``skillOverrides``,
    ``skillListingBudgetFraction`` and ``disableSkillShellExecution``; they are Claude Code
@@ -65,12 +69,13 @@ from claude_agent_sdk.types import (
     CanUseTool,
     HookCallback,
     McpServerConfig,
+    SdkBeta,
     SettingSource,
-    SystemPromptPreset,
 )
 
 from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.config.providers import provider_env
+from claude_trio.protocol.config.system_prompt import build_system_prompt
 from claude_trio.protocol.config.tools import MUTATING_BUILTINS, READONLY_BUILTINS, SCHEDULING_TOOLS
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.approvals import ASKING_MODES
@@ -183,22 +188,6 @@ def image_buffer_size(params: ExecuteParams) -> int | None:
     return None
 
 
-def build_system_prompt(
-    system_prompt: str | None, preset: str | None
-) -> str | SystemPromptPreset | None:
-    """Rule 4."""
-    match preset:
-        case None:
-            return system_prompt
-        case "claude_code":
-            config: SystemPromptPreset = {"type": "preset", "preset": "claude_code"}
-            if system_prompt:
-                config["append"] = system_prompt
-            return config
-        case _:  # ArchitectureConfig only admits KNOWN_PRESETS
-            raise InvalidParamsError("claude_usePreset", preset, "'claude_code'")
-
-
 def build_options(
     params: ExecuteParams,
     *,
@@ -262,6 +251,15 @@ def build_options(
         max_buffer_size=image_buffer_size(params),
         resume=params.resume_session_id,
         fork_session=params.fork_session,
+        session_id=params.session_id,
+        resume_session_at=params.resume_session_at,
+        resume_drops_turn=params.resume_drops_turn,
+        strict_mcp_config=params.strict_mcp_config,
+        betas=cast(list[SdkBeta], list(params.betas)),
+        task_budget={"total": params.task_budget} if params.task_budget is not None else None,
+        include_hook_events=params.include_hook_events,
+        verbatim_prompts=params.verbatim_prompts,
+        client_app=params.client_app,
         enable_file_checkpointing=params.file_checkpointing,
         max_turns=params.max_turns,
         cwd=params.cwd,

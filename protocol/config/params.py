@@ -1,14 +1,11 @@
-"""What one execution is asked to do: :class:`ExecuteParams` and its :class:`ArchitectureConfig`.
+"""What one execution is asked to do: :class:`ExecuteParams`.
 
 Everything is validated once, at construction (the edge), so nothing downstream has to wonder:
 a wrong type or value raises :class:`~claude_trio.protocol.errors.InvalidParamsError` naming the
-field, the value and what is allowed. Both classes are frozen; use ``attrs.evolve`` to change one
-(``evolve`` re-runs the validators).
-
-``ArchitectureConfig`` holds the TypeScript library's ``claude_*`` keys (plus ``custom_env``
-and ``ollama_baseUrl``) under snake_case attribute names;
-:meth:`ArchitectureConfig.from_mapping` accepts the TypeScript library's exact keys and
-:meth:`ArchitectureConfig.to_mapping` gives them back.
+field, the value and what is allowed. The class is frozen; use ``attrs.evolve`` to change one
+(``evolve`` re-runs the validators). Its ``architecture_config`` is an
+:class:`~claude_trio.protocol.config.architecture.ArchitectureConfig` (the TypeScript library's
+``claude_*`` keys); the forms of ``system_prompt`` are in ``system_prompt.py``.
 
 ``plan_mode`` and ``permission_mode`` are two different things. ``plan_mode`` is the
 TypeScript library's read-only plan mode: which built-in tools are offered at all (the
@@ -18,40 +15,56 @@ nothing asks. An asking mode (``default``, ``acceptEdits``) turns each tool call
 ask about into a ``user_input_request`` with ``source="tool_permission"`` (``approvals.py``),
 and so needs an ``on_user_input`` handler; ``permission_mode="plan"`` is the CLI's own plan
 mode, which denies shell and edits without asking.
+
+A working directory (``cwd``) is a path on the machine where the session runs, which may not be
+this one (a gateway's client builds ``ExecuteParams`` for a server): that it exists is checked
+when the session starts, before the CLI does (an ``error`` event with ``code="config"``).
 """
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
-from claude_agent_sdk.types import EffortLevel, ThinkingConfig
+from claude_agent_sdk.types import ThinkingConfig
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, best_match
 
-from claude_trio.protocol.checks import (
-    MAX_ARGUMENT_BYTES,
-    check_bool,
-    check_env,
-    check_int,
-    check_number,
-    optional,
-    validator,
+from claude_trio.protocol.checks import check_number, optional, validator
+from claude_trio.protocol.config.architecture import (
+    CONFIG_KEYS,
+    EFFORT_LEVELS,
+    KNOWN_PRESETS,
+    MAX_COUNT,
+    THINKING_DISPLAYS,
+    THINKING_MODES,
+    ArchitectureConfig,
+    _check_bool,
+    _check_optional_nonempty_str,
+    _check_optional_positive_int,
+    _freeze_mapping,
+    _one_of,
+    _optional_mapping,
 )
 from claude_trio.protocol.config.images import ImageInput, check_images
-from claude_trio.protocol.config.models import (
-    ThinkingDisplay,
-    ThinkingMode,
-    effective_thinking,
-    resolve_model,
+from claude_trio.protocol.config.models import effective_thinking, resolve_model
+from claude_trio.protocol.config.params_checks import (
+    check_betas,
+    check_client_app,
+    check_uuid,
+    check_with_resume,
 )
 from claude_trio.protocol.config.permissions import PermissionMode, check_permission_mode
 from claude_trio.protocol.config.providers import check_provider
 from claude_trio.protocol.config.subagents import SubagentDefinition, check_subagents
+from claude_trio.protocol.config.system_prompt import (
+    check_argument_text,
+    check_system_prompt,
+    check_with_preset,
+    freeze_system_prompt,
+)
 from claude_trio.protocol.config.tools import check_tool_names
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.scope import (
@@ -64,286 +77,27 @@ from claude_trio.protocol.extensions.scope import (
 )
 from claude_trio.protocol.extensions.skills import InlineSkill, check_inline_skills
 
-SkillOverride: TypeAlias = Literal["on", "name-only", "user-invocable-only", "off"]
-
-THINKING_MODES: tuple[str, ...] = typing.get_args(ThinkingMode)
-THINKING_DISPLAYS: tuple[str, ...] = typing.get_args(ThinkingDisplay)
-# The TypeScript library lists low/medium/high; the SDK also knows xhigh and max, so we accept
-# its whole set.
-EFFORT_LEVELS: tuple[str, ...] = typing.get_args(EffortLevel)
-SKILL_OVERRIDES: tuple[str, ...] = typing.get_args(SkillOverride)
-KNOWN_PRESETS: frozenset[str] = frozenset({"claude_code"})
-"""System prompt presets the SDK can express (``SystemPromptPreset.preset`` is a Literal of
-these). The SDK drops the preset name on the way to the CLI, so accepting another name would
-silently give ``claude_code``; we refuse it instead."""
+__all__ = [
+    "CONFIG_KEYS",
+    "DEFAULT_HOOK_TIMEOUT",
+    "DEFAULT_TOOL_TIMEOUT",
+    "DEFAULT_USER_INPUT_TIMEOUT",
+    "EFFORT_LEVELS",
+    "KNOWN_PRESETS",
+    "MAX_COUNT",
+    "MCP_SERVER_TYPES",
+    "THINKING_DISPLAYS",
+    "THINKING_MODES",
+    "ArchitectureConfig",
+    "ExecuteParams",
+    "check_mcp_server",
+]
 
 MCP_SERVER_TYPES: tuple[str, ...] = ("stdio", "sse", "http", "sdk")
 
 DEFAULT_USER_INPUT_TIMEOUT = 300.0
 DEFAULT_TOOL_TIMEOUT = 300.0
 DEFAULT_HOOK_TIMEOUT = 30.0
-
-
-def _freeze_mapping(value: Any) -> Any:
-    """Copy a mapping into a read-only view so the caller's dict cannot change a frozen value.
-
-    Anything else is returned as is, for the validator to reject with a clear message.
-    """
-    if isinstance(value, Mapping):
-        return MappingProxyType(dict(value))
-    return value
-
-
-def _optional_str_list(value: Any) -> Any:
-    """A list becomes a tuple (frozen); anything else is left for the validator."""
-    if isinstance(value, list | tuple):
-        return tuple(value)
-    return value
-
-
-def _optional_mapping(value: Any) -> Any:
-    return None if value is None else _freeze_mapping(value)
-
-
-# ---------------------------------------------------------------------------------------------
-# ArchitectureConfig
-# ---------------------------------------------------------------------------------------------
-
-CONFIG_KEYS: Mapping[str, str] = MappingProxyType(
-    {
-        "claude_thinking": "claude_thinking",
-        "claude_thinking_budget": "claude_thinking_budget",
-        "claude_thinking_display": "claude_thinking_display",
-        "claude_effort": "claude_effort",
-        "claude_usePreset": "claude_use_preset",
-        "claude_skills": "claude_skills",
-        "claude_skillOverrides": "claude_skill_overrides",
-        "claude_skillListingBudgetFraction": "claude_skill_listing_budget_fraction",
-        "claude_disableSkillShellExecution": "claude_disable_skill_shell_execution",
-        "custom_env": "custom_env",
-        "ollama_baseUrl": "ollama_base_url",
-    }
-)
-"""The TypeScript library's ``architectureConfig`` keys -> our attribute names."""
-
-_ATTR_TO_CONFIG_KEY = {attr: key for key, attr in CONFIG_KEYS.items()}
-
-
-def _label(attribute: attrs.Attribute[Any]) -> str:
-    """The name users know a field by: the TypeScript library's key for config fields, else
-    the attribute."""
-    return _ATTR_TO_CONFIG_KEY.get(attribute.name, attribute.name)
-
-
-def _one_of(choices: tuple[str, ...]) -> str:
-    return "one of " + ", ".join(repr(c) for c in choices)
-
-
-def _check_optional_choice(choices: tuple[str, ...]) -> Any:
-    def check(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value is not None and value not in choices:
-            raise InvalidParamsError(_label(attribute), value, _one_of(choices) + " or None")
-
-    return check
-
-
-MAX_COUNT = 2**31 - 1
-"""The largest value of an int parameter (turns, token budgets): what the CLI can take."""
-
-
-def _check_optional_positive_int(
-    _inst: object, attribute: attrs.Attribute[Any], value: object
-) -> None:
-    if value is not None:
-        allowed = f"a positive int (at most {MAX_COUNT}) or None"
-        check_int(_label(attribute), value, 1, MAX_COUNT, allowed=allowed)
-
-
-def _check_optional_bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        check_bool(_label(attribute), value, allowed="True, False or None")
-
-
-def _check_bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    check_bool(_label(attribute), value)
-
-
-def _check_optional_nonempty_str(
-    _inst: object, attribute: attrs.Attribute[Any], value: object
-) -> None:
-    if value is not None and not (isinstance(value, str) and value.strip()):
-        raise InvalidParamsError(_label(attribute), value, "a non-empty string or None")
-
-
-def _check_use_preset(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None or isinstance(value, bool):
-        return
-    if isinstance(value, str) and value in KNOWN_PRESETS:
-        return
-    raise InvalidParamsError(
-        _label(attribute),
-        value,
-        "True (the 'claude_code' preset), False/None (no preset), or a preset name: "
-        + ", ".join(repr(p) for p in sorted(KNOWN_PRESETS)),
-    )
-
-
-def _check_skills(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None or value == "all":
-        return
-    if isinstance(value, tuple) and all(isinstance(s, str) and s.strip() for s in value):
-        return
-    raise InvalidParamsError(
-        _label(attribute), value, "a list of non-empty skill names, 'all', or None"
-    )
-
-
-def _check_skill_overrides(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    allowed = "a mapping of skill name -> " + _one_of(SKILL_OVERRIDES)
-    if not isinstance(value, Mapping):
-        raise InvalidParamsError(_label(attribute), value, allowed)
-    for name, override in value.items():
-        if not (isinstance(name, str) and name) or override not in SKILL_OVERRIDES:
-            raise InvalidParamsError(f"{_label(attribute)}[{name!r}]", override, allowed)
-
-
-def _check_fraction(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None:
-        allowed = "a number x with 0 < x <= 1, or None"
-        check_number(_label(attribute), value, above=0, maximum=1, allowed=allowed)
-
-
-def _check_env(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    check_env(_label(attribute), value)
-
-
-def _check_base_url(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    allowed = "an http:// or https:// URL with a host, or None"
-    if not isinstance(value, str):
-        raise InvalidParamsError(_label(attribute), value, allowed)
-    try:
-        parts = urlsplit(value)
-    except ValueError:
-        raise InvalidParamsError(_label(attribute), value, allowed) from None
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InvalidParamsError(_label(attribute), value, allowed)
-
-
-@attrs.frozen(kw_only=True)
-class ArchitectureConfig:
-    """The TypeScript library's ``architectureConfig`` for the claude-code architecture.
-
-    Build it from the TypeScript library's keys with :meth:`from_mapping`. Every field is optional.
-    """
-
-    claude_thinking: ThinkingMode | None = attrs.field(
-        default=None, validator=_check_optional_choice(THINKING_MODES)
-    )
-    """``'adaptive'`` or ``'enabled'``; unset omits thinking (never ``disabled``)."""
-
-    claude_thinking_budget: int | None = attrs.field(
-        default=None, validator=_check_optional_positive_int
-    )
-    """Budget tokens for ``'enabled'``; ignored for adaptive (and for adaptive-only models)."""
-
-    claude_thinking_display: ThinkingDisplay | None = attrs.field(
-        default=None, validator=_check_optional_choice(THINKING_DISPLAYS)
-    )
-    """``'summarized'`` or ``'omitted'``; defaults to ``'summarized'`` on adaptive-only models."""
-
-    claude_effort: EffortLevel | None = attrs.field(
-        default=None, validator=_check_optional_choice(EFFORT_LEVELS)
-    )
-
-    claude_use_preset: bool | str | None = attrs.field(default=None, validator=_check_use_preset)
-    """``True`` or a preset name uses Claude Code's system prompt; a ``system_prompt`` given
-    alongside is appended to it."""
-
-    claude_skills: tuple[str, ...] | Literal["all"] | None = attrs.field(
-        default=None, converter=_optional_str_list, validator=_check_skills
-    )
-    """Skills to enable (``ClaudeAgentOptions.skills``); ``[]`` hides every skill."""
-
-    claude_skill_overrides: Mapping[str, SkillOverride] | None = attrs.field(
-        default=None, converter=_optional_mapping, validator=_check_skill_overrides
-    )
-    claude_skill_listing_budget_fraction: float | None = attrs.field(
-        default=None, validator=_check_fraction
-    )
-    claude_disable_skill_shell_execution: bool | None = attrs.field(
-        default=None, validator=_check_optional_bool
-    )
-
-    custom_env: Mapping[str, str] = attrs.field(
-        factory=dict, converter=_freeze_mapping, validator=_check_env
-    )
-    """Extra environment for the CLI process."""
-
-    ollama_base_url: str | None = attrs.field(default=None, validator=_check_base_url)
-    """Legacy shortcut: becomes ``ANTHROPIC_BASE_URL`` in the CLI's environment."""
-
-    def __attrs_post_init__(self) -> None:
-        env_url = self.custom_env.get("ANTHROPIC_BASE_URL")
-        if self.ollama_base_url is not None and env_url not in (None, self.ollama_base_url):
-            raise InvalidParamsError(
-                "ollama_baseUrl",
-                self.ollama_base_url,
-                f"conflicts with custom_env['ANTHROPIC_BASE_URL']={env_url!r}; set only one",
-            )
-
-    @property
-    def preset(self) -> str | None:
-        """The system prompt preset asked for, or ``None``."""
-        match self.claude_use_preset:
-            case True:
-                return "claude_code"
-            case None | False:
-                return None
-            case str(name):
-                return name
-        raise AssertionError(self.claude_use_preset)  # pragma: no cover - validated at init
-
-    @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any]) -> ArchitectureConfig:
-        """Build from the TypeScript library's exact keys (``claude_usePreset``,
-        ``ollama_baseUrl``, ...)."""
-        if not isinstance(raw, Mapping):
-            raise InvalidParamsError(
-                "architecture_config",
-                raw,
-                "a mapping of the TypeScript library's architectureConfig keys",
-            )
-        kwargs: dict[str, Any] = {}
-        for key, value in raw.items():
-            try:
-                kwargs[CONFIG_KEYS[key]] = value
-            except (KeyError, TypeError):
-                raise InvalidParamsError(
-                    "architecture_config key",
-                    key,
-                    "unknown key; allowed keys: " + ", ".join(CONFIG_KEYS),
-                ) from None
-        return cls(**kwargs)
-
-    def to_mapping(self) -> dict[str, Any]:
-        """The TypeScript library's keys for every field that is set (the inverse of
-        :meth:`from_mapping`)."""
-        out: dict[str, Any] = {}
-        for key, attr in CONFIG_KEYS.items():
-            value = getattr(self, attr)
-            if value is None or (attr == "custom_env" and not value):
-                continue
-            if isinstance(value, tuple):
-                value = list(value)
-            elif isinstance(value, Mapping):
-                value = dict(value)
-            out[key] = value
-        return out
-
 
 # ---------------------------------------------------------------------------------------------
 # ExecuteParams
@@ -363,23 +117,13 @@ def _check_optional_str(_inst: object, attribute: attrs.Attribute[Any], value: o
 def _check_argument(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """A string the CLI gets as a command-line argument: no NUL, within the system's limit."""
     _check_optional_str(_inst, attribute, value)
-    if value is None:
-        return
-    assert isinstance(value, str)
-    if "\0" in value:
-        raise InvalidParamsError(
-            attribute.name,
-            "...",
-            "no NUL character (the CLI gets it as a command-line argument, which cannot hold one)",
-        )
-    size = len(value.encode("utf-8", "surrogatepass"))
-    if size > MAX_ARGUMENT_BYTES:
-        raise InvalidParamsError(
-            attribute.name,
-            f"{size} bytes",
-            f"at most {MAX_ARGUMENT_BYTES} bytes (the CLI gets it as one command-line argument; "
-            "put long instructions in the prompt or a CLAUDE.md file instead)",
-        )
+    if value is not None:
+        assert isinstance(value, str)
+        check_argument_text(attribute.name, value)
+
+
+def _check_system_prompt(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_system_prompt(attribute.name, value)
 
 
 def _check_model(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -420,7 +164,14 @@ def _check_schema(_inst: object, attribute: attrs.Attribute[Any], value: object)
     try:
         Draft202012Validator.check_schema(dict(value))
     except SchemaError as exc:
-        raise InvalidParamsError(attribute.name, exc.message, "a valid JSON Schema") from None
+        # Named by its JSON path (output_schema.properties.a.type) and what is wrong there;
+        # for "valid under none of" the closest alternative says it better.
+        where = attribute.name + exc.json_path.removeprefix("$")
+        closest = best_match(exc.context) if exc.context else None
+        problem = (closest or exc).message
+        raise InvalidParamsError(
+            where, exc.instance, f"{problem} (a JSON Schema, draft 2020-12)"
+        ) from None
     if value.get("type", "object") != "object":
         raise InvalidParamsError(
             f"{attribute.name}.type", value.get("type"), "'object' (the result is an object)"
@@ -479,6 +230,22 @@ def _check_session_id(_inst: object, attribute: attrs.Attribute[Any], value: obj
         raise InvalidParamsError(
             attribute.name, value, "a session id from an earlier result (non-empty, no spaces)"
         )
+
+
+def _check_new_session_id(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_uuid(attribute.name, value, "the id the new conversation gets: uuid.uuid4()")
+
+
+def _check_message_uuid(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_uuid(attribute.name, value, "a message's uuid from the session's transcript")
+
+
+def _check_betas(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_betas(attribute.name, value)
+
+
+def _check_client_app(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_client_app(attribute.name, value)
 
 
 def check_mcp_server(name: str, config: object) -> None:
@@ -546,9 +313,14 @@ class ExecuteParams:
     """An alias (``opus-4.6``), a CLI family alias (``opus``) or a full id; ``None``: the CLI's
     default model."""
 
-    system_prompt: str | None = attrs.field(default=None, validator=_check_argument)
-    """Without a preset: the whole system prompt. ``None`` means an EMPTY system prompt (the SDK
-    sends ``--system-prompt ""``), not Claude Code's; ask for the preset to get that."""
+    system_prompt: str | Mapping[str, Any] | None = attrs.field(
+        default=None, converter=freeze_system_prompt, validator=_check_system_prompt
+    )
+    """Every form the SDK takes (``protocol/config/system_prompt.py``): a string (without a
+    preset the whole system prompt, with ``claude_usePreset`` appended to Claude Code's), or
+    ``{"type": "preset", "preset": "claude_code", "append": ...}``, ``{"type": "custom",
+    "prompt": ...}``, ``{"type": "file", "path": ...}``. ``None`` means an EMPTY system prompt
+    (the SDK sends ``--system-prompt ""``), not Claude Code's; ask for the preset to get that."""
 
     max_turns: int | None = attrs.field(default=None, validator=_check_optional_positive_int)
     """Passed through untouched. The CLI counts it across a resumed session's earlier turns too."""
@@ -571,6 +343,31 @@ class ExecuteParams:
     mcp_servers: Mapping[str, Any] = attrs.field(
         factory=dict, converter=_freeze_mapping, validator=_check_mcp_servers
     )
+    strict_mcp_config: bool = attrs.field(default=False, validator=_check_bool)
+    """Start only the servers of ``mcp_servers`` (and the session's own tools): none of the
+    repository's ``.mcp.json``, the user's configuration or plugins (the CLI's
+    ``--strict-mcp-config``). Settings files still load (``setting_sources``)."""
+
+    betas: tuple[str, ...] = attrs.field(default=(), converter=_tool_tuple, validator=_check_betas)
+    """Beta headers the CLI sends with its API requests (``context-1m-2025-08-07``)."""
+
+    task_budget: int | None = attrs.field(default=None, validator=_check_optional_positive_int)
+    """An API-side budget in tokens the model is told of, so that it paces its tool use and
+    wraps up before it (the CLI's ``--task-budget``; the API's task-budgets beta)."""
+
+    include_hook_events: bool = attrs.field(default=False, validator=_check_bool)
+    """The CLI reports each hook it runs (the settings files' and the session's own, such as
+    its stop gate on ``PreToolUse``): ``passthrough`` events of ``frame_type``
+    ``system:hook_started`` and ``system:hook_response``."""
+
+    verbatim_prompts: bool = attrs.field(default=False, validator=_check_bool)
+    """Deliver the prompt and every push exactly as written: no ``@path`` file expansion, no
+    slash commands (use it for text the end user did not type)."""
+
+    client_app: str | None = attrs.field(default=None, validator=_check_client_app)
+    """Your app's identifier (``my-app/1.0.0``), sent with the CLI's API requests;
+    ``""``: none at all."""
+
     resume_session_id: str | None = attrs.field(default=None, validator=_check_session_id)
     """Resume this session. Needs the same ``cwd`` and ``CLAUDE_CONFIG_DIR``; see ``resume.py``
     for the settings that must not change."""
@@ -657,6 +454,22 @@ class ExecuteParams:
     old one is left as it was, and can be resumed again). The settings a resume must keep
     (``protocol/config/resume.py``) apply to a fork too: it replays the same history."""
 
+    session_id: str | None = attrs.field(default=None, validator=_check_new_session_id)
+    """The id of the conversation this start creates (a UUID), instead of one the CLI picks:
+    results, ``turn_started`` and ``adapter_ready`` carry it. With ``resume_session_id`` only
+    for a fork (``fork_session=True``)."""
+
+    resume_session_at: str | None = attrs.field(default=None, validator=_check_message_uuid)
+    """With ``resume_session_id``: load the conversation only up to and including this
+    message (its ``uuid``: an ``assistant_message``'s, or a transcript entry's) and go on from
+    there. With ``fork_session=True`` the original stays whole."""
+
+    resume_drops_turn: str | None = attrs.field(default=None, validator=_check_message_uuid)
+    """With ``resume_session_at``: the uuid of the user prompt whose turn the truncation drops.
+    The CLI then refuses the resume (the execution fails, its message says ``Resume rejected by
+    --resume-drops-turn``) when anything else would be dropped with it, such as a push the
+    session took in mid-turn."""
+
     file_checkpointing: bool = attrs.field(default=False, validator=_check_bool)
     """The CLI keeps a copy of each file before its tools change it, so that
     ``session.rewind_files(user_message_uuid)`` can restore the files as they were before that
@@ -719,6 +532,8 @@ class ExecuteParams:
                 "only with resume_session_id (a fork starts a new session from an old one's "
                 "history)",
             )
+        check_with_resume(self)
+        check_with_preset(self.system_prompt, self.architecture_config.preset)
         if self.confined and self.cwd is not None:
             # The working directory is in the scope: it must be a path the rules can name.
             normalize_path("cwd", self.cwd)

@@ -14,6 +14,9 @@ Rules:
    a ``warning`` (``code="scope_unconfined"``, :func:`scope_warning`) before ``adapter_ready``.
    A scope with ``setting_sources`` named gets a ``config_changed`` warning that those files
    may widen it.
+4. A ``cwd`` that is not an existing directory where the session runs: the execution does not
+   start (one ``error``, ``code="config"``, :func:`cwd_refusal`), instead of a CLI that exits at
+   once.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_trio.protocol.config.models import is_adaptive_only
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.redact import redact_secrets
+from claude_trio.protocol.config.system_prompt import system_prompt_form
 from claude_trio.protocol.config.tools import READONLY_BUILTINS
 from claude_trio.protocol.session.events import AdapterReady
 
@@ -61,6 +65,14 @@ def config_warnings(params: ExecuteParams) -> list[str]:
             "and additional directories may widen it"
         )
     return out
+
+
+def cwd_refusal(cwd: str, problem: str) -> str:
+    """The error of an execution whose working directory the CLI cannot start in (rule 4)."""
+    return (
+        f"cwd={cwd!r} {problem}, so the CLI cannot start in it. Create the directory first, "
+        "or pass the path of an existing one (cwd is a path on the machine the session runs on)"
+    )
 
 
 def scope_refusal(problem: str) -> str:
@@ -142,4 +154,15 @@ def adapter_ready(
         setting_sources=(
             tuple(options.setting_sources) if options.setting_sources is not None else None
         ),
+        system_prompt=system_prompt_form(options.system_prompt),
+        strict_mcp_config=options.strict_mcp_config,
+        session_id=options.session_id,
+        fork_session=options.fork_session,
+        resume_session_at=options.resume_session_at,
+        resume_drops_turn=options.resume_drops_turn,
+        betas=tuple(options.betas),
+        task_budget=options.task_budget["total"] if options.task_budget is not None else None,
+        include_hook_events=options.include_hook_events,
+        verbatim_prompts=options.verbatim_prompts,
+        client_app=options.client_app,
     )

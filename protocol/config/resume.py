@@ -19,11 +19,21 @@ Rules (as the TypeScript library's session-resume rules):
    are not (they travel with each start), so they may change.
 5. A fork (``fork_session=True`` with ``resume_session_id``) replays the same history under a
    new session id: the same settings are immutable, and the same requirements apply. The old
-   session is left as it was; the fork's id is the one its results report.
+   session is left as it was; the fork's id is the one its results report (or
+   ``session_id``, when the caller chose it).
+6. Addressing a start (:data:`START_ONLY`: ``session_id``, ``resume_session_at``,
+   ``resume_drops_turn``, ``fork_session``) is not a setting of the conversation: it says where
+   ONE start begins, and is never compared. A continuation (``Fleet.continue_``, a cluster's
+   move to another worker) resumes the conversation as it is now, so it drops them
+   (:func:`continuation`). The options added with it (``strict_mcp_config``, ``betas``,
+   ``task_budget``, ``include_hook_events``, ``verbatim_prompts``, ``client_app``, the system
+   prompt) travel with each start and may change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -44,6 +54,27 @@ RESUME_IMMUTABLE: frozenset[str] = frozenset(
 )
 """Settings a resumed session must keep (model by its resolved id, the rest as the ``claude_*``
 keys)."""
+
+START_ONLY: Mapping[str, Any] = MappingProxyType(
+    {
+        "fork_session": False,
+        "session_id": None,
+        "resume_session_at": None,
+        "resume_drops_turn": None,
+    }
+)
+"""The fields that address one start of a conversation (rule 6), with the value a continuation
+gives them."""
+
+
+def continuation(params: ExecuteParams, prompt: str, session_id: str) -> ExecuteParams:
+    """The params that continue the conversation ``session_id`` (the CLI's id) with ``prompt``:
+    ``params`` resumed, without what addressed its first start (rule 6) and without the first
+    prompt's images (they are in the conversation already)."""
+    return attrs.evolve(
+        params, prompt=prompt, resume_session_id=session_id, images=(), **START_ONLY
+    )
+
 
 RESUME_NARROW_ONLY: frozenset[str] = frozenset(
     {"allowed_paths", "read_only_paths", "disallowed_paths", "scope_enforcement"}
@@ -82,6 +113,10 @@ _CONSTRAINTS = ResumeConstraints(
         "max_turns counts the resumed session's earlier turns too: omit it or set it generously",
         "fork_session=True (with resume_session_id) continues the history under a new session "
         "id; the old session stays resumable, and the same settings must not change",
+        "session_id with resume_session_id only with fork_session=True: it names the fork",
+        "resume_session_at is the uuid of a message of that session's transcript (only with "
+        "resume_session_id); resume_drops_turn, the uuid of the user prompt whose turn it drops "
+        "(only with resume_session_at)",
     ),
 )
 

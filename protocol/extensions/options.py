@@ -11,7 +11,10 @@ Applied by ``open_session`` over :func:`~claude_trio.protocol.config.options.bui
    SDK warn that ``can_use_tool`` is shadowed for them.
 2. Inline skills: their plugin folder is added to ``plugins``; when ``skills`` is a list of
    names (``claude_skills``), the inline skills' qualified names are added to it, so a filter
-   on the skills on disk never hides the session's own.
+   on the skills on disk never hides the session's own. In a confined path scope
+   (``permissions.blockReadsOutsideWorkingDirectories`` in the settings) the folder is added
+   to ``add_dirs`` as a read-only folder (``Edit`` deny rules, as for ``read_only_paths``):
+   otherwise the model could open a skill but not read the files its instructions name.
 3. Hooks: the session's hooks' matchers are added to ``hooks`` after the ones already there
    (the stop gate comes first for ``PreToolUse``).
 """
@@ -19,6 +22,7 @@ Applied by ``open_session`` over :func:`~claude_trio.protocol.config.options.bui
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -27,6 +31,7 @@ from claude_agent_sdk.types import HookEvent, McpServerConfig, SdkPluginConfig
 
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.custom_tools import SERVER_NAME, CustomTool
+from claude_trio.protocol.extensions.scope import deny_rules
 from claude_trio.protocol.extensions.skills import InlineSkill
 
 __all__ = ["check_server_name", "with_extensions"]
@@ -70,6 +75,7 @@ def with_extensions(
         if isinstance(options.skills, list):
             names = [skill.qualified_name for skill in skills]
             changes["skills"] = [*options.skills, *(n for n in names if n not in options.skills)]
+        changes.update(_readable_in_scope(options, skills_folder))
     if hooks:
         merged: dict[HookEvent, list[HookMatcher]] = {
             event: list(matchers) for event, matchers in (options.hooks or {}).items()
@@ -78,3 +84,22 @@ def with_extensions(
             merged.setdefault(cast(HookEvent, event), []).extend(matchers)
         changes["hooks"] = merged
     return dataclasses.replace(options, **changes) if changes else options
+
+
+def _readable_in_scope(options: ClaudeAgentOptions, folder: str) -> dict[str, Any]:
+    """The changes that let a confined scope read ``folder`` and not write it (rule 2)."""
+    if not isinstance(options.settings, str):
+        return {}
+    settings = json.loads(options.settings)
+    permissions = settings.get("permissions") if isinstance(settings, dict) else None
+    if not isinstance(permissions, dict):
+        return {}
+    if not permissions.get("blockReadsOutsideWorkingDirectories"):
+        return {}
+    deny = list(permissions.get("deny") or [])
+    deny += [rule for rule in deny_rules([folder], []) if rule not in deny]
+    permissions["deny"] = deny
+    return {
+        "add_dirs": [*options.add_dirs, folder],
+        "settings": json.dumps(settings, sort_keys=True),
+    }

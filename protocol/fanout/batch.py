@@ -6,7 +6,8 @@ Rules:
 1. **Items.** Each line of a batch file is a prompt (a JSON string) or an object with
    ``"prompt"`` and any other ``ExecuteParams`` field (the wire's names, ``PARAMS_FIELDS``),
    plus an optional ``"key"``. An item without a key is keyed by its line number (``"3"``);
-   keys must be unique. A line that is not one of these is an error naming the line.
+   keys must be unique. A line that is not one of these is an error naming the line; a file
+   with several is one error naming every one of them.
 2. **An attempt** is one session run to its final event. Its outcome: ``ok`` when the final
    event is a result that is not an error; its cost and usage are the sum over its turns
    (an interrupted turn included).
@@ -57,41 +58,63 @@ class BatchItem:
 def parse_items(
     lines: Iterable[str], *, source: str = "the batch file", defaults: Mapping[str, Any] = {}
 ) -> list[BatchItem]:
-    """The items of a batch file (rule 1); ``defaults``: params fields an item does not set."""
+    """The items of a batch file (rule 1); ``defaults``: params fields an item does not set.
+
+    Every line is read before anything is decided: a file with bad lines is one
+    ``BatchFileError`` that names each of them, with its number and problem, one per line.
+    """
     items: list[BatchItem] = []
+    problems: list[BatchFileError] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        where = f"{source}, line {number}"
         try:
-            value = json.loads(line)
-        except ValueError as exc:
-            raise BatchFileError(where, f"not JSON ({exc})") from None
-        if isinstance(value, str):
-            value = {"prompt": value}
-        if not isinstance(value, dict):
-            raise BatchFileError(where, "expected a prompt (a JSON string) or an object")
-        fields = dict(value)
-        key = fields.pop("key", str(number))
-        if not (isinstance(key, str) and key.strip()) or len(key) > 256:
-            raise BatchFileError(where, f"key={key!r}: expected a non-empty string (<= 256)")
-        if key in seen:
-            raise BatchFileError(where, f"key {key!r} is already the key of line {seen[key]}")
-        seen[key] = number
-        unknown = sorted(set(fields) - set(PARAMS_FIELDS))
-        if unknown:
-            raise BatchFileError(
-                where,
-                f"unknown field(s) {unknown}; an item has key, {', '.join(PARAMS_FIELDS)}",
-            )
-        merged = {**{k: v for k, v in defaults.items() if v is not None}, **fields}
-        try:
-            params = params_from_json(merged, allow_cwd=True, allow_env=True)
-        except WireError as exc:
-            raise BatchFileError(where, exc.message) from None
-        items.append(BatchItem(key=key, params=params))
+            items.append(_parse_item(line, number, source, defaults, seen))
+        except BatchFileError as exc:
+            problems.append(exc)
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise BatchFileError(
+            source,
+            f"{len(problems)} lines are not items:\n" + "\n".join(str(p) for p in problems),
+        )
     return items
+
+
+def _parse_item(
+    line: str, number: int, source: str, defaults: Mapping[str, Any], seen: dict[str, int]
+) -> BatchItem:
+    """One line's item; ``seen``: the keys of the lines before it (this one's is added)."""
+    where = f"{source}, line {number}"
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        raise BatchFileError(where, f"not JSON ({exc})") from None
+    if isinstance(value, str):
+        value = {"prompt": value}
+    if not isinstance(value, dict):
+        raise BatchFileError(where, "expected a prompt (a JSON string) or an object")
+    fields = dict(value)
+    key = fields.pop("key", str(number))
+    if not (isinstance(key, str) and key.strip()) or len(key) > 256:
+        raise BatchFileError(where, f"key={key!r}: expected a non-empty string (<= 256)")
+    if key in seen:
+        raise BatchFileError(where, f"key {key!r} is already the key of line {seen[key]}")
+    seen[key] = number
+    unknown = sorted(set(fields) - set(PARAMS_FIELDS))
+    if unknown:
+        raise BatchFileError(
+            where,
+            f"unknown field(s) {unknown}; an item has key, {', '.join(PARAMS_FIELDS)}",
+        )
+    merged = {**{k: v for k, v in defaults.items() if v is not None}, **fields}
+    try:
+        params = params_from_json(merged, allow_cwd=True, allow_env=True)
+    except WireError as exc:
+        raise BatchFileError(where, exc.message) from None
+    return BatchItem(key=key, params=params)
 
 
 @attrs.frozen(kw_only=True)

@@ -6,18 +6,22 @@ Rules:
 1. **The operator's policy wins.** A :class:`RemotePolicy` is set when the server starts and no
    op can change it: :func:`remote_params` rewrites what a client asked for.
 2. **Tools.** ``tools="read-only"`` (the default) forces ``plan_mode=True`` on every remote
-   session: the CLI is given only the read-only built-in tools (``options.READONLY_BUILTINS``:
-   Read, Grep, Glob, WebFetch, WebSearch, TodoWrite, AskUserQuestion) and refuses Bash, Edit,
-   Write, NotebookEdit and Task; skills' shell execution is turned off too. MCP servers never
-   come from a client. ``tools="all"`` is the operator's explicit opt-in to everything the CLI
-   does under ``bypassPermissions`` (run commands, write files) as the server's user.
+   session: the CLI is given only the read-only built-in tools (``tools.READONLY_BUILTINS``:
+   reading, searching, the todo tools, ToolSearch, AskUserQuestion) and refuses the mutating
+   ones (``tools.MUTATING_BUILTINS``: Bash, Monitor, Edit, Write, EnterWorktree, Task,
+   SendMessage, ...); skills' shell execution is turned off too. A client's ``tools`` list
+   can only narrow that one. MCP servers never come from a client. ``tools="all"`` is the
+   operator's explicit opt-in to everything the CLI does under ``bypassPermissions`` (run
+   commands, write files) as the server's user.
    A client may choose a ``permission_mode`` that asks or denies (``default``, ``plan``,
    ``dontAsk``): it decides which of the offered tools ask first (the client answers with the
    ``answer`` op), never which tools are offered (``plan_mode`` is forced whatever the mode).
    A mode that runs tools without asking (:data:`WRITING_MODES`) is refused at ``open`` as it
    is for a switch (rule 8); unset, the session runs as every local one does. Settings files
    are not loaded (``setting_sources=()``, and a client may not name any): their hooks,
-   ``statusLine`` and ``apiKeyHelper`` run commands whatever the tool list says.
+   ``statusLine`` and ``apiKeyHelper`` run commands whatever the tool list says. No MCP server
+   of the server's configuration starts either (``strict_mcp_config=True``: none of the
+   folder's ``.mcp.json``, the user's or plugins'): a server's tools are not read-only tools.
 3. **Working directory.** With ``cwd_root`` set, every remote session runs in that folder or,
    when ``allow_cwd`` is on, in a folder below it that the client names relative to it (an
    absolute path must lie inside it too). The client's path is resolved by the gateway
@@ -163,6 +167,7 @@ def remote_params(params: ExecuteParams, policy: RemotePolicy, cwd: str | None) 
             architecture_config=config,
             subagents=subagents,
             setting_sources=(),
+            strict_mcp_config=True,
         )
     if cwd is not None or params.cwd is not None:
         params = attrs.evolve(params, cwd=cwd)

@@ -184,8 +184,19 @@ PARAMS_FIELDS: tuple[str, ...] = (
     "scope_enforcement",
     "setting_sources",
     "fork_session",
+    "session_id",
+    "resume_session_at",
+    "resume_drops_turn",
+    "strict_mcp_config",
+    "betas",
+    "task_budget",
+    "include_hook_events",
+    "verbatim_prompts",
+    "client_app",
 )
 """The ``ExecuteParams`` fields an ``open`` op may carry (``mcp_servers`` never: rule 3).
+``system_prompt`` is a string or one of its mapping forms (a JSON object); the ``file`` form
+reads a file of the server, so it is refused unless ``allow_cwd``.
 ``images`` travel as ``[{"data": "<base64>"}]`` (the type is read from the bytes), ``subagents``
 as ``{name: {"description", "prompt", ...}}``; ``provider`` counts as environment (it sends a
 credential of the server's environment to another server): refused unless ``allow_env``."""
@@ -617,6 +628,13 @@ def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> Ex
                 + ("" if key in LOCAL_ONLY_FIELDS else " (the gateway does not allow it)"),
                 op_id,
             )
+        if key == "system_prompt" and not allow_cwd and _is_file_prompt(obj[key]):
+            raise WireError(
+                "forbidden_field",
+                "params.system_prompt: the 'file' form reads a file on the server (the gateway "
+                "does not allow it); send the prompt's text instead",
+                op_id,
+            )
         if key not in PARAMS_FIELDS:
             raise WireError(
                 "unknown_field",
@@ -645,6 +663,10 @@ def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> Ex
         return ExecuteParams(**kwargs)
     except InvalidParamsError as exc:
         raise WireError("invalid_params", f"params.{exc.field}: {exc}", op_id) from None
+
+
+def _is_file_prompt(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "file"
 
 
 def _images(raw: Any, op_id: str | None, where: str) -> list[ImageInput]:
@@ -718,9 +740,8 @@ def params_to_json(params: ExecuteParams) -> dict[str, Any]:
                     name: {k: v for k, v in attrs.asdict(d).items() if v not in (None, False)}
                     for name, d in value.items()
                 }
-        elif field.name == "output_schema":
-            if value is not None:
-                out[field.name] = dict(value)
+        elif field.name in ("output_schema", "system_prompt") and isinstance(value, Mapping):
+            out[field.name] = dict(value)
         elif field.name in (
             "allowed_tools",
             "disallowed_tools",
@@ -728,6 +749,7 @@ def params_to_json(params: ExecuteParams) -> dict[str, Any]:
             "allowed_paths",
             "read_only_paths",
             "disallowed_paths",
+            "betas",
         ):
             if value:
                 out[field.name] = list(value)

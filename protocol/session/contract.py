@@ -26,6 +26,12 @@ which is allowed), a gateway client's decoded frames. Rules, each with its name:
 ``usage``
     Usage never decreases: from one ``result`` to the next, neither the session's nor the
     execution's totals go down, field by field; no count is negative.
+``ready``
+    An execution whose CLI started reports its configuration first: exactly one
+    ``adapter_ready``, with only ``warning`` events before it. An execution that fails or is
+    aborted before the CLI starts has none: its stream is warnings, then the ``error`` or
+    ``aborted`` that ends it. A second ``adapter_ready``, one after any other event, or any
+    other event with none before it is a violation.
 ``subagent``
     Attribution is consistent: a ``subagent_task_id`` only on an ``is_subagent`` event, and
     only for a task whose ``subagent_started`` came before and whose ``subagent_completed``
@@ -39,6 +45,7 @@ from collections.abc import Iterable
 import attrs
 
 from claude_trio.protocol.session.events import (
+    AdapterReady,
     Event,
     Result,
     SubagentCompleted,
@@ -47,6 +54,7 @@ from claude_trio.protocol.session.events import (
     ToolUse,
     UserInputRequest,
     UserInputResolved,
+    WarningEvent,
     is_terminal,
 )
 from claude_trio.protocol.session.transcript import ends_execution
@@ -54,7 +62,17 @@ from claude_trio.protocol.session.usage import Usage
 
 __all__ = ["RULES", "Violation", "contract_violations", "describe_violations"]
 
-RULES = ("final", "turn", "seq", "tool_use", "tool_result", "user_input", "usage", "subagent")
+RULES = (
+    "final",
+    "turn",
+    "seq",
+    "tool_use",
+    "tool_result",
+    "user_input",
+    "usage",
+    "ready",
+    "subagent",
+)
 """The names of the rules, in the order the module docstring gives them."""
 
 _USAGE_FIELDS = (
@@ -117,6 +135,8 @@ class _Checker:
         self.completed: dict[str, int] = {}
         self.session_usage: tuple[int, Usage] | None = None
         self.execution_usage: tuple[int, Usage] | None = None
+        self.ready: Event | None = None
+        self.before_ready: Event | None = None  # the first event that needed one before it
 
     def flag(self, event: Event | None, rule: str, message: str) -> None:
         self.found.append(
@@ -128,6 +148,7 @@ class _Checker:
         self._order(event)
         if not after_the_end:  # past the end, the ``final`` rule has said it
             self._turns(event)
+            self._ready(event)
         match event:
             case ToolUse():
                 self._tool_use(event)
@@ -147,6 +168,14 @@ class _Checker:
         self.last = event
 
     def finish(self, *, complete: bool) -> list[Violation]:
+        if self.ready is None and self.before_ready is not None:
+            # Whether or not the stream was cut short: adapter_ready was due before this one.
+            self.flag(
+                self.before_ready,
+                "ready",
+                f"{self.before_ready.kind} and no adapter_ready before it (an execution whose "
+                "CLI started reports adapter_ready first, after warnings only)",
+            )
         if complete:
             if self.final is None:
                 self.flag(
@@ -281,6 +310,33 @@ class _Checker:
                     f"{name} went down since the result at seq {seq}: {', '.join(down)}",
                 )
         return (event.seq, usage)
+
+    def _ready(self, event: Event) -> None:
+        if isinstance(event, AdapterReady):
+            if self.ready is not None:
+                self.flag(
+                    event, "ready", f"a second adapter_ready (the first at seq {self.ready.seq})"
+                )
+            elif self.before_ready is not None:
+                before = self.before_ready
+                self.flag(
+                    event,
+                    "ready",
+                    f"adapter_ready after {before.kind} at seq {before.seq}: only warnings "
+                    "come before it",
+                )
+                self.ready = event
+                self.before_ready = None  # reported here, not again at the end
+            else:
+                self.ready = event
+            return
+        if self.ready is not None or self.before_ready is not None:
+            return
+        if isinstance(event, WarningEvent):
+            return
+        if ends_execution(event) and not isinstance(event, Result):
+            return  # failed or aborted before the CLI started: no adapter_ready
+        self.before_ready = event
 
     def _task(self, event: SubagentStarted | SubagentCompleted) -> None:
         task = event.task_id

@@ -136,7 +136,9 @@ class EventBase:
 
 @attrs.frozen(kw_only=True)
 class AdapterReady(EventBase):
-    """The first event of every execution: the configuration it really runs with.
+    """The first event of every execution whose CLI started (after warnings only): the
+    configuration it really runs with. An execution that fails or is aborted before the CLI
+    starts has none.
 
     Everything resolved (the model id, thinking, the tools, the provider, the versions), with
     every secret masked (``protocol/config/redact.py``). Warnings about the configuration (an option
@@ -187,6 +189,23 @@ class AdapterReady(EventBase):
     """Bash runs in the CLI's OS sandbox (a scoped execution whose sandbox can run)."""
     setting_sources: tuple[str, ...] | None = None
     """The settings files the CLI loads (``None``: its default, all of them)."""
+    system_prompt: str | None = None
+    """Which system prompt the CLI got: ``None`` (empty), ``"custom"``, ``"preset"``,
+    ``"preset+append"`` or ``"file:<path>"``."""
+    strict_mcp_config: bool = False
+    """Only ``mcp_servers`` (and the session's own tools) start: no ``.mcp.json``, user or
+    plugin servers."""
+    session_id: str | None = None
+    """The id asked for the new conversation (``ExecuteParams.session_id``)."""
+    fork_session: bool = False
+    resume_session_at: str | None = None
+    resume_drops_turn: str | None = None
+    betas: tuple[str, ...] = ()
+    task_budget: int | None = None
+    include_hook_events: bool = False
+    verbatim_prompts: bool = False
+    client_app: str | None = None
+    """The identifier sent with API requests (``""``: none; ``None``: the SDK's default)."""
     kind: ClassVar[str] = "adapter_ready"
 
 

@@ -205,11 +205,15 @@ class Mapper:
         passthrough: bool = True,
         output_schema: Mapping[str, Any] | None = None,
         stop: StopMachine | None = None,
+        hook_events: bool = False,
     ) -> None:
         """``stop``: the execution's stop machine, shared with the session's actors; it keeps
-        the state of the answer to an abort (``stop.py``, rule 10). By default a private one."""
+        the state of the answer to an abort (``stop.py``, rule 10). By default a private one.
+        ``hook_events``: the CLI's hook lifecycle frames (``system:hook_*``, sent with
+        ``include_hook_events``) are passthrough events even when ``passthrough`` is off."""
         self._stop = stop if stop is not None else StopMachine()
         self._passthrough = passthrough
+        self._hook_events = hook_events
         self._output_validator = (
             Draft202012Validator(dict(output_schema)) if output_schema is not None else None
         )
@@ -764,7 +768,9 @@ class Mapper:
 
     def _pass(self, events: list[Event], event: Passthrough) -> None:
         """A frame with no unified meaning: an event only when passthrough is on (R15)."""
-        if self._passthrough:
+        if self._passthrough or (
+            self._hook_events and event.frame_type.startswith("system:hook_")
+        ):
             self._emit(events, event)
 
     def _terminal(self, events: list[Event], event: Event, *, drain: bool = False) -> None:

@@ -88,9 +88,10 @@ class Outcome(enum.StrEnum):
     """The CLI did not answer ``initialize`` within ``connect_timeout``, or stopped answering
     mid-turn and was killed (a fatal ``error``, code ``cli_timeout``)."""
     NOT_STARTED = "not_started"
-    """Nothing was started: options the CLI cannot run with, a missing or unexecutable CLI (a
-    fatal ``error``, code ``config`` or ``cli_not_found``, ``phase`` ``init``). A check of our
-    own that refuses to start a CLI ends with a fatal ``config`` error, so with this outcome."""
+    """Nothing was started: options the CLI cannot run with, no credential, a missing or
+    unexecutable CLI (a fatal ``error``, code ``config`` or ``cli_not_found``, ``phase``
+    ``init``). Every check that refuses to start a CLI ends with a fatal ``config`` error, so
+    with this outcome."""
     INTERNAL = "internal"
     """A bug of claude-trio's, or a session's task failed (a fatal ``error``, code
     ``internal`` or ``callback``)."""

@@ -35,7 +35,7 @@ SUGGESTION = {
     "destination": "projectSettings",
 }
 GOOD_RULES = ["Bash(npm test:*)", "Read", "mcp__trio__lookup", "Edit(src/**)"]
-BAD_RULES = ["", "Bsh", "Bash(", "mcp_", "rm -rf"]
+BAD_RULES = ["", "Bash(", "mcp_", "rm -rf"]
 
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8))
 json_value = st.recursive(

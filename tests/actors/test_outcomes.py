@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, assert_never
 
 import pytest
@@ -347,12 +348,26 @@ async def test_a_cli_that_never_answers_initialize_is_cli_timeout(
 async def test_a_missing_cli_is_not_started(autojump_clock: trio.testing.MockClock) -> None:
     params = ExecuteParams(prompt="hello")
     async with open_session(
-        params, cli_path="/nonexistent/claude", env={"IS_SANDBOX": "1"}, config=CONFIG
+        params,
+        cli_path="/nonexistent/claude",
+        env={"IS_SANDBOX": "1", "ANTHROPIC_API_KEY": "sk-ant-test"},
+        config=CONFIG,
     ) as session:
         events = await collect(session)
     [terminal] = events
     assert isinstance(terminal, Error)
     assert (terminal.code, terminal.outcome) == ("cli_not_found", Outcome.NOT_STARTED)
+
+
+async def test_a_cwd_that_does_not_exist_is_not_started(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    params = ExecuteParams(prompt="hello", cwd=str(tmp_path / "missing"))
+    async with open_session(params, cli_path="/nonexistent/claude", config=CONFIG) as session:
+        events = await collect(session)
+    [terminal] = events
+    assert isinstance(terminal, Error)
+    assert (terminal.code, terminal.outcome) == ("config", Outcome.NOT_STARTED)
 
 
 async def test_options_the_cli_refuses_are_not_started(

@@ -51,7 +51,8 @@ async def test_a_normal_turn_streams_then_ends_with_one_final_result(
     assert result.usage.input_tokens == 7  # fresh 3 + cache read 4
     assert result.usage.cache_read_input_tokens == 4
     assert result.usage.cost_usd == pytest.approx(0.25)
-    assert session.usage().session == result.session_usage
+    assert session.usage == result.session_usage
+    assert session.usage_by_turn.session == session.usage
     # three text deltas, each 0.5 s after the previous event: exactly 1.5 s of virtual time
     assert trio.current_time() - start == pytest.approx(1.5)
     # the first prompt went to the CLI as a user message with our uuid, listed in the result

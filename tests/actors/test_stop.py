@@ -118,7 +118,7 @@ async def test_abort_mid_tool_returns_at_once_and_the_tool_never_finishes(
     aborted = the_aborted(events)
     assert aborted.usage is not None
     # The interrupted turn is a turn of the usage too, as it is of the execution's total.
-    usage = session.usage()
+    usage = session.usage_by_turn
     assert usage.turns == (aborted.usage,)
     assert usage.execution == aborted.usage
     assert fake.transport.exit_code is not None

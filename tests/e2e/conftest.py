@@ -9,12 +9,13 @@ import pytest
 
 @pytest.fixture
 def bash_sandbox() -> None:
-    """The CLI's Bash sandbox needs bubblewrap and socat; ``scripts/bootstrap`` installs them.
+    """The CLI's Bash sandbox needs bubblewrap and socat; ``scripts/bootstrap --test`` installs
+    them.
     A test that needs them fails, naming what is missing, rather than being skipped."""
     missing = [name for name in ("bwrap", "socat") if shutil.which(name) is None]
     if missing:
         pytest.fail(
             f"the CLI's Bash sandbox needs {' and '.join(missing)}, which this machine lacks: "
-            "run scripts/bootstrap as root, or apt-get install bubblewrap socat",
+            "run scripts/bootstrap --test as root, or apt-get install bubblewrap socat",
             pytrace=False,
         )

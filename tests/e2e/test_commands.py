@@ -21,6 +21,10 @@ from helpers_proc import children
 
 from claude_trio.cli import demo
 from claude_trio.cli.runner import UNATTENDED_DENIAL
+from claude_trio.events import Result
+from claude_trio.params import ExecuteParams
+from claude_trio.session import open_session
+from claude_trio.testing import replay
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, turns
 
 pytestmark = pytest.mark.e2e
@@ -98,10 +102,10 @@ async def test_demo_renders_every_kind_of_event() -> None:
     assert "  Sensors / Storage" in lines
     assert "? request ask-1: answered" in lines
     assert "You picked Sensors." in out
-    # the usage and cost line, and how to resume
+    # the usage and cost line; no --resume for a session whose folder is gone
     [usage] = [line for line in lines if line.startswith("─ in ")]
     assert "out 420 tok · $0." in usage
-    assert any(line.startswith("─ resume with --resume ") for line in lines)
+    assert not any("--resume" in line for line in lines)
     assert done.stderr == b"", done.stderr.decode()
 
 
@@ -163,6 +167,24 @@ async def test_run_offline_answers_with_the_built_in_model_and_no_credentials(
     assert final["text"] == "You said: what is trio?"
     assert f"cassette written to {cassette}" in done.stderr.decode()
     assert cassette.stat().st_size > 0
+
+
+async def test_record_offline_is_one_command_and_its_cassette_replays(tmp_path: Path) -> None:
+    cassette = tmp_path / "mine.jsonl"
+    done = await claude_trio(
+        "record", "summarize trio", "--offline", "--out", str(cassette), "--cwd", str(tmp_path),
+        env=command_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, _show(done)
+    assert "You said: summarize trio" in done.stdout.decode()
+    assert f"cassette written to {cassette}" in done.stderr.decode()
+    # What was recorded plays back as the same session, with no CLI and no model.
+    params = ExecuteParams(prompt="summarize trio", cwd=str(tmp_path))
+    async with open_session(params, transport_factory=replay(cassette, timing="asap")) as session:
+        events = [event async for event in session.events]
+    final = events[-1]
+    assert isinstance(final, Result)
+    assert (final.is_error, final.text) == (False, "You said: summarize trio")
 
 
 async def test_run_with_a_skill_folder_offers_it_as_an_inline_skill(

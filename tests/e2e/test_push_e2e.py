@@ -12,7 +12,7 @@ import pytest
 import trio
 from helpers_proc import assert_no_cli_left, assert_one_final_terminal
 
-from claude_trio import ExecuteParams, open_session
+from claude_trio import ExecuteParams, ImageInput, open_session
 from claude_trio.protocol.session.events import Event, Result, TextDelta, ToolUse, UserMessage
 from claude_trio.protocol.session.lifecycle import Accepted, Rejected
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, turns
@@ -79,7 +79,7 @@ async def test_push_while_text_streams_starts_the_next_turn(
                 if isinstance(event, TextDelta) and not receipts:
                     receipts.append(await session.push(PUSH))
             late = await session.push("too late")
-            usage = session.usage()
+            usage = session.usage_by_turn
     assert_no_cli_left()
     assert_one_final_terminal(events)
 
@@ -114,3 +114,49 @@ async def test_push_after_the_end_is_rejected(
     assert result.text == "hello"
     assert not any(isinstance(e, UserMessage) for e in events)
     assert len(model_double.message_requests) == 1
+
+
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
+    b"\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99"
+    b"=\x1d\x00\x00\x00\x00IEND\xaeB`\x82"
+)
+
+
+async def test_a_push_with_images_reaches_the_model_as_image_blocks(
+    model_double: ModelDouble, hermetic: dict[str, str]
+) -> None:
+    model_double.responder = turns(
+        Reply.text("a long streamed text " * 8, event_delay=0.05, chunk_size=8),
+        Reply.text("a dot"),
+    )
+    image = ImageInput.from_bytes(PNG)
+    events: list[Event] = []
+    receipts: list[Accepted | Rejected] = []
+    with trio.fail_after(60):
+        async with open_session(ExecuteParams(prompt="talk"), env=hermetic) as session:
+            async for event in session.events:
+                events.append(event)
+                if isinstance(event, TextDelta) and not receipts:
+                    receipts.append(await session.push("what is this?", images=[image]))
+    assert_no_cli_left()
+    assert_one_final_terminal(events)
+    [accepted] = receipts
+    assert isinstance(accepted, Accepted)
+    first, second = model_double.message_requests
+    assert not any(
+        block.get("type") == "image"
+        for message in first.messages
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+    )
+    last = second.messages[-1]
+    assert last["role"] == "user"
+    blocks = last["content"]
+    [image_block] = [b for b in blocks if b.get("type") == "image"]
+    assert image_block["source"] == image.block()["source"]
+    texts = [str(b.get("text", "")).strip() for b in blocks if b.get("type") == "text"]
+    assert "what is this?" in texts
+    assert blocks.index(image_block) < [b.get("text", "").strip() for b in blocks].index(
+        "what is this?"
+    )

@@ -4,8 +4,9 @@
 The double asks for Read, Write and Bash calls inside and outside the scope; each test asserts
 what the model got back in its next request (the tool result the CLI sent) and what is on disk.
 The Bash sandbox needs bubblewrap and socat (``scripts/bootstrap`` installs them); a test that
-needs it is skipped, saying so, where they are missing, and the hard/soft tests hide them from
-the CLI's ``PATH`` to check the refusal and the warning on any machine.
+needs it fails where they are missing, naming what to install (the ``bash_sandbox`` fixture),
+and the hard/soft tests hide them from the CLI's ``PATH`` to check the refusal and the warning
+on any machine.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def test_bare_strings_are_answers_and_deny_gets_a_message() -> None:
         ({"decision": "deny", "interrupt": "yes"}, "answer.interrupt"),
         ({"decision": "allow", "rules": ["Bash"]}, "only with 'always'"),
         ({"decision": "always", "rules": "Bash"}, "answer.rules"),
-        ({"decision": "always", "rules": ["Bsh(x)"]}, r"answer.rules\[0\]"),
+        ({"decision": "always", "rules": ["Bash(x"]}, r"answer.rules\[0\]"),
     ],
 )
 def test_malformed_answers_are_refused_naming_the_problem(answer: Any, names: str) -> None:

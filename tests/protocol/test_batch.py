@@ -10,6 +10,7 @@ import pytest
 
 from claude_trio.errors import BatchFileError
 from claude_trio.protocol.fanout.batch import (
+    PARAMS_FIELDS,
     Attempt,
     BatchResult,
     RetryPolicy,
@@ -71,6 +72,20 @@ def test_a_bad_line_is_an_error_naming_the_line(line: str, problem: str) -> None
         parse_items(['"fine"', line], source="jobs.jsonl")
     assert str(caught.value).startswith("jobs.jsonl, line 2: ")
     assert problem in str(caught.value)
+
+
+def test_every_bad_line_is_named_with_its_number_before_anything_runs() -> None:
+    lines = ['"fine"', "{not json", '"also fine"', "[1]", "", '{"prompt": "x", "colour": 1}']
+    with pytest.raises(BatchFileError) as caught:
+        parse_items(lines, source="jobs.jsonl")
+    assert str(caught.value).splitlines() == [
+        "jobs.jsonl: 3 lines are not items:",
+        "jobs.jsonl, line 2: not JSON (Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1))",
+        "jobs.jsonl, line 4: expected a prompt (a JSON string) or an object",
+        "jobs.jsonl, line 6: unknown field(s) ['colour']; an item has key, "
+        + ", ".join(PARAMS_FIELDS),
+    ]
 
 
 def test_keys_must_be_unique() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from stream_kit import answer, call, numbered, result, said, sub, usage
+from stream_kit import answer, call, result, said, sub, usage
+from stream_kit import numbered as numbered_events
 
 from claude_trio.protocol.session.contract import (
     RULES,
@@ -14,6 +15,7 @@ from claude_trio.protocol.session.contract import (
 )
 from claude_trio.protocol.session.events import (
     Aborted,
+    AdapterReady,
     Error,
     Event,
     SubagentCompleted,
@@ -22,7 +24,15 @@ from claude_trio.protocol.session.events import (
     TurnStarted,
     UserInputRequest,
     UserInputResolved,
+    WarningEvent,
 )
+
+READY = AdapterReady(model="claude-sonnet-4-6", seq=0)
+
+
+def numbered(*events: Event, turn: int = 1) -> list[Event]:
+    """An execution's stream: ``adapter_ready`` at seq 0, then ``events`` from seq 1."""
+    return [READY, *numbered_events(*events, turn=turn)]
 
 
 def rules_at(violations: list[Violation]) -> list[tuple[int | None, str]]:
@@ -70,6 +80,7 @@ def test_turn_nothing_follows_its_turns_terminal_event() -> None:
 
 def test_seq_must_strictly_increase_and_skips_are_allowed() -> None:
     events = [
+        READY,
         TextDelta(text="a", seq=1, turn=1),
         TextDelta(text="b", seq=5, turn=1),  # merged deltas skip seqs
         TextDelta(text="c", seq=5, turn=1),
@@ -195,4 +206,60 @@ def test_every_violation_is_reported_not_just_the_first() -> None:
 @pytest.mark.parametrize("rule", RULES)
 def test_every_rule_is_documented(rule: str) -> None:
     from claude_trio.protocol.session import contract
+
     assert f"``{rule}``" in (contract.__doc__ or "")
+
+
+# -- ready: adapter_ready once, first (after warnings only) ------------------------------------
+
+
+def warning(text: str = "version not verified") -> WarningEvent:
+    return WarningEvent(message=text, code="untested_version")
+
+
+def test_ready_warnings_may_come_before_adapter_ready() -> None:
+    events = numbered_events(warning(), warning("converted"), READY, TextDelta(text="x"), result())
+    assert contract_violations(events) == []
+
+
+@pytest.mark.parametrize(
+    "end",
+    [Error(message="claude not found", code="cli_not_found"), Aborted(reason="closed")],
+    ids=["error", "aborted"],
+)
+def test_ready_an_execution_that_ends_before_the_cli_starts_has_none(end: Event) -> None:
+    assert contract_violations(numbered_events(warning(), end)) == []
+    assert contract_violations(numbered_events(end)) == []
+
+
+def test_ready_none_is_a_violation_at_the_first_event_that_needed_it() -> None:
+    events = numbered_events(warning(), TurnStarted(session_id="s"), TextDelta(text="x"), result())
+    [missing] = contract_violations(events)
+    assert (missing.seq, missing.rule) == (2, "ready")
+    assert missing.message.startswith("turn_started and no adapter_ready before it")
+    # Cut short on purpose or not: it was due before the turn started.
+    assert rules_at(contract_violations(events[:3], complete=False)) == [(2, "ready")]
+
+
+def test_ready_a_final_result_without_adapter_ready_is_a_violation() -> None:
+    # A result means the CLI ran: only an error or an abort may end an execution without one.
+    assert rules_at(contract_violations(numbered_events(result()))) == [(1, "ready")]
+
+
+def test_ready_two_are_a_violation() -> None:
+    events = numbered_events(READY, TextDelta(text="x"), READY, result())
+    [second] = contract_violations(events)
+    assert (second.seq, second.rule) == (3, "ready")
+    assert second.message == "a second adapter_ready (the first at seq 1)"
+
+
+def test_ready_a_late_one_is_a_violation_reported_once() -> None:
+    events = numbered_events(warning(), TextDelta(text="x"), READY, result())
+    [late] = contract_violations(events)
+    assert (late.seq, late.rule) == (3, "ready")
+    assert late.message == "adapter_ready after text_delta at seq 2: only warnings come before it"
+
+
+def test_ready_after_the_end_only_the_final_rule_speaks() -> None:
+    events = numbered_events(READY, result(), READY)
+    assert rules_at(contract_violations(events)) == [(3, "final")]

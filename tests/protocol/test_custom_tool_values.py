@@ -187,6 +187,24 @@ def test_inline_skills_become_a_plugin_and_join_a_skill_filter() -> None:
     assert with_extensions(untouched) is untouched
 
 
+def test_inline_skills_stay_readable_and_read_only_in_a_confined_scope() -> None:
+    skill = InlineSkill(name="house-style", description="d", body="b")
+    scoped = ExecuteParams(prompt="hi", allowed_paths=["/work"], disallowed_paths=["/secret"])
+    before = build_options(scoped)
+    options = with_extensions(before, skills=[skill], skills_folder="/tmp/x")
+    assert options.add_dirs == [*before.add_dirs, "/tmp/x"]
+    deny = json.loads(options.settings or "{}")["permissions"]["deny"]
+    assert deny == [
+        *json.loads(before.settings or "{}")["permissions"]["deny"],
+        "Edit(//tmp/x)",
+        "Edit(//tmp/x/**)",
+    ]
+    # Only denied paths (nothing confined): the folder is readable already, nothing changes.
+    denied_only = build_options(ExecuteParams(prompt="hi", disallowed_paths=["/secret"]))
+    options = with_extensions(denied_only, skills=[skill], skills_folder="/tmp/x")
+    assert (options.add_dirs, options.settings) == (denied_only.add_dirs, denied_only.settings)
+
+
 JSON = st.recursive(
     st.none()
     | st.booleans()

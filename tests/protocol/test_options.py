@@ -225,8 +225,8 @@ def test_tool_lists_pass_through_and_scheduling_tools_are_always_denied() -> Non
     assert options.disallowed_tools == [*SCHEDULING_TOOLS, "WebFetch"]
 
 
-@pytest.mark.parametrize("bad", ["Bsh", "", "Bash(", "mcp_", 7])
-def test_unknown_tool_names_are_refused_naming_the_field(bad: object) -> None:
+@pytest.mark.parametrize("bad", ["", "Bash(", "mcp_", 7])
+def test_malformed_tool_names_are_refused_naming_the_field(bad: object) -> None:
     with pytest.raises(InvalidParamsError, match=r"allowed_tools\[0\]"):
         params(allowed_tools=[bad])
 

@@ -224,7 +224,7 @@ def test_unknown_model_alias_is_rejected_at_construction() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "fragment"),
     [
-        ("system_prompt", 3, "string or None"),
+        ("system_prompt", 3, "a string, None"),
         ("max_turns", 0, "positive int"),
         ("max_turns", True, "positive int"),
         ("plan_mode", "yes", "True or False"),

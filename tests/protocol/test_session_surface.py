@@ -177,7 +177,7 @@ def test_subagents_become_the_sdk_s_agents() -> None:
     [
         ("Bad Name", {"description": "d", "prompt": "p"}, "lower-case"),
         ("ok", {"description": "", "prompt": "p"}, r"subagents\['ok'\]\.description"),
-        ("ok", {"description": "d", "prompt": "p", "tools": ["Bsh"]}, r"\.tools\[0\]"),
+        ("ok", {"description": "d", "prompt": "p", "tools": ["Bash("]}, r"\.tools\[0\]"),
         ("ok", {"description": "d", "prompt": "p", "model": "gpt"}, r"subagents\['ok'\]\.model"),
         ("ok", {"description": "d", "prompt": "p", "maxTurns": 0}, r"\.max_turns"),
         ("ok", {"description": "d", "prompt": "p", "colour": "red"}, r"\.colour"),
