@@ -82,6 +82,7 @@ if TYPE_CHECKING:
         Result as Result,
         Aborted as Aborted,
         Error as Error,
+        Outcome as Outcome,
         Usage as Usage,
         Transcript as Transcript,
     )

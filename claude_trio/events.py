@@ -8,9 +8,16 @@ A session's ``events`` (a fleet's subscription, a remote session's events) yield
         case TextDelta(text=text): ...
         case Result(usage=usage, final=True): ...
 
-:func:`is_terminal` tells the events that end a turn; ``collect`` (``claude_trio.streams``)
-adds a stream up to a :class:`Transcript`. :class:`Usage` is what a turn or an execution
-cost; ``add_usage`` / ``sum_usage`` add figures up.
+:func:`is_terminal` tells the events that end a turn; the one that ends the execution carries
+its :class:`Outcome` (``COMPLETED``, ``ABORTED``, ``RUN_TIMEOUT``, ``MAX_TURNS``, ``NOT_STARTED``,
+...), and an ``aborted`` its :data:`AbortPhase`::
+
+    match terminal.outcome:
+        case Outcome.COMPLETED: ...
+        case Outcome.RUN_TIMEOUT | Outcome.IDLE_TIMEOUT: ...
+
+``collect`` (``claude_trio.streams``) adds a stream up to a :class:`Transcript`. :class:`Usage`
+is what a turn or an execution cost; ``add_usage`` / ``sum_usage`` add figures up.
 
 This module imports no trio: a websocket client can use it on its own.
 """
@@ -45,6 +52,7 @@ from claude_trio.protocol.session.events import (
     ToolResultContent,
     ToolUse,
     ToolUseContent,
+    ToolUseSummary,
     TurnStarted,
     UnknownContent,
     UserInputRequest,
@@ -53,10 +61,12 @@ from claude_trio.protocol.session.events import (
     WarningEvent,
     is_terminal,
 )
+from claude_trio.protocol.session.outcomes import AbortPhase, Outcome
 from claude_trio.protocol.session.transcript import Exchange, SubagentRun, ToolCall, Transcript
 from claude_trio.protocol.session.usage import Usage, add_usage, normalize_usage, sum_usage
 
 __all__ = [
+    "AbortPhase",
     "Aborted",
     "AdapterReady",
     "AssistantMessage",
@@ -68,6 +78,7 @@ __all__ = [
     "Flush",
     "HookInvoked",
     "NormalizedMessage",
+    "Outcome",
     "Passthrough",
     "Question",
     "Result",
@@ -89,6 +100,7 @@ __all__ = [
     "ToolResultContent",
     "ToolUse",
     "ToolUseContent",
+    "ToolUseSummary",
     "Transcript",
     "TurnStarted",
     "UnknownContent",

@@ -41,11 +41,13 @@ from claude_trio.protocol.session.events import (
     TodoListUpdated,
     ToolResult,
     ToolUse,
+    ToolUseSummary,
     TurnStarted,
     UserInputRequest,
     UserMessage,
     WarningEvent,
 )
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.usage import Usage
 
 USAGE = Usage(
@@ -582,3 +584,28 @@ def test_the_renderer_shows_an_approval_with_its_title_and_input() -> None:
     shown = out.getvalue()
     assert "? Claude wants to run rm -rf build" in shown
     assert '{"command":"rm -rf build"}' in shown
+
+
+def test_a_tool_use_summary_is_one_dim_line_and_an_abort_says_what_stopped_it() -> None:
+    text = render(
+        [
+            ToolUse(tool_use_id="t1", name="Read", input={"file_path": "/a"}),
+            ToolResult(tool_use_id="t1", content="x"),
+            ToolUseSummary(summary="Read one\nfile", preceding_tool_use_ids=("t1",)),
+            Aborted(reason="aborted_tools", phase="tools"),
+        ]
+    )
+    assert text.splitlines() == [
+        "→ Read(/a)",
+        "  ✓ Read: x",
+        "· Read one file",
+        "aborted while a tool ran: aborted_tools",
+    ]
+    timed_out = Aborted(
+        reason="run_timeout: the execution ran for 5 s",
+        outcome=Outcome.RUN_TIMEOUT,
+        phase="between_turns",
+    )
+    assert render([timed_out]).splitlines() == [
+        "aborted [run_timeout] between turns: run_timeout: the execution ran for 5 s"
+    ]

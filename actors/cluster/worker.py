@@ -77,6 +77,7 @@ from claude_trio.protocol.session.events import (
     WarningEvent,
 )
 from claude_trio.protocol.session.lifecycle import Accepted, Rejected
+from claude_trio.protocol.session.outcomes import Outcome as EndOutcome
 from claude_trio.protocol.session.usage import ZERO_USAGE, Usage, add_usage
 
 __all__ = ["WorkerConfig", "WorkerStatistics", "serve_worker"]
@@ -419,7 +420,13 @@ class Worker:
         record = SessionRecord.from_fields(fields_now) if fields_now else None
         if record is None or record.abort_requested:
             reason = "aborted before it started" if record else "the session record is gone"
-            event = Aborted(reason=reason, seq=job.after_seq + 1, turn=0)
+            event = Aborted(
+                reason=reason,
+                outcome=EndOutcome.ABORTED if record else EndOutcome.CLOSED,
+                phase="starting",
+                seq=job.after_seq + 1,
+                turn=0,
+            )
             await self._writes.store(sid, token, event)
             await self._ended(sid, token, entry_id, event, execution=job.execution)
             return
@@ -436,6 +443,7 @@ class Worker:
             failed = Error(
                 message=f"the worker could not start the session: {exc}",
                 code="internal",
+                outcome=EndOutcome.NOT_STARTED,
                 seq=job.after_seq + 1,
             )
             await self._writes.store(sid, token, failed)
@@ -510,6 +518,8 @@ class Worker:
         if plan.prompt is None:
             final = Aborted(
                 reason="the session moved after its last turn: nothing was left to run",
+                outcome=EndOutcome.CLOSED,
+                phase="between_turns",
                 seq=last + 2,
                 turn=moved_event.turn,
             )

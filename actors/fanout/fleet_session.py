@@ -56,6 +56,7 @@ from claude_trio.protocol.session.events import (
     is_terminal,
 )
 from claude_trio.protocol.session.lifecycle import Accepted, Rejected
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.transcript import Transcript
 from claude_trio.protocol.session.usage import ZERO_USAGE, Usage, add_usage
 
@@ -124,6 +125,7 @@ class _Execution:
     session: Session | None = None
     state: SessionState = "waiting"
     cancel_reason: str = "the fleet was closed"
+    cancel_outcome: Outcome = Outcome.CLOSED
     final_seen: bool = False
     last_turn: int = 0
     #: How it ended, for the log: ``result``, ``result_error``, ``aborted``, ``error:<code>``.
@@ -274,7 +276,7 @@ class FleetSession:
             await trio.lowlevel.checkpoint()
             return
         if x.session is None:
-            self._cancel_waiting(x, "aborted before it started")
+            self._cancel_waiting(x, "aborted before it started", Outcome.ABORTED)
         else:
             await x.session.abort()
         await x.ended.wait()
@@ -304,8 +306,11 @@ class FleetSession:
         """``Session.set_permission_mode`` on the current execution."""
         await self.running("set_permission_mode").set_permission_mode(mode)
 
-    def _cancel_waiting(self, x: _Execution, reason: str) -> None:
+    def _cancel_waiting(
+        self, x: _Execution, reason: str, outcome: Outcome = Outcome.CLOSED
+    ) -> None:
         x.cancel_reason = reason
+        x.cancel_outcome = outcome
         if x.has_task:
             x.scope.cancel()
             return
@@ -487,7 +492,15 @@ class FleetSession:
     def _close_execution(self, x: _Execution) -> None:
         """The execution is over and its CLI gone (or it never had one): its final event if
         it has none yet, its end, and its slot's bookkeeping."""
-        self._publish_final(x, Aborted(reason=x.cancel_reason))
+        never_ran = x.session is None
+        self._publish_final(
+            x,
+            Aborted(
+                reason=x.cancel_reason,
+                outcome=x.cancel_outcome,
+                phase="starting" if never_ran else None,
+            ),
+        )
         self._end(x)
         # Let go of the execution's session (its mapper, stream, broker, options...), which
         # an ended execution never uses again.

@@ -60,6 +60,7 @@ from claude_trio.protocol.session.failures import describe_failure, stderr_suffi
 from claude_trio.protocol.session.frames import is_host_only, session_state
 from claude_trio.protocol.session.lifecycle import EndCause, ExecutionLifecycle
 from claude_trio.protocol.session.mapper import Mapper
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.stop import INTERRUPT, STOPPED, StopMachine
 
 __all__ = [
@@ -169,8 +170,10 @@ class SessionCore:
     def finish(self, cause: EndCause, terminal: list[Event] | Callable[[], list[Event]]) -> None:
         self.end.finish(cause, terminal)
 
-    def abort_events_factory(self, reason: str) -> Callable[[], list[Event]]:
-        return self.end.abort_events(reason)
+    def abort_events_factory(
+        self, reason: str, outcome: Outcome = Outcome.ABORTED
+    ) -> Callable[[], list[Event]]:
+        return self.end.abort_events(reason, outcome)
 
     def report_write_failure(self, what: str, exc: BaseException) -> None:
         self.end.report_write_failure(what, exc)

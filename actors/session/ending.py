@@ -29,6 +29,7 @@ from claude_trio.actors.session.input_channel import Outgoing
 from claude_trio.protocol.session.events import Error, Event, WarningEvent
 from claude_trio.protocol.session.lifecycle import EndCause, ExecutionLifecycle
 from claude_trio.protocol.session.mapper import Mapper
+from claude_trio.protocol.session.outcomes import Outcome
 
 
 @attrs.define(eq=False)
@@ -109,12 +110,15 @@ class ExecutionEnd:
         if self.callbacks is not None:
             self.callbacks.close(f"{why}: the tool call was cancelled")
 
-    def abort_events(self, reason: str) -> Callable[[], list[Event]]:
-        """Builds the one terminal ``aborted`` event: for the open turn, or between turns."""
+    def abort_events(
+        self, reason: str, outcome: Outcome = Outcome.ABORTED
+    ) -> Callable[[], list[Event]]:
+        """Builds the one terminal ``aborted`` event: for the open turn, or between turns; its
+        ``outcome`` is that of the abort under way, if any, else ``outcome``."""
 
         def build() -> list[Event]:
             self.mapper.abort_requested()
-            return self.mapper.turn_aborted(reason)
+            return self.mapper.turn_aborted(reason, outcome)
 
         return build
 

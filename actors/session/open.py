@@ -106,6 +106,7 @@ from claude_trio.protocol.extensions.user_input import ControlReply
 from claude_trio.protocol.session.events import ControlApplied, Error, WarningEvent
 from claude_trio.protocol.session.lifecycle import Accepted, ExecutionLifecycle, Rejected
 from claude_trio.protocol.session.mapper import Mapper
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.stop import StopMachine
 from claude_trio.protocol.session.transport import TransportFactory
 from claude_trio.protocol.session.usage import Usage
@@ -696,7 +697,9 @@ async def _open_session(
                 if not core.finished:
                     # Leaving mid-execution (break, an exception, a deadline): the driver's
                     # teardown stops the CLI before the nursery lets us out.
-                    core.finish("closed", core.abort_events_factory(CLOSED_EARLY))
+                    core.finish(
+                        "closed", core.abort_events_factory(CLOSED_EARLY, Outcome.CLOSED)
+                    )
     except BaseExceptionGroup as group:
         raise_unwrapped(group, caller)
 

@@ -54,6 +54,7 @@ from claude_trio.actors.session.event_stream import EventStream
 from claude_trio.actors.session.process import kill_now, kill_tools, kills_processes, reaped
 from claude_trio.actors.session.sdk_private import send_control_request
 from claude_trio.protocol.session.lifecycle import ExecutionLifecycle
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.stop import (
     INTERRUPT,
     STOPPED,
@@ -169,16 +170,24 @@ class Stopper:
         if self._scope is not None:
             self._scope.deadline = trio.current_time() + self._config.close_grace
 
-    async def abort(self, reason: str = "aborted", *, decided: bool = False) -> None:
+    async def abort(
+        self,
+        reason: str = "aborted",
+        *,
+        decided: bool = False,
+        outcome: Outcome = Outcome.ABORTED,
+    ) -> None:
         """Abort the execution: reject later pushes, cancel pending questions, stop the CLI,
         then exactly one ``aborted`` event (``protocol/session/stop.py``, rules 2-9). ``decided``:
-        ``reason`` is the event's reason even when the CLI confirms with one of its own.
+        ``reason`` is the event's reason even when the CLI confirms with one of its own;
+        ``outcome``: the event's outcome (a deadline says which).
         Idempotent: a second caller waits for the end of the execution."""
         lifecycle = self.machine.lifecycle
         if lifecycle.ended or lifecycle.aborting:
             await self._end.done.wait()
             return
-        self._apply(self.machine.abort(reason, decided=decided))
+        phase = self._end.mapper.activity
+        self._apply(self.machine.abort(reason, decided=decided, outcome=outcome, phase=phase))
         # The stop's own deadlines end it within this bound; the bound only guards against a
         # stopper task that is gone (a bug of ours would otherwise hang a shielded wait).
         bound = self._config.interrupt_timeout + self._config.abort_grace
@@ -189,7 +198,7 @@ class Stopper:
         # CLI that died meanwhile may have ended the execution already: its error first).
         terminal, self._terminal = self._terminal, None
         if terminal is not None or not self._end.finished:
-            self._end.finish("aborted", self._end.abort_events(terminal or reason))
+            self._end.finish("aborted", self._end.abort_events(terminal or reason, outcome))
         await trio.lowlevel.checkpoint()
 
     # -- performing the machine's actions ---------------------------------------------------

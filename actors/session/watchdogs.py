@@ -2,7 +2,8 @@
 
 * :func:`watch_timeouts`: ``ExecuteParams.run_timeout`` (from the start of the execution) and
   ``idle_timeout`` (since the CLI's last frame) end the execution the way ``abort()`` does,
-  with one ``aborted`` event whose reason says which limit it was.
+  with one ``aborted`` event whose ``outcome`` (``RUN_TIMEOUT``, ``IDLE_TIMEOUT``) and reason
+  say which limit it was.
 * :func:`watch_liveness`: a CLI silent for ``DriverConfig.stall_timeout`` while a turn is open
   is asked a cheap control request; one that does not answer within ``control_timeout`` is
   wedged (stopped, hung): it is killed, and the execution ends with a ``cli_timeout`` error.
@@ -31,6 +32,7 @@ from claude_trio.actors.session.config import DriverConfig
 from claude_trio.actors.session.core import SessionCore
 from claude_trio.actors.session.sdk_private import send_control_request
 from claude_trio.protocol.session.events import Error
+from claude_trio.protocol.session.outcomes import Outcome
 
 
 async def watch_timeouts(core: SessionCore) -> None:
@@ -51,11 +53,13 @@ async def watch_timeouts(core: SessionCore) -> None:
         if now >= run_deadline:
             assert run_timeout is not None
             reason = f"run_timeout: the execution ran for {run_timeout:g} s"
+            outcome = Outcome.RUN_TIMEOUT
         elif idle_timeout is not None and now >= core.last_output_at + idle_timeout:
             reason = f"idle_timeout: no event from the CLI for {idle_timeout:g} s"
+            outcome = Outcome.IDLE_TIMEOUT
         else:
             continue  # the CLI spoke meanwhile: a new idle deadline
-        await core.stopper.abort(reason, decided=True)
+        await core.stopper.abort(reason, decided=True, outcome=outcome)
         return
 
 

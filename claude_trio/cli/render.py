@@ -51,6 +51,7 @@ from claude_trio.protocol.session.events import (
     TodoListUpdated,
     ToolResult,
     ToolUse,
+    ToolUseSummary,
     TurnStarted,
     UserInputRequest,
     UserInputResolved,
@@ -58,6 +59,7 @@ from claude_trio.protocol.session.events import (
     WarningEvent,
     is_terminal,
 )
+from claude_trio.protocol.session.outcomes import AbortPhase, Outcome
 from claude_trio.protocol.session.usage import Usage
 
 INDENT = "  "
@@ -138,6 +140,25 @@ def tool_result_text(content: Any) -> str:
             return "\n".join(parts)
         case _:
             return json.dumps(to_json_safe(content), ensure_ascii=False)
+
+
+_PHASE_WORDS: dict[AbortPhase, str] = {
+    "starting": "before the first turn",
+    "streaming": "while the model answered",
+    "tools": "while a tool ran",
+    "between_turns": "between turns",
+}
+
+
+def aborted_label(event: Aborted) -> str:
+    """``aborted``, with what stopped it unless it was ``abort()`` and what it was doing:
+    ``aborted [run_timeout] while a tool ran``."""
+    label = "aborted"
+    if event.outcome is not Outcome.ABORTED:
+        label += f" [{event.outcome.value}]"
+    if event.phase is not None:
+        label += " " + _PHASE_WORDS[event.phase]
+    return label
 
 
 def format_usage(usage: Usage) -> str:
@@ -282,6 +303,11 @@ class Renderer:
                 self._tool_use(event)
             case ToolResult():
                 self._tool_result(event)
+            case ToolUseSummary():
+                summary = " ".join(event.summary.split())
+                self._line(
+                    self._depth(event), "· " + shorten(summary, LINE_PREVIEW_CHARS), STYLE_DIM
+                )
             case SkillInvoked():
                 self._line(self._depth(event), f"skill {event.skill}", STYLE_TOOL)
             case HookInvoked():
@@ -318,7 +344,7 @@ class Renderer:
             case Result():
                 self._result(event)
             case Aborted():
-                self._line(0, f"aborted: {event.reason}", STYLE_WARN)
+                self._line(0, f"{aborted_label(event)}: {event.reason}", STYLE_WARN)
                 if event.usage is not None:
                     self._line(0, f"─ {format_usage(event.usage)}", STYLE_DIM)
             case Error():
@@ -354,7 +380,7 @@ class Renderer:
         self._tool_names[event.tool_use_id] = event.name
         self._tool_depth[event.tool_use_id] = depth
         if event.synthetic:
-            return  # built from a tool_use_summary frame: its result line carries the summary
+            return  # an older peer's tool-use summary: its result line carries the summary
         summary = summarize_tool_input(event.name, event.input)
         line = Text("→ ", style=STYLE_TOOL) + Text(event.name, style="bold " + STYLE_TOOL)
         if summary:

@@ -4,8 +4,9 @@ Rules:
 
 1. ``event_to_json(event)`` is ``{"kind": event.kind, <every field but raw>}``. Nested values
    become JSON-safe: attrs values (``Usage``, ``NormalizedMessage``, content blocks, ``TodoItem``,
-   ``Question``) become dicts, content blocks carry their ``"type"``, tuples become lists, and a
-   ``Usage`` also carries its derived ``"context_size"`` (consumers should not recompute it).
+   ``Question``) become dicts, content blocks carry their ``"type"``, tuples become lists, an
+   enum (``Outcome``) becomes its value, and a ``Usage`` also carries its derived
+   ``"context_size"`` (consumers should not recompute it).
 2. Encoding never fails, for any value. ``Any`` fields (tool inputs and results, passthrough
    data, answers) can hold whatever the SDK produced: dataclasses and attrs values become dicts,
    mappings get string keys, non-finite floats and anything else non-JSON become their ``repr``
@@ -20,7 +21,10 @@ Rules:
 4. Decoding is driven by the events' own type annotations, so a field added to ``events.py`` is
    covered without touching this module. It checks every value against its annotation and
    raises :class:`RemoteProtocolError` naming the path of the bad value (``message.content[1]``),
-   for an unknown ``kind`` or block ``type``, a missing required field, or a wrong type.
+   for an unknown ``kind`` or block ``type``, a missing required field, or a wrong type. An
+   enum field (``outcome``) takes one of its values; a string it does not know (a value a
+   newer peer added) is read as if the field were absent, so its default applies (the
+   event's own rule: ``outcomes.py``, rule 2), as rule 5 does for unknown keys.
 5. Keys the annotations do not know (``context_size``, fields a newer peer added) are ignored, so
    an older client keeps reading a newer server's stream; a field with a default may be omitted.
 """
@@ -28,6 +32,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import json
 import math
@@ -101,8 +106,10 @@ def _encode_attrs(obj: Any, seen: frozenset[int]) -> dict[str, Any]:
 
 def _to_json_safe(value: Any, seen: frozenset[int]) -> Any:
     """``value`` as plain JSON data (see rule 2)."""
-    if value is None or isinstance(value, bool | str):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return value if type(value) is str else str(value)  # a StrEnum (Outcome): its value
     if isinstance(value, int):
         bits = value.bit_length()
         return value if bits <= _MAX_INT_BITS else f"<int of {bits} bits>"
@@ -112,6 +119,8 @@ def _to_json_safe(value: Any, seen: frozenset[int]) -> Any:
         return "<cycle>"
     if len(seen) >= MAX_DEPTH:
         return "<nested too deeply>"
+    if isinstance(value, enum.Enum):
+        return _to_json_safe(value.value, seen)
     inner = seen | {id(value)}
     if attrs.has(type(value)):
         return _encode_attrs(value, inner)
@@ -177,8 +186,11 @@ def _decode_attrs(obj: Any, cls: type, where: str) -> Any:
     for name, annotation, required in _field_types(cls):
         path = f"{where}.{name}"
         if name in obj:
-            kwargs[name] = _decode(obj[name], annotation, path)
-        elif required:
+            value = _decode(obj[name], annotation, path)
+            if value is not _UNKNOWN_MEMBER:
+                kwargs[name] = value
+                continue
+        if required:
             raise RemoteProtocolError(f"{path}: missing required field")
     return cls(**kwargs)
 
@@ -207,7 +219,23 @@ def _decode(value: Any, annotation: Any, where: str) -> Any:
         return {key: _decode(item, args[1], f"{where}.{key}") for key, item in value.items()}
     if attrs.has(annotation):
         return _decode_attrs(value, annotation, where)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return _decode_enum(value, annotation, where)
     return _decode_scalar(value, annotation, where)
+
+
+_UNKNOWN_MEMBER: Any = object()
+"""What an enum field decodes to for a value a newer peer added (rule 4): left out."""
+
+
+def _decode_enum(value: Any, annotation: type[enum.Enum], where: str) -> Any:
+    for member in annotation:
+        if type(member.value) is type(value) and member.value == value:
+            return member
+    if isinstance(value, str):
+        return _UNKNOWN_MEMBER
+    allowed = ", ".join(repr(member.value) for member in annotation)
+    raise RemoteProtocolError(f"{where}: {value!r} is not one of {allowed}")
 
 
 def _decode_union(value: Any, members: tuple[Any, ...], where: str) -> Any:

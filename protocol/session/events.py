@@ -17,7 +17,9 @@ Each class has a ``kind`` class attribute with the TypeScript library's snake_ca
 ``--json`` and the gateway codec.
 
 Terminal events (``TERMINAL_KINDS``): ``result``, ``aborted`` and a fatal ``error`` end a turn;
-nothing after a turn's terminal event belongs to that turn.
+nothing after a turn's terminal event belongs to that turn. The one that ends the execution (a
+final ``result``, an ``aborted``, a fatal ``error``) carries its ``outcome``
+(:class:`~.outcomes.Outcome`, ``outcomes.py``); every other event has none.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import attrs
 
+from claude_trio.protocol.session.outcomes import (
+    AbortPhase,
+    Outcome,
+    error_outcome,
+    result_outcome,
+)
 from claude_trio.protocol.session.usage import Usage
 
 # ---------------------------------------------------------------------------------------------
@@ -236,10 +244,15 @@ class AssistantMessage(EventBase):
 
 @attrs.frozen(kw_only=True)
 class ToolUse(EventBase):
+    """The model called a tool (one per ``tool_use`` id). The CLI's summaries of tool calls
+    are :class:`ToolUseSummary` events, never a ``ToolUse``."""
+
     tool_use_id: str
     name: str
     input: Mapping[str, Any]
-    synthetic: bool = False  # True when built from a tool_use_summary frame
+    synthetic: bool = False
+    """Never set by this version; a peer of an older one set it on the ``tool_use`` it built
+    from a tool-use summary."""
     kind: ClassVar[str] = "tool_use"
 
 
@@ -251,6 +264,21 @@ class ToolResult(EventBase):
     tool_name: str | None = None
     synthetic: bool = False
     kind: ClassVar[str] = "tool_result"
+
+
+@attrs.frozen(kw_only=True)
+class ToolUseSummary(EventBase):
+    """The CLI's one-line summary of the tool calls before it (its ``tool_use_summary``
+    frame, written with ``CLAUDE_CODE_EMIT_TOOL_USE_SUMMARIES``): not a tool call itself.
+
+    ``summary`` is the CLI's text; ``preceding_tool_use_ids`` the ``tool_use`` ids it sums
+    up; ``summary_id`` the frame's uuid (``seq-<N>`` when the CLI gave none).
+    """
+
+    summary: str
+    preceding_tool_use_ids: tuple[str, ...] = ()
+    summary_id: str | None = None
+    kind: ClassVar[str] = "tool_use_summary"
 
 
 @attrs.frozen(kw_only=True)
@@ -450,7 +478,9 @@ class Result(EventBase):
 
     ``usage`` is this turn's (the CLI's per-turn usage, normalized) with ``cost_usd`` the
     difference of the CLI's cumulative cost; ``execution_usage`` and ``session_usage`` are the
-    running totals including this turn. ``final`` is True on the result that ends the execution.
+    running totals including this turn. ``final`` is True on the result that ends the execution,
+    and only that one has an ``outcome`` (``COMPLETED``, ``MAX_TURNS``, ``BUDGET_EXCEEDED``, ...:
+    ``outcomes.result_outcome``, derived from the other fields).
     """
 
     subtype: str
@@ -475,7 +505,21 @@ class Result(EventBase):
     context_window: int | None = None
     """The model's context window, when known (from the CLI, else ``models.CONTEXT_WINDOWS``)."""
     final: bool = False
+    outcome: Outcome | None = None
+    """How the execution ended, on the final result only (None on every other)."""
     kind: ClassVar[str] = "result"
+
+    def __attrs_post_init__(self) -> None:
+        if not self.final:
+            _set_outcome(self, None)
+        elif self.outcome is None:
+            outcome = result_outcome(
+                subtype=self.subtype,
+                is_error=self.is_error,
+                terminal_reason=self.terminal_reason,
+                api_error_status=self.api_error_status,
+            )
+            _set_outcome(self, outcome)
 
     @property
     def context_share(self) -> float | None:
@@ -487,11 +531,22 @@ class Result(EventBase):
 
 @attrs.frozen(kw_only=True)
 class Aborted(EventBase):
-    """The turn was aborted. Terminal: exactly one per aborted turn, whatever arrives later."""
+    """The execution was stopped before its end. Terminal: exactly one per aborted execution,
+    whatever arrives later.
+
+    ``outcome`` says what stopped it: ``ABORTED`` (``abort()``), ``CLOSED`` (the session's
+    block was left, a fleet closed), ``RUN_TIMEOUT``, ``IDLE_TIMEOUT``. ``phase`` is what it
+    was doing then (``starting``, ``streaming``, ``tools``, ``between_turns``; None from a
+    peer that did not say). ``reason`` is for people: ``aborted``, the CLI's own
+    ``aborted_tools`` / ``aborted_streaming``, or a sentence (``run_timeout: the execution ran
+    for 30 s``); dispatch on ``outcome``, not on it.
+    """
 
     reason: str = "aborted"
     usage: Usage | None = None  # the interrupted turn's usage when the CLI reported it
     session_id: str | None = None
+    outcome: Outcome = Outcome.ABORTED
+    phase: AbortPhase | None = None
     kind: ClassVar[str] = "aborted"
 
 
@@ -509,7 +564,9 @@ ErrorCode = Literal[
 
 @attrs.frozen(kw_only=True)
 class Error(EventBase):
-    """Something failed. ``fatal=True`` ends the execution (a terminal event)."""
+    """Something failed. ``fatal=True`` ends the execution (a terminal event), and then
+    ``outcome`` says how (``NOT_STARTED``, ``CLI_EXITED``, ``CLI_TIMEOUT``, ``INTERNAL``, ...:
+    ``outcomes.error_outcome`` of the ``code`` unless given); a non-fatal error has none."""
 
     message: str
     code: ErrorCode
@@ -522,7 +579,23 @@ class Error(EventBase):
     """For a CLI that could not be started: the system's error number."""
     path: str | None = None
     """For a CLI that could not be started: the path tried."""
+    outcome: Outcome | None = None
+    """How the execution ended, on a fatal error only (None on a non-fatal one)."""
     kind: ClassVar[str] = "error"
+
+    def __attrs_post_init__(self) -> None:
+        if not self.fatal:
+            _set_outcome(self, None)
+        elif self.outcome is None:
+            _set_outcome(self, error_outcome(self.code))
+
+
+# Frozen events: the outcome is settled once, while the event is being made.
+_set_field = object.__setattr__
+
+
+def _set_outcome(event: Result | Error, outcome: Outcome | None) -> None:
+    _set_field(event, "outcome", outcome)
 
 
 Event: TypeAlias = (
@@ -533,6 +606,7 @@ Event: TypeAlias = (
     | AssistantMessage
     | ToolUse
     | ToolResult
+    | ToolUseSummary
     | SkillInvoked
     | HookInvoked
     | ControlApplied
@@ -560,6 +634,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     AssistantMessage,
     ToolUse,
     ToolResult,
+    ToolUseSummary,
     SkillInvoked,
     HookInvoked,
     ControlApplied,

@@ -36,7 +36,13 @@ Turn fencing
       answered by exactly one ``Aborted``: the CLI's own result for the aborting turn
       (``subtype="error_during_execution"`` or ``terminal_reason="aborted_*"``) becomes
       ``Aborted(usage=..., session_id=...)`` instead of a ``Result``; otherwise
-      ``turn_aborted()`` (or ``stream_ended()``) synthesizes it. A turn that completes normally
+      ``turn_aborted()`` (or ``stream_ended()``) synthesizes it. Its ``outcome`` is the
+      abort's (``outcomes.py``: ``ABORTED`` unless the abort said otherwise), its ``phase``
+      what the execution was doing when the abort was asked for (``activity``, kept by the
+      stop machine): ``starting`` before the execution's first turn, ``between_turns`` with no
+      turn open, ``tools`` while a main-thread tool call has no result yet, ``streaming``
+      otherwise; without one, the CLI's ``aborted_tools`` / ``aborted_streaming``, else the
+      activity when the event is made. A turn that completes normally
       while the abort is pending still gets its ``Result`` (it is real), and the abort is then
       answered by an ``Aborted`` of its own turn number from ``turn_aborted()``. Content that
       arrives after ``abort_requested()`` but before the terminal event is mapped as usual:
@@ -101,9 +107,9 @@ System and other messages
   R15. ``init`` -> ``TurnStarted``; ``compact_boundary`` -> ``Flush``; ``api_retry`` -> ``Retry``;
       ``tool_use_summary`` (the actor re-wraps the raw frame, which the SDK parser drops, as a
       ``SystemMessage`` with that subtype and the frame as ``data``; the CLI's frame is
-      ``{summary, preceding_tool_use_ids, uuid, session_id}``) -> a synthetic ``ToolUse`` named
-      ``tool_use_summary`` (input: the preceding ids) plus a synthetic ``ToolResult`` carrying
-      the summary; any other subtype -> ``Passthrough("system:<subtype>")``.
+      ``{summary, preceding_tool_use_ids, uuid, session_id}``) -> one ``ToolUseSummary``
+      (never a ``ToolUse``: it is no tool call), once per uuid; any other subtype ->
+      ``Passthrough("system:<subtype>")``.
       ``Passthrough`` events (also ``RateLimitEvent`` with status ``allowed`` and
       ``ConversationResetMessage`` below) are emitted only when the mapper was made with
       ``passthrough=True``; otherwise those messages emit nothing (and take no ``seq``).
@@ -163,6 +169,7 @@ from claude_trio.protocol.session.events import (
 )
 from claude_trio.protocol.session.mapper_system import TOOL_USE_SUMMARY, parent_of
 from claude_trio.protocol.session.mapper_tools import SubagentTasks, TodoTracker
+from claude_trio.protocol.session.outcomes import AbortPhase, Outcome
 from claude_trio.protocol.session.stop import StopMachine
 from claude_trio.protocol.session.usage import normalize_usage
 
@@ -223,6 +230,9 @@ class Mapper:
         self._task_by_tool_use = self._tasks.task_by_tool_use
         self._tool_names: dict[str, str] = {}
         self._reported: set[str] = set()
+        self._summaries: set[str] = set()  # the uuids of the tool-use summaries reported
+        # Main-thread tool calls of the open turn with no result yet (an abort's phase).
+        self._running_tools: set[str] = set()
         self._todos = TodoTracker()
         self._ledger = UsageLedger()
         self._consumed: list[str] = []
@@ -297,23 +307,46 @@ class Mapper:
         message = UserMessage(text=text, uuid=uuid, timestamp=timestamp, images=images)
         return [self._stamp(message)]
 
-    def abort_requested(self, reason: str | None = None) -> list[Event]:
+    def abort_requested(
+        self, reason: str | None = None, outcome: Outcome | None = None
+    ) -> list[Event]:
         """Mark an abort as pending (rule R5). Emits nothing; idempotent. ``reason``, when
         given, is the ``Aborted`` event's reason even when the CLI confirms the abort with a
-        reason of its own (a timeout says which)."""
-        self._stop.abort_requested(reason)
+        reason of its own (a timeout says which); ``outcome``, when given, its outcome (the
+        first one given stays)."""
+        self._stop.abort_requested(reason, outcome)
         return []
 
-    def turn_aborted(self, reason: str = "aborted") -> list[Event]:
-        """Synthesize the ``Aborted`` terminal if the abort has none yet (rules R5, R6)."""
+    def turn_aborted(
+        self, reason: str = "aborted", outcome: Outcome = Outcome.ABORTED
+    ) -> list[Event]:
+        """Synthesize the ``Aborted`` terminal if the abort has none yet (rules R5, R6);
+        ``outcome`` unless the pending abort has one."""
         events: list[Event] = []
         stop = self._stop
         if self._turn_open:
             self._flush_all(events)
-            self._terminal(events, Aborted(reason=stop.abort_reason or reason), drain=True)
+            self._terminal(events, self._aborted(reason, outcome), drain=True)
         elif stop.abort_pending:
-            self._terminal(events, Aborted(reason=stop.abort_reason or reason))
+            self._terminal(events, self._aborted(reason, outcome))
         return events
+
+    def _aborted(self, reason: str, outcome: Outcome = Outcome.ABORTED) -> Aborted:
+        stop = self._stop
+        return Aborted(
+            reason=stop.abort_reason or reason,
+            outcome=stop.abort_outcome or outcome,
+            phase=stop.abort_phase or self.activity,
+        )
+
+    @property
+    def activity(self) -> AbortPhase:
+        """What the execution is doing, as an abort's ``phase`` names it (rule R5)."""
+        if not self._turn_started:
+            return "starting"
+        if not self._turn_open:
+            return "between_turns"
+        return "tools" if self._running_tools else "streaming"
 
     def stream_ended(self, error: Error | None = None) -> list[Event]:
         """The CLI's output ended (rule R7)."""
@@ -326,7 +359,7 @@ class Mapper:
         if stop.abort_pending:
             if error is not None:
                 events.append(self._stamp(attrs.evolve(error, fatal=False)))
-            terminal = Aborted(reason=stop.abort_reason or "aborted")
+            terminal = self._aborted("aborted")
         elif error is not None:
             terminal = attrs.evolve(error, fatal=True)
         elif self._turn_open:
@@ -500,6 +533,8 @@ class Mapper:
         self, block: sdk.ToolUseBlock, parent: str | None, events: list[Event]
     ) -> ContentBlock:
         self._tool_names[block.id] = block.name
+        if parent is None:
+            self._running_tools.add(block.id)
         first = block.id not in self._reported
         self._reported.add(block.id)
         if parent is None and block.name in todos.TODO_TOOLS:
@@ -561,6 +596,8 @@ class Mapper:
             self._open_turn()
         self._flush(parent, events)
         results = [block for block in content if isinstance(block, sdk.ToolResultBlock)]
+        if parent is None:
+            self._running_tools.difference_update(block.tool_use_id for block in results)
         blocks: list[ContentBlock] = []
         tool_results: list[ToolResult] = []
         for block in content:
@@ -621,7 +658,15 @@ class Mapper:
         self._open_turn()
         terminal: Event
         if self._stop.abort_pending and mapper_system.is_abort_result(message):
-            terminal = mapper_system.aborted(message, reason=self._stop.abort_reason, usage=usage)
+            stop = self._stop
+            terminal = mapper_system.aborted(
+                message,
+                reason=stop.abort_reason,
+                usage=usage,
+                outcome=stop.abort_outcome or Outcome.ABORTED,
+                phase=stop.abort_phase,
+                activity=self.activity,
+            )
         else:
             error = mapper_system.api_error(message)
             if error is not None:
@@ -678,12 +723,11 @@ class Mapper:
         parent = parent_of(message)
         if parent is None:
             self._open_turn()
-        use, result = mapper_system.tool_use_summary(message, next_seq=self._seq + 1)
-        if use.tool_use_id in self._reported:
+        summary = mapper_system.tool_use_summary(message, next_seq=self._seq + 1)
+        if summary.summary_id in self._summaries:
             return
-        self._reported.add(use.tool_use_id)
-        self._emit(events, use, parent=parent)
-        self._emit(events, result, parent=parent)
+        self._summaries.add(summary.summary_id or "")
+        self._emit(events, summary, parent=parent)
 
     # -- stamping and turns ----------------------------------------------------------------
 
@@ -739,5 +783,6 @@ class Mapper:
             self._turn_open = True
         events.append(self._stamp(event))
         self._turn_open = False
+        self._running_tools.clear()
         if isinstance(event, Aborted):
             self._stop.answered(drain=drain)

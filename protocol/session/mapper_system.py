@@ -27,11 +27,11 @@ from claude_trio.protocol.session.events import (
     Result,
     Retry,
     TodoItem,
-    ToolResult,
-    ToolUse,
+    ToolUseSummary,
     TurnStarted,
     WarningEvent,
 )
+from claude_trio.protocol.session.outcomes import AbortPhase, Outcome, abort_phase_of
 
 TOOL_USE_SUMMARY = "tool_use_summary"
 
@@ -90,32 +90,21 @@ def retry(message: sdk.SystemMessage) -> Retry:
     )
 
 
-def tool_use_summary(message: sdk.SystemMessage, *, next_seq: int) -> tuple[ToolUse, ToolResult]:
-    """``tool_use_summary`` -> a synthetic ``ToolUse`` named ``tool_use_summary`` (input: the
-    preceding tool use ids) and its synthetic ``ToolResult`` carrying the summary. Without a
-    ``uuid`` in the frame the id is made from ``next_seq``, the ``seq`` the ``ToolUse`` gets."""
+def tool_use_summary(message: sdk.SystemMessage, *, next_seq: int) -> ToolUseSummary:
+    """``tool_use_summary`` -> ``ToolUseSummary`` (the summary, the preceding tool use ids).
+    Without a ``uuid`` in the frame its ``summary_id`` is made from ``next_seq``, the ``seq``
+    the event gets."""
     data = message.data
-    uuid = opt_str(data.get("uuid")) or f"seq-{next_seq}"
-    tool_use_id = f"{TOOL_USE_SUMMARY}:{uuid}"
     preceding = data.get("preceding_tool_use_ids")
     preceding_ids = (
-        [i for i in preceding if isinstance(i, str)] if isinstance(preceding, list) else []
+        tuple(i for i in preceding if isinstance(i, str)) if isinstance(preceding, list) else ()
     )
-    use = ToolUse(
-        tool_use_id=tool_use_id,
-        name=TOOL_USE_SUMMARY,
-        input={"preceding_tool_use_ids": preceding_ids},
-        synthetic=True,
+    return ToolUseSummary(
+        summary=opt_str(data.get("summary")) or "",
+        preceding_tool_use_ids=preceding_ids,
+        summary_id=opt_str(data.get("uuid")) or f"seq-{next_seq}",
         raw=message,
     )
-    result = ToolResult(
-        tool_use_id=tool_use_id,
-        content=opt_str(data.get("summary")) or "",
-        tool_name=TOOL_USE_SUMMARY,
-        synthetic=True,
-        raw=message,
-    )
-    return use, result
 
 
 def other_system(message: sdk.SystemMessage) -> Passthrough:
@@ -168,12 +157,24 @@ def is_abort_result(result: sdk.ResultMessage) -> bool:
     )
 
 
-def aborted(result: sdk.ResultMessage, *, reason: str | None, usage: TurnUsage) -> Aborted:
-    """The ``Aborted`` an aborting turn's own result becomes (R5); ``reason``: the abort's."""
+def aborted(
+    result: sdk.ResultMessage,
+    *,
+    reason: str | None,
+    usage: TurnUsage,
+    outcome: Outcome,
+    phase: AbortPhase | None,
+    activity: AbortPhase,
+) -> Aborted:
+    """The ``Aborted`` an aborting turn's own result becomes (R5); ``reason``, ``outcome`` and
+    ``phase``: the abort's (a ``phase`` of None: the CLI's confirmation says, else
+    ``activity``, what the session sees now)."""
     return Aborted(
         reason=reason or result.terminal_reason or "aborted",
         usage=usage.turn,
         session_id=result.session_id,
+        outcome=outcome,
+        phase=phase or abort_phase_of(result.terminal_reason) or activity,
         raw=result,
     )
 

@@ -25,8 +25,9 @@ Rules:
 
 1. ``cli_connected()`` once, while ``LIVE``: a CLI now runs and may have to be stopped. Before it,
    a stop has nothing to stop.
-2. ``abort(reason, decided=...)`` (``Session.abort``, or a run/idle deadline with
-   ``decided=True``): once per execution and only while it is running; after its end or a
+2. ``abort(reason, decided=..., outcome=..., phase=...)`` (``Session.abort``, or a run/idle
+   deadline with ``decided=True`` and its ``outcome``; ``phase``: what the execution was doing
+   when it was asked): once per execution and only while it is running; after its end or a
    first abort it changes nothing (the caller waits for the end). It closes the execution's
    gate (``lifecycle.abort()``: pushes are rejected, the stop gate denies every tool, the
    pushes accepted but never consumed are returned in :class:`CloseGate`), marks the answer
@@ -72,9 +73,12 @@ Rules:
 9. The stop is *done* once the phase is ``SETTLED``, ``EXITING``, ``KILLED`` or ``GONE``. On
    the input that makes it done, an abort's terminal event is due: :class:`EmitTerminal`
    (exactly once, and not when the execution ended meanwhile another way).
-10. The answer (the mapper's part, ``mapper.py`` rules R5-R7): ``abort_requested(reason)`` marks
-    an abort as pending (``reason``, when given, is the ``Aborted`` event's reason even when
-    the CLI confirms with one of its own). ``answered(drain=...)``: an ``Aborted`` went out;
+10. The answer (the mapper's part, ``mapper.py`` rules R5-R7): ``abort_requested(reason,
+    outcome, phase)`` marks an abort as pending (``reason``, when given, is the ``Aborted``
+    event's reason even when the CLI confirms with one of its own; ``outcome`` and ``phase``,
+    when given, its ``outcome`` and ``phase``: the first ones given stay, so a user's abort
+    stays ``ABORTED``, in the phase it was asked in, when the session is left while it
+    stops). ``answered(drain=...)``: an ``Aborted`` went out;
     nothing is pending any more, and with ``drain`` (it closed a turn the CLI is still
     finishing) the dead turn is drained until ``drain_ended()``. ``execution_started()``
     clears what is pending (not the drain).
@@ -92,6 +96,7 @@ import attrs
 
 from claude_trio.protocol.errors import LocalProtocolError
 from claude_trio.protocol.session.lifecycle import ExecutionLifecycle
+from claude_trio.protocol.session.outcomes import AbortPhase, Outcome
 
 INTERRUPT: dict[str, Any] = {"subtype": "interrupt", "cancel_queued": True}
 """The stop request: abort the running turn AND cancel every message the CLI has queued (a
@@ -292,7 +297,8 @@ class StopMachine:
     Attributes are read-only outside this file: ``phase``, ``connected``, ``cli_state`` (what
     the CLI last reported: ``running``, ``requires_action``, ``idle``), ``exited``,
     ``released`` (backpressure is off), ``torn_down``, and the answer's ``abort_pending``,
-    ``abort_reason`` and ``draining`` (read by the mapper on every frame: plain attributes).
+    ``abort_reason``, ``abort_outcome``, ``abort_phase`` and ``draining`` (read by the mapper on
+    every frame: plain attributes).
     """
 
     def __init__(self, lifecycle: ExecutionLifecycle | None = None) -> None:
@@ -308,6 +314,8 @@ class StopMachine:
         # The answer (rule 10).
         self.abort_pending = False
         self.abort_reason: str | None = None
+        self.abort_outcome: Outcome | None = None
+        self.abort_phase: AbortPhase | None = None
         self.draining = False
 
     # -- state -----------------------------------------------------------------------------
@@ -360,14 +368,21 @@ class StopMachine:
         self.connected = True
         return []
 
-    def abort(self, reason: str, *, decided: bool = False) -> list[StopAction]:
+    def abort(
+        self,
+        reason: str,
+        *,
+        decided: bool = False,
+        outcome: Outcome = Outcome.ABORTED,
+        phase: AbortPhase | None = None,
+    ) -> list[StopAction]:
         """Rule 2."""
         self._check(_I.ABORT)
         lifecycle = self.lifecycle
         if lifecycle.ended or lifecycle.aborting:
             return []
         lost = lifecycle.abort()
-        self.abort_requested(reason if decided else None)
+        self.abort_requested(reason if decided else None, outcome, phase)
         self._terminal = reason
         actions: list[StopAction] = [CloseGate(lost=tuple(lost), reason=reason)]
         if self.phase is _P.LIVE:
@@ -457,14 +472,25 @@ class StopMachine:
 
     # -- the answer (rule 10) ----------------------------------------------------------------
 
-    def abort_requested(self, reason: str | None = None) -> None:
+    def abort_requested(
+        self,
+        reason: str | None = None,
+        outcome: Outcome | None = None,
+        phase: AbortPhase | None = None,
+    ) -> None:
         self.abort_pending = True
         if reason is not None:
             self.abort_reason = reason
+        if outcome is not None and self.abort_outcome is None:
+            self.abort_outcome = outcome
+        if phase is not None and self.abort_phase is None:
+            self.abort_phase = phase
 
     def answered(self, *, drain: bool) -> None:
         self.abort_pending = False
         self.abort_reason = None
+        self.abort_outcome = None
+        self.abort_phase = None
         if drain:
             self.draining = True
 
@@ -474,6 +500,8 @@ class StopMachine:
     def execution_started(self) -> None:
         self.abort_pending = False
         self.abort_reason = None
+        self.abort_outcome = None
+        self.abort_phase = None
 
     # -- guts ----------------------------------------------------------------------------------
 

@@ -18,8 +18,9 @@ afterwards. ``claude_trio.collect`` builds one from a live stream. Rules:
    the result was reported; a call is listed under the agent that made it, in the order the
    calls were made, with ``result=None`` while it has none. Results without a call are left
    out of ``tool_calls`` (``claude_trio.testing.check_contract`` reports them). The CLI's
-   tool-use summaries (the synthetic ``tool_use_summary`` pairs) are not calls the agent
-   made: they are in ``tool_summaries``, paired the same way.
+   tool-use summaries (``tool_use_summary`` events) are not calls the agent made: they are in
+   ``tool_summaries`` (an older peer's synthetic ``tool_use`` / ``tool_result`` pair of a
+   summary is read as one ``ToolUseSummary`` too).
 4. **Questions** pair each ``user_input_request`` with its ``user_input_resolved``.
 5. **Text.** ``text`` is the answer: the final result's ``text`` when the CLI gave one, else
    the text blocks of the agent's last assistant message that has any (a message of tool
@@ -51,12 +52,14 @@ from claude_trio.protocol.session.events import (
     TodoListUpdated,
     ToolResult,
     ToolUse,
+    ToolUseSummary,
     UserInputRequest,
     UserInputResolved,
     UserMessage,
     WarningEvent,
     is_terminal,
 )
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.usage import Usage, add_usage
 
 __all__ = [
@@ -164,9 +167,8 @@ class Transcript:
     """The agent's assistant messages, whole, in order."""
     tool_calls: tuple[ToolCall, ...]
     """The agent's tool calls, each with its result (rule 3)."""
-    tool_summaries: tuple[ToolCall, ...]
-    """The CLI's summaries of the agent's tool calls (synthetic ``tool_use_summary`` pairs:
-    the ids summarized are the use's ``input``, the summary is the result's ``content``)."""
+    tool_summaries: tuple[ToolUseSummary, ...]
+    """The CLI's summaries of the agent's tool calls, in order (rule 3)."""
     subagents: tuple[SubagentRun, ...]
     """The subagents this agent started, in start order (rule 2)."""
     todos: tuple[TodoItem, ...]
@@ -184,6 +186,12 @@ class Transcript:
     """The execution's usage (rule 6); ``None`` for a subagent and when none was reported."""
     terminal: Result | Aborted | Error | None
     """The event that ended the execution (``None`` for a subagent, or a stream cut short)."""
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """How the execution ended (the terminal event's ``outcome``; ``outcomes.py``), or
+        ``None`` for a subagent and a stream cut short."""
+        return None if self.terminal is None else self.terminal.outcome
 
     @property
     def all_subagents(self) -> tuple[SubagentRun, ...]:
@@ -286,7 +294,7 @@ class _Builder:
             if isinstance(e, AssistantMessage) and e.message.role == "assistant"
         )
         calls: list[ToolCall] = []
-        summaries: list[ToolCall] = []
+        summaries: list[ToolUseSummary] = []
         seen_calls: set[str] = set()
         todos: tuple[TodoItem, ...] = ()
         questions: list[Exchange] = []
@@ -294,8 +302,13 @@ class _Builder:
             match event:
                 case ToolUse() if event.tool_use_id not in seen_calls:
                     seen_calls.add(event.tool_use_id)
-                    call = ToolCall(use=event, result=self.results.get(event.tool_use_id))
-                    (summaries if event.synthetic else calls).append(call)
+                    result = self.results.get(event.tool_use_id)
+                    if event.synthetic:
+                        summaries.append(_older_summary(event, result))
+                    else:
+                        calls.append(ToolCall(use=event, result=result))
+                case ToolUseSummary():
+                    summaries.append(event)
                 case TodoListUpdated():
                     todos = event.items
                 case UserInputRequest():
@@ -343,6 +356,23 @@ class _Builder:
             usage=usage,
             terminal=terminal,
         )
+
+
+def _older_summary(use: ToolUse, result: ToolResult | None) -> ToolUseSummary:
+    """An older peer's synthetic pair of a tool-use summary, as the one event it now is."""
+    preceding = use.input.get("preceding_tool_use_ids")
+    content = None if result is None else result.content
+    return ToolUseSummary(
+        summary=content if isinstance(content, str) else "",
+        preceding_tool_use_ids=tuple(i for i in preceding if isinstance(i, str))
+        if isinstance(preceding, list | tuple)
+        else (),
+        summary_id=use.tool_use_id.removeprefix("tool_use_summary:"),
+        turn=use.turn,
+        seq=use.seq,
+        is_subagent=use.is_subagent,
+        subagent_task_id=use.subagent_task_id,
+    )
 
 
 def _execution_usage(events: list[Event]) -> Usage | None:

@@ -38,6 +38,7 @@ from claude_trio.actors.fanout.fleet import (
     open_fleet,
 )
 from claude_trio.errors import LocalProtocolError, SlowSubscriberError, UnknownSessionError
+from claude_trio.events import Outcome
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.fanout import replay as replay_module
 from claude_trio.testing import FakeCLI, FakeTurn
@@ -170,7 +171,9 @@ async def test_a_session_queued_for_a_slot_has_no_task_until_it_gets_one(
         await sessions[5].abort()  # still queued: it ends at once, without a task or a CLI
         assert sessions[5].ended
         (event,) = await drain(subscribe(sessions[5]))
-        assert event == Aborted(reason="aborted before it started", turn=0, seq=1)
+        assert event == Aborted(
+            reason="aborted before it started", turn=0, seq=1, phase="starting"
+        )
         for fs in sessions[:5]:
             await fs.wait_closed()
     # (two CLIs started in the same instant may spawn in either order: trio shuffles them)
@@ -359,7 +362,9 @@ async def test_abort_ends_a_waiting_session_without_a_cli_and_a_live_one_with_it
         assert trio.current_time() == start
         assert waiting.ended
         (event,) = await drain(subscribe(waiting))
-        assert event == Aborted(reason="aborted before it started", turn=0, seq=1)
+        assert event == Aborted(
+            reason="aborted before it started", turn=0, seq=1, phase="starting"
+        )
         assert await waiting.push("hello?") == Rejected(reason="the execution has ended")
         assert len(fake.transports) == 1  # it never got a CLI
         await waiting.abort()  # idempotent
@@ -391,7 +396,11 @@ async def test_leaving_the_fleet_ends_every_session_and_leaks_no_cli(
         events = await drain(sub)
         check_stream(events)
         assert events[-1] == Aborted(
-            reason="the fleet was closed", turn=events[-1].turn, seq=events[-1].seq
+            reason="the fleet was closed",
+            outcome=Outcome.CLOSED,
+            phase="starting" if len(events) == 1 else None,  # (it never ran)
+            turn=events[-1].turn,
+            seq=events[-1].seq,
         )
     # adapter_ready, turn_started, aborted for the two that ran; aborted alone for the one
     # that waited for a slot.
@@ -848,7 +857,13 @@ async def test_drain_lets_running_executions_finish_and_ends_the_waiting_ones(
             assert isinstance(events[-1], Result)
             assert events[-1].final
         (event,) = await drain(subscribe(waiting))
-        assert event == Aborted(reason="the fleet is draining: it never started", turn=0, seq=1)
+        assert event == Aborted(
+            reason="the fleet is draining: it never started",
+            outcome=Outcome.CLOSED,
+            phase="starting",
+            turn=0,
+            seq=1,
+        )
         assert len(fake.transports) == 2
         with pytest.raises(LocalProtocolError, match="draining"):
             await fleet.start(PARAMS)

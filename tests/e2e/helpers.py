@@ -25,8 +25,7 @@ from claude_trio.protocol.session.events import (
     Event,
     Passthrough,
     Result,
-    ToolResult,
-    ToolUse,
+    ToolUseSummary,
     is_terminal,
 )
 from claude_trio.testing import check_contract
@@ -137,25 +136,20 @@ def assert_no_child_processes() -> None:
 
 
 def of_type(events: Sequence[Event], cls: type[E]) -> list[E]:
-    """The events of ``cls`` (tool events of tool-use summaries left out: see ``real``)."""
+    """The events of ``cls`` (tool-use summaries left out: see ``real``)."""
     return [e for e in real(events) if isinstance(e, cls)]
 
 
 def kinds(events: Sequence[Event]) -> list[str]:
-    """Event kinds in order, without passthrough frames (CLI status chatter), deltas, and the
-    synthetic tool events of tool-use summaries (on by default; the CLI writes them when its
-    side request for the label returns, so where they land is not the test's point)."""
+    """Event kinds in order, without passthrough frames (CLI status chatter), deltas, and
+    tool-use summaries (on by default; the CLI writes them when its side request for the label
+    returns, so where they land is not the test's point)."""
     return [e.kind for e in real(events) if e.kind not in ("text_delta", "thinking")]
 
 
 def real(events: Sequence[Event]) -> list[Event]:
-    """``events`` without passthroughs and the synthetic tool events of tool-use summaries."""
-    return [
-        e
-        for e in events
-        if not isinstance(e, Passthrough)
-        and not (isinstance(e, ToolUse | ToolResult) and e.synthetic)
-    ]
+    """``events`` without passthroughs and tool-use summaries."""
+    return [e for e in events if not isinstance(e, Passthrough | ToolUseSummary)]
 
 
 def dump(events: Sequence[Event]) -> str:

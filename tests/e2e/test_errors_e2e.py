@@ -32,6 +32,7 @@ from claude_trio.protocol.session.events import (
     ToolUse,
     WarningEvent,
 )
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import (
     HttpError,
@@ -193,6 +194,7 @@ async def test_max_turns_reached_ends_with_an_error_max_turns_result(
         True,
     )
     assert result.is_error
+    assert result.outcome is Outcome.MAX_TURNS
     assert len(model_double.message_requests) == 1  # the second model call was never made
 
 

@@ -26,8 +26,10 @@ from claude_trio.protocol.session.events import (
     SubagentStarted,
     TodoListUpdated,
     ToolUse,
+    ToolUseSummary,
     WarningEvent,
 )
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.testing.model_double import (
     ModelDouble,
     ModelRequest,
@@ -242,11 +244,13 @@ async def test_todo_and_tool_use_summary_events_fire_with_the_defaults(
     )
     events = await run_session(params(tmp_path, "plan and run"), hermetic)
     assert of_type(events, TodoListUpdated), dump(events)
-    summaries = [e for e in events if isinstance(e, ToolUse) and e.synthetic]
+    summaries = [e for e in events if isinstance(e, ToolUseSummary)]
     assert summaries, dump(events)
-    assert {s.name for s in summaries} == {"tool_use_summary"}
+    assert all(s.summary for s in summaries)
+    # A summary is not a tool call: the tool uses are the model's calls, and only them.
+    assert {e.name for e in events if isinstance(e, ToolUse)} <= {"TaskCreate", "Bash"}
     bash = [e for e in of_type(events, ToolUse) if e.name == "Bash"]
-    assert any("toolu_bash" in s.input.get("preceding_tool_use_ids", ()) for s in summaries)
+    assert any("toolu_bash" in s.preceding_tool_use_ids for s in summaries)
     assert bash
     assert model_double.summary_requests
 
@@ -282,5 +286,6 @@ async def test_the_budget_stops_the_execution_with_a_result_that_says_so(
     assert isinstance(result, Result), dump(events)
     assert (result.subtype, result.final) == ("error_max_budget_usd", True)
     assert result.terminal_reason == "budget_exhausted"
+    assert result.outcome is Outcome.BUDGET_EXCEEDED
     assert "maximum budget" in " ".join(result.errors)
     assert len(model_double.message_requests) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import subprocess
@@ -74,6 +75,8 @@ def strategy_for(annotation: Any) -> st.SearchStrategy[Any]:
         return st.dictionaries(st.text(max_size=5), strategy_for(args[1]), max_size=3)
     if attrs.has(annotation):
         return builds_all_fields(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return st.sampled_from(list(annotation))
     scalars: dict[Any, st.SearchStrategy[Any]] = {
         int: st.integers(),
         float: st.floats(allow_nan=False, allow_infinity=False),

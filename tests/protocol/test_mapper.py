@@ -491,24 +491,40 @@ def test_api_retry_row_is_retry() -> None:
     )
 
 
-def test_tool_use_summary_row_is_synthetic_tool_use_and_result() -> None:
+def test_tool_use_summary_row_is_one_summary_event_not_a_tool_use() -> None:
     mapper = Mapper()
     out = mapper.feed(f.tool_use_summary("Read 3 files", ["toolu_1", "toolu_2"]))
-    tool_use, tool_result = out
-    assert isinstance(tool_use, ev.ToolUse)
-    assert isinstance(tool_result, ev.ToolResult)
-    assert tool_use.synthetic
-    assert tool_result.synthetic
-    assert tool_use.input == {"preceding_tool_use_ids": ["toolu_1", "toolu_2"]}
-    assert (tool_result.content, tool_result.tool_use_id) == ("Read 3 files", tool_use.tool_use_id)
-    assert not tool_use.is_subagent
+    (summary,) = out
+    assert isinstance(summary, ev.ToolUseSummary)
+    assert not isinstance(summary, ev.ToolUse | ev.ToolResult)
+    assert summary.kind == "tool_use_summary"
+    assert (summary.summary, summary.preceding_tool_use_ids) == (
+        "Read 3 files",
+        ("toolu_1", "toolu_2"),
+    )
+    assert summary.summary_id is not None
+    assert not summary.is_subagent
+    # The same frame again (same uuid) is reported once.
+    again = mapper.feed(f.tool_use_summary("Read 3 files", ["toolu_1"], uuid=summary.summary_id))
+    assert again == []
+
+
+def test_tool_calls_counted_from_events_leave_summaries_out() -> None:
+    mapper = Mapper()
+    events = mapper.feed(f.assistant("msg_1", f.tool_use_block("toolu_1", "Read", {"a": 1})))
+    events += mapper.feed(f.tool_use_summary("Read a file", ["toolu_1"]))
+    events += mapper.feed(f.tool_use_summary("Read it again", ["toolu_1"]))
+    assert [e.name for e in events if isinstance(e, ev.ToolUse)] == ["Read"]
+    assert len([e for e in events if isinstance(e, ev.ToolUseSummary)]) == 2
 
 
 def test_tool_use_summary_with_parent_is_attributed_to_the_subagent() -> None:
     mapper = Mapper()
     mapper.feed(f.task_started("task_a", "toolu_agent"))
     out = mapper.feed(f.tool_use_summary("Searched", ["toolu_9"], parent_tool_use_id="toolu_agent"))
-    assert [(e.is_subagent, e.subagent_task_id) for e in out] == [(True, "task_a")] * 2
+    assert [(type(e), e.is_subagent, e.subagent_task_id) for e in out] == [
+        (ev.ToolUseSummary, True, "task_a")
+    ]
 
 
 def test_other_system_subtypes_pass_through() -> None:

@@ -13,11 +13,15 @@ from claude_trio.protocol.session.events import (
     TextDelta,
     TodoItem,
     TodoListUpdated,
+    ToolResult,
+    ToolUse,
+    ToolUseSummary,
     UserInputRequest,
     UserInputResolved,
     UserMessage,
     WarningEvent,
 )
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.transcript import Transcript, ends_execution
 from claude_trio.protocol.session.usage import Usage
 
@@ -177,3 +181,30 @@ def test_ends_execution_is_the_final_result_an_abort_or_a_fatal_error() -> None:
     assert ends_execution(Error(message="x", code="internal"))
     assert not ends_execution(Error(message="x", code="internal", fatal=False))
     assert not ends_execution(TextDelta(text="x"))
+
+
+def test_rule_3_tool_use_summaries_are_kept_apart_from_the_calls() -> None:
+    summary = ToolUseSummary(summary="Read a", preceding_tool_use_ids=("t-1",), summary_id="u-1")
+    # An older peer's form of a summary: a synthetic tool_use / tool_result pair.
+    older_use = ToolUse(
+        tool_use_id="tool_use_summary:u-2",
+        name="tool_use_summary",
+        input={"preceding_tool_use_ids": ["t-1"]},
+        synthetic=True,
+    )
+    older_result = ToolResult(tool_use_id=older_use.tool_use_id, content="Read a again")
+    events = numbered(call("t-1"), answer("t-1"), summary, older_use, older_result, result())
+    transcript = Transcript.of(events)
+    assert [c.tool_use_id for c in transcript.tool_calls] == ["t-1"]
+    summaries = transcript.tool_summaries
+    assert [(s.summary, s.preceding_tool_use_ids, s.summary_id) for s in summaries] == [
+        ("Read a", ("t-1",), "u-1"),
+        ("Read a again", ("t-1",), "u-2"),
+    ]
+
+
+def test_the_transcript_says_how_the_execution_ended() -> None:
+    assert Transcript.of(numbered(result())).outcome is Outcome.COMPLETED
+    timed_out = Aborted(reason="run_timeout: ...", outcome=Outcome.RUN_TIMEOUT, phase="tools")
+    assert Transcript.of(numbered(call("t-1"), timed_out)).outcome is Outcome.RUN_TIMEOUT
+    assert Transcript.of(numbered(call("t-1"))).outcome is None  # cut short
