@@ -18,9 +18,10 @@ kill.
 :func:`run_child_process` is ``trio.run_process`` for such a child (a benchmark's workers
 and servers): cancelled, it stops the child. A program turns SIGTERM (a CI timeout) into that
 cancellation with :func:`sigterm_interrupts`, as trio does for Ctrl-C, so it stops what it
-started itself, cleanly. Not covered here: the CLI of a session, which the SDK starts (in a
-worker thread) through its own transport; a killed parent closes the CLI's stdin, and the
-session's own stop (``actors/session/process.py``) is what kills it and its tools otherwise.
+started itself, cleanly. A session's CLI is started so too (``actors/session/process.py``
+takes the SDK's spawn over), with SIGTERM as its signal: the CLI answers it by killing the
+tools it runs (each in a session of its own, which a SIGKILL of the CLI would leave running)
+and exiting.
 """
 
 from __future__ import annotations
@@ -49,18 +50,20 @@ _LINUX = sys.platform.startswith("linux")
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True) if _LINUX else None
 
 
-def die_with_parent(parent: int | None = None) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has the child SIGKILLed when the thread that forks it exits
-    (Linux; None elsewhere). ``parent``: the pid of the process forking (this one): a child
-    whose parent already died before the request kills itself at once."""
+def die_with_parent(
+    parent: int | None = None, *, signum: int = signal.SIGKILL
+) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the child sent ``signum`` (SIGKILL) when the thread that
+    forks it exits (Linux; None elsewhere). ``parent``: the pid of the process forking (this
+    one): a child whose parent already died before the request gets it at once."""
     if _libc is None:
         return None
     prctl = _libc.prctl
     expected = os.getpid() if parent is None else parent
 
     def preexec() -> None:  # in the child, between fork and exec: no allocation, no locks
-        if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != expected:
-            os.kill(os.getpid(), signal.SIGKILL)
+        if prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0 or os.getppid() != expected:
+            os.kill(os.getpid(), signum)
 
     return preexec
 
@@ -71,13 +74,14 @@ async def open_child_process(
     stdin: int | None = None,
     stdout: int | None = None,
     stderr: int | None = None,
+    death_signal: int = signal.SIGKILL,
     **options: Any,
 ) -> trio.Process:
-    """``trio.lowlevel.open_process(command, ...)`` whose child is SIGKILLed when this
-    process dies (see the module docstring). ``stdin``/``stdout``/``stderr``: as
-    ``subprocess.Popen`` takes them (``subprocess.PIPE`` gives the process a trio stream).
-    The caller owns the process: stop it and ``await process.wait()``."""
-    preexec = die_with_parent()
+    """``trio.lowlevel.open_process(command, ...)`` whose child is sent ``death_signal``
+    (SIGKILL) when this process dies (see the module docstring). ``stdin``/``stdout``/
+    ``stderr``: as ``subprocess.Popen`` takes them (``subprocess.PIPE`` gives the process a
+    trio stream). The caller owns the process: stop it and ``await process.wait()``."""
+    preexec = die_with_parent(signum=death_signal)
     if preexec is None:
         return await trio.lowlevel.open_process(
             command, stdin=stdin, stdout=stdout, stderr=stderr, **options

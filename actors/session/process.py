@@ -28,12 +28,25 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Protocol, cast, runtime_checkable
+import sys
+from collections.abc import Sequence
+from typing import Any, Protocol, cast, runtime_checkable
 
+import anyio
+import anyio.abc
 import psutil
+import sniffio
 from claude_agent_sdk import Transport
 
-from claude_trio.actors.session.sdk_private import SubprocessCLITransport, subprocess_of
+from claude_trio.actors.children import open_child_process
+from claude_trio.actors.session.sdk_private import (
+    SubprocessCLITransport,
+    anyio_process,
+    spawning_with,
+    subprocess_of,
+)
+
+LINUX = sys.platform.startswith("linux")
 
 
 @runtime_checkable
@@ -50,7 +63,13 @@ class Killable(Protocol):
 
 
 class CLIProcessTransport(SubprocessCLITransport):
-    """The SDK's subprocess transport with a kill that reaches the CLI's tools too."""
+    """The SDK's subprocess transport with a kill that reaches the CLI's tools too, and a CLI
+    that dies with this process: on Linux it is sent SIGTERM when this process dies, however
+    it dies (it then kills its tools and exits; see ``actors/children.py``)."""
+
+    async def connect(self) -> None:
+        with spawning_with(_spawn_cli):
+            await super().connect()
 
     def kill_now(self) -> None:
         pid = self._running_pid()
@@ -89,6 +108,31 @@ class CLIProcessTransport(SubprocessCLITransport):
         if process is None or process.returncode is not None:
             return None
         return process.pid
+
+
+async def _spawn_cli(
+    command: Sequence[str],
+    *,
+    stdin: int | None,
+    stdout: int | None,
+    stderr: int | None,
+    **options: Any,
+) -> anyio.abc.Process:
+    """``anyio.open_process`` for the CLI, forked so that it is sent SIGTERM when this process
+    dies (Linux, under trio; anyio's own spawn elsewhere)."""
+    if not LINUX or sniffio.current_async_library() != "trio":
+        return await anyio.open_process(
+            command, stdin=stdin, stdout=stdout, stderr=stderr, **options
+        )
+    process = await open_child_process(
+        [os.fspath(part) for part in command],
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        death_signal=signal.SIGTERM,
+        **options,
+    )
+    return anyio_process(process)
 
 
 def _killable(transport: Transport) -> Killable | None:

@@ -29,6 +29,9 @@ only for an advisory warning                     ``warning_reaches_the_user``
 ``.materialize_resume_session``                  conversation continues from a SessionStore)
 ``_internal.session_summary``                    ``tests/redis/test_redis_store.py`` (the SDK's
 ``.fold_session_summary``                        conformance suite checks the summaries)
+``subprocess_cli.anyio.open_process`` (how the   ``tests/e2e/test_cli_dies_with_parent.py``
+transport spawns the CLI); anyio's trio          (the CLI and its tool are gone once the
+``Process`` and its stream wrappers              parent is SIGKILLed)
 ===============================================  ==============================================
 
 The testing kit (``claude_trio.testing``) and the benchmarks import these from here too.
@@ -64,15 +67,27 @@ Why each is needed:
   each append into the last one (``actors/cluster/store.py``).
 * ``__cli_version__``: the version of that binary, without running it: a cassette records the
   CLI version it was made with, and a replay warns when the installed one differs.
+* ``subprocess_cli.anyio``: the transport spawns the CLI with ``anyio.open_process``, which
+  forks in one of trio's worker threads; a child asking the kernel for a signal when its
+  parent dies (``actors/children.py``) must be forked by a thread that lives as long as the
+  process. The SDK module's ``anyio`` becomes a view of anyio (every name the same) whose
+  ``open_process`` a transport takes over for its own ``connect`` only
+  (:func:`spawning_with`); anyio's trio ``Process`` and stream wrappers make what that
+  returns the same type anyio's would be.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import importlib.metadata
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NoReturn
 
+import anyio
 import anyio.abc
+import trio
 from anyio.streams.memory import MemoryObjectReceiveStream
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
 
@@ -100,6 +115,7 @@ try:
     from claude_agent_sdk._internal.message_parser import parse_message
     from claude_agent_sdk._internal.session_resume import materialize_resume_session
     from claude_agent_sdk._internal.session_summary import fold_session_summary
+    from claude_agent_sdk._internal.transport import subprocess_cli as _subprocess_cli
     from claude_agent_sdk._internal.transport.subprocess_cli import (
         _DEFAULT_MAX_BUFFER_SIZE,
         SubprocessCLITransport,
@@ -122,6 +138,7 @@ __all__ = [
     "DEFAULT_MAX_BUFFER_SIZE",
     "LineFramer",
     "SubprocessCLITransport",
+    "anyio_process",
     "client_options",
     "fold_session_summary",
     "materialize_resume_session",
@@ -130,8 +147,58 @@ __all__ = [
     "parse_stdout_line",
     "route_permission_prompts",
     "send_control_request",
+    "spawning_with",
     "subprocess_of",
 ]
+
+Spawn = Callable[..., Awaitable[anyio.abc.Process]]
+_SPAWN: contextvars.ContextVar[Spawn | None] = contextvars.ContextVar("_SPAWN", default=None)
+
+
+class _AnyioView:
+    """anyio as the SDK's transport module sees it: every name is anyio's, except that
+    ``open_process`` is the current task's :func:`spawning_with` spawn when it has one."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(anyio, name)
+
+    @staticmethod
+    async def open_process(*args: Any, **kwargs: Any) -> anyio.abc.Process:
+        spawn = _SPAWN.get()
+        if spawn is None:
+            return await anyio.open_process(*args, **kwargs)
+        return await spawn(*args, **kwargs)
+
+
+if not isinstance(getattr(_subprocess_cli, "anyio", None), _AnyioView):
+    if getattr(_subprocess_cli, "anyio", None) is not anyio:
+        _missing("subprocess_cli.anyio (the transport no longer spawns with anyio)")
+    setattr(_subprocess_cli, "anyio", _AnyioView())  # noqa: B010 (a module's private name)
+
+
+def anyio_process(process: trio.Process) -> anyio.abc.Process:
+    """``process`` as the ``anyio.abc.Process`` that ``anyio.open_process`` gives under trio
+    (anyio's own trio wrappers)."""
+    from anyio._backends._trio import Process, ReceiveStreamWrapper, SendStreamWrapper
+
+    return Process(
+        process,
+        SendStreamWrapper(process.stdin) if process.stdin else None,
+        ReceiveStreamWrapper(process.stdout) if process.stdout else None,
+        ReceiveStreamWrapper(process.stderr) if process.stderr else None,
+    )
+
+
+@contextlib.contextmanager
+def spawning_with(spawn: Spawn) -> Iterator[None]:
+    """While the block runs, a subprocess transport's ``connect`` in this task spawns its CLI
+    with ``await spawn(command, *, stdin, stdout, stderr, cwd, env, user)`` (the arguments
+    it gives ``anyio.open_process``), which returns an ``anyio.abc.Process``."""
+    token = _SPAWN.set(spawn)
+    try:
+        yield
+    finally:
+        _SPAWN.reset(token)
 
 
 def route_permission_prompts(options: ClaudeAgentOptions) -> ClaudeAgentOptions:
