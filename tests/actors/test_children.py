@@ -129,7 +129,8 @@ async def test_sigterm_stops_the_bench_and_every_server_it_started() -> None:
         try:
             await until(lambda: bool(redis_servers_under(process.pid)), 60, "no redis-server")
             (redis,) = redis_servers_under(process.pid)
-            folder = Path(redis.cwd())
+            argv = redis.cmdline()  # its folder (it changes into it only once it runs)
+            folder = Path(argv[argv.index("--dir") + 1])
             assert folder.name.startswith("bench-redis-")
             process.send_signal(signal.SIGTERM)
             assert process.stderr is not None
