@@ -129,9 +129,11 @@ async def test_sigterm_stops_the_bench_and_every_server_it_started() -> None:
         try:
             await until(lambda: bool(redis_servers_under(process.pid)), 60, "no redis-server")
             (redis,) = redis_servers_under(process.pid)
-            argv = redis.cmdline()  # its folder (it changes into it only once it runs)
-            folder = Path(argv[argv.index("--dir") + 1])
-            assert folder.name.startswith("bench-redis-")
+            # Its folder: it changes into it (--dir) once it runs.
+            await until(
+                lambda: Path(redis.cwd()).name.startswith("bench-redis-"), 10, "not in its folder"
+            )
+            folder = Path(redis.cwd())
             process.send_signal(signal.SIGTERM)
             assert process.stderr is not None
             said = b""
