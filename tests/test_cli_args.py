@@ -18,9 +18,12 @@ from claude_trio.protocol.errors import CLIError, InvalidParamsError
 
 
 @pytest.fixture
-def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in cli.CREDENTIAL_ENV_VARS:
         monkeypatch.delenv(name, raising=False)
+    # No login either, whatever this machine's user has.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
 
 
 @pytest.fixture
@@ -657,3 +660,14 @@ def test_resume_is_offered_only_for_a_session_that_is_kept(argv: list[str], offe
     )
     renderer.close()
     assert ("--resume sess-9" in out.getvalue()) is offered
+
+
+def test_a_logged_in_cli_has_credentials_without_a_key(tmp_path: Path) -> None:
+    """``claude login`` leaves a credentials file: the commands accept it as a session does."""
+    home = tmp_path / "home"
+    env = {"HOME": str(home), "PATH": "/usr/bin"}
+    assert not cli.has_credentials(env)
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text('{"claudeAiOauth": {}}')
+    assert cli.has_credentials(env)
+    assert "claude login" in cli.NO_CREDENTIALS_MESSAGE

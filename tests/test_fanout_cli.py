@@ -170,6 +170,8 @@ def test_serve_usage_errors_exit_2_before_anything_starts(
     assert "refusing to listen on 0.0.0.0" in capsys.readouterr().err
     for name in cli.CREDENTIAL_ENV_VARS:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no login either
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     assert cli.main(["serve"]) == 2
     err = capsys.readouterr().err
     assert "no credentials" in err

@@ -15,7 +15,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import trio
+from claude_agent_sdk import ClaudeAgentOptions
 
+from claude_trio.actors.session.credentials import credentials_refusal
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.config.permissions import PERMISSION_MODES
@@ -46,6 +48,7 @@ claude-trio: no credentials for the Anthropic API.
       export ANTHROPIC_API_KEY=sk-ant-...
   Or point it at an Anthropic-compatible server (e.g. Ollama):
       export ANTHROPIC_BASE_URL=http://localhost:11434   (or --ollama-base-url URL)
+  Or log the CLI in (claude login), as a session accepts too.
   Or see it work without a key:
       claude-trio demo"""
 
@@ -684,11 +687,15 @@ def cassette_path(args: argparse.Namespace) -> str | None:
 def has_credentials(
     env: Mapping[str, str], *, ollama_base_url: str | None = None, provider: str | None = None
 ) -> bool:
-    """Whether the CLI has some way to reach a model (see :data:`CREDENTIAL_ENV_VARS`; a
-    provider's own credential is checked when the session starts, naming its variable)."""
+    """Whether the CLI has some way to reach a model: one of :data:`CREDENTIAL_ENV_VARS`, or
+    any other source a session accepts (a ``claude login``, an ``apiKeyHelper``, Bedrock or
+    Vertex: ``protocol/config/credentials.py``). A provider's own credential is checked when
+    the session starts, naming its variable."""
     if provider not in (None, "anthropic"):
         return True
-    return bool(ollama_base_url) or any(env.get(name) for name in CREDENTIAL_ENV_VARS)
+    if ollama_base_url or any(env.get(name) for name in CREDENTIAL_ENV_VARS):
+        return True
+    return credentials_refusal(ClaudeAgentOptions(), env) is None
 
 
 async def read_stdin_line(prompt: str) -> str | None:
