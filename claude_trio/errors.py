@@ -23,6 +23,7 @@ built-in base, kept for callers that catch those)::
     ├── SlowSubscriberError ── a subscription dropped: its consumer fell too far behind
     ├── ReplayGapError ── the events after last_seq are no longer held by the host
     ├── UnknownSessionError (KeyError) ── no session with this id
+    ├── IdempotencyConflictError (ValueError) ── an idempotency key reused for another request
     ├── GatewayError ── between the gateway client and the gateway
     │   ├── GatewayRefusedError ── the handshake was refused (HTTP status)
     │   ├── GatewayUnavailableError ── could not connect (again), or closed

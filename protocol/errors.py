@@ -27,6 +27,7 @@ __all__ = [
     "GatewayRefusedError",
     "GatewayUnavailableError",
     "HookDecisionError",
+    "IdempotencyConflictError",
     "InvalidParamsError",
     "LocalProtocolError",
     "ModelDoubleRunaway",
@@ -126,6 +127,7 @@ WireErrorCode: TypeAlias = Literal[
     "forbidden_field",  # allowed in ExecuteParams, not from a remote client (rule 3)
     "unknown_session",  # (gateway) no session with that id (or not one of this principal's)
     "cannot_continue",  # (gateway) continue while the session runs, or with nothing to resume
+    "idempotency_conflict",  # (gateway) an idempotency key given again with another request
     "control_refused",  # (gateway) a live control of a session that has stopped
     "control_failed",  # (gateway) the CLI refused a live control or did not answer it in time
     "limit_reached",  # (gateway) a per-client or server limit; the message names it
@@ -194,6 +196,20 @@ class UnknownSessionError(ClaudeTrioError, KeyError):
         return (
             f"no session {self.session_id!r} in this fleet: it was never started here, or it "
             "ended and was forgotten (keep_finished bounds how many ended sessions are kept)"
+        )
+
+
+class IdempotencyConflictError(ClaudeTrioError, ValueError):
+    """An ``open`` or ``continue`` gave an idempotency key that an earlier request with other
+    parameters (another prompt, other params, another session) already used. The key stands
+    for one request: retry that request with it, or send this one with a new key."""
+
+    def __init__(self, key: str, op: str) -> None:
+        self.key = key
+        self.op = op
+        super().__init__(
+            f"idempotency key {key[:80]!r} was already used by a different {op} request; "
+            "a retry must send the same request, or a new request a new key"
         )
 
 

@@ -10,8 +10,9 @@ Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
 
     {"op": "hello",    "id"}
     {"op": "open",     "id", "params": {ExecuteParams fields, see PARAMS_FIELDS},
-                       "label": <str, optional: shown by "list">}
-    {"op": "continue", "id", "session", "prompt"}
+                       "label": <str, optional: shown by "list">,
+                       "idempotency_key": <str, optional>}
+    {"op": "continue", "id", "session", "prompt", "idempotency_key": <str, optional>}
     {"op": "list",     "id"}
     {"op": "push",     "id", "session", "text", "images": [{"data": <base64>}, optional]}
     {"op": "answer",   "id", "session", "request", "answer": <any JSON>}
@@ -35,7 +36,9 @@ Server -> client frames (each has ``"type"``)::
     {"type": "error",           "id": str | null, "code": WireErrorCode, "message": str}
 
 A session's events carry one ``seq`` sequence across its executions: ``continue`` starts the
-next execution of an ended session's conversation, whose first event has ``first_seq``.
+next execution of an ended session's conversation, whose first event has ``first_seq``. An
+``open`` or ``continue`` sent again with its ``idempotency_key`` is answered with the session
+the first one created, never run twice (``protocol/fanout/idempotency.py``).
 
 Rules:
 
@@ -73,7 +76,6 @@ Rules:
 from __future__ import annotations
 
 import base64
-import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, NoReturn, TypeAlias, assert_never
 
@@ -86,6 +88,19 @@ from claude_trio.protocol.config.permissions import PermissionMode, check_permis
 from claude_trio.protocol.config.subagents import subagent_from_mapping
 from claude_trio.protocol.errors import InvalidParamsError, WireError, WireErrorCode
 from claude_trio.protocol.fanout.codec import dumps, json_type
+from claude_trio.protocol.fanout.idempotency import check_idempotency_key
+from claude_trio.protocol.fanout.wire_checks import (
+    MAX_ARGUMENT_BYTES,
+    MAX_DEPTH,
+    MAX_ID_CHARS,
+    MAX_INT,
+    MAX_QUOTE,
+    quote,
+)
+from claude_trio.protocol.fanout.wire_checks import check_arguments as _check_arguments
+from claude_trio.protocol.fanout.wire_checks import check_value as _check_value
+from claude_trio.protocol.fanout.wire_checks import is_sendable_id as _is_sendable_id
+from claude_trio.protocol.fanout.wire_checks import no_nul as _no_nul
 from claude_trio.protocol.fanout.wire_frames import (
     PROTOCOL_VERSION,
     ContinuedFrame,
@@ -212,19 +227,8 @@ file checkpoints (rewinding files is not a remote control)."""
 ENV_KEYS: frozenset[str] = frozenset({"custom_env", "ollama_baseUrl"})
 """``architecture_config`` keys that set the CLI's environment (refused unless ``allow_env``)."""
 
-MAX_DEPTH = 16
-"""How deeply arrays and objects may nest in an op (an answer to a form is a few levels)."""
-MAX_INT = 2**63 - 1
-"""The largest integer (in absolute value) an op may carry."""
-MAX_ID_CHARS = 256
-"""The longest ``id``, ``session`` or ``request`` (they are echoed in replies)."""
 MAX_ANSWER_CHARS = 64 * 1024
 """The largest ``answer``, in characters of its compact JSON."""
-MAX_ARGUMENT_BYTES = 128 * 1024
-"""Linux refuses a command-line argument or environment entry of this many bytes or more
-(``MAX_ARG_STRLEN``); a ``system_prompt`` is one argument of the CLI."""
-MAX_QUOTE = 80
-"""Error messages quote at most this many characters of a client's value."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,11 +246,13 @@ class HelloOp:
 
 @attrs.frozen(kw_only=True)
 class OpenOp:
-    """Start a session. ``label``: the client's name for it, shown by ``list``."""
+    """Start a session. ``label``: the client's name for it, shown by ``list``;
+    ``idempotency_key``: a retry with it returns the session the first open created."""
 
     id: str
     params: ExecuteParams
     label: str | None = None
+    idempotency_key: str | None = None
     op: ClassVar[str] = "open"
 
 
@@ -257,6 +263,7 @@ class ContinueOp:
     id: str
     session: str
     prompt: str
+    idempotency_key: str | None = None
     op: ClassVar[str] = "continue"
 
 
@@ -401,113 +408,13 @@ class _Fields:
             )
         return value
 
-
-def quote(value: Any) -> str:
-    """``repr(value)`` cut to ``MAX_QUOTE`` characters, for error messages (rule 5)."""
-    text = repr(value)
-    return text if len(text) <= MAX_QUOTE else text[: MAX_QUOTE - 1] + "\u2026"
-
-
-def _check_value(value: Any, where: str, depth: int, op_id: str | None) -> int:
-    """Refuse what could not be sent back out (rule 4); the value's size in characters."""
-    if isinstance(value, str):
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise WireError(
-                    "invalid_field",
-                    f"{where or 'the message'}: a lone UTF-16 surrogate at character "
-                    f"{exc.start} (an unpaired \\ud800-\\udfff escape is not a character); "
-                    "send text as UTF-8, or characters beyond U+FFFF as surrogate pairs",
-                    op_id,
-                ) from None
-        return len(value) + 2
-    if isinstance(value, bool) or value is None:
-        return 5
-    if isinstance(value, int):
-        if not -MAX_INT <= value <= MAX_INT:
-            raise WireError(
-                _code_at(where), f"{where}: an integer beyond +-{MAX_INT} is not accepted", op_id
-            )
-        return 20
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise WireError(
-                _code_at(where), f"{where}: a number too large for a double is not accepted", op_id
-            )
-        return 24
-    if depth >= MAX_DEPTH:
-        raise WireError(
-            "invalid_field", f"{where or 'the message'}: nested deeper than {MAX_DEPTH} levels",
-            op_id,
-        )
-    size = 2
-    if isinstance(value, dict):
-        for key, item in value.items():
-            size += _check_value(key, f"{where or 'the message'} (a key)", depth + 1, op_id)
-            size += 1 + _check_value(item, _child(where, key), depth + 1, op_id)
-    else:
-        for i, item in enumerate(value):
-            size += 1 + _check_value(item, f"{where}[{i}]", depth + 1, op_id)
-    return size
-
-
-def _code_at(where: str) -> WireErrorCode:
-    """A bad number inside ``params`` is a bad parameter (as ``ExecuteParams`` would say)."""
-    return "invalid_params" if where.startswith("params") else "invalid_field"
-
-
-def _child(where: str, key: str) -> str:
-    name = key if key.isidentifier() and len(key) <= 40 else f"[{quote(key)}]"
-    if not where:
-        return name
-    return f"{where}{name}" if name.startswith("[") else f"{where}.{name}"
-
-
-def _is_sendable_id(value: object) -> bool:
-    if not isinstance(value, str) or len(value) > MAX_ID_CHARS:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _check_arguments(params: Mapping[str, Any], op_id: str | None) -> None:
-    """What reaches the CLI's command line and environment (rule 5)."""
-    for key, value in params.items():
-        if key != "prompt":
-            _no_nul(value, f"params.{key}", op_id)
-    system_prompt = params.get("system_prompt")
-    if isinstance(system_prompt, str):
-        size = len(system_prompt.encode("utf-8"))
-        if size >= MAX_ARGUMENT_BYTES:
-            raise WireError(
-                "invalid_params",
-                f"params.system_prompt: {size} bytes; the CLI takes it as one command-line "
-                f"argument, which must be under {MAX_ARGUMENT_BYTES} bytes",
-                op_id,
-            )
-    # The environment's entries are checked by ArchitectureConfig (checks.check_env).
-
-
-def _no_nul(value: Any, where: str, op_id: str | None) -> None:
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise WireError(
-                "invalid_params",
-                f"{where}: contains a NUL character, which cannot be passed to the CLI",
-                op_id,
-            )
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _no_nul(key, f"{where} (a key)", op_id)
-            _no_nul(item, _child(where, key), op_id)
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _no_nul(item, f"{where}[{i}]", op_id)
+    def idempotency_key(self) -> str | None:
+        if self.obj.get("idempotency_key") is None:
+            return None
+        try:
+            return check_idempotency_key(self.obj["idempotency_key"])
+        except InvalidParamsError as exc:
+            self.fail("invalid_field", f"idempotency_key={quote(exc.value)}: {exc.allowed}")
 
 
 def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) -> Op:
@@ -534,16 +441,18 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
             fields.only("op", "id")
             return ListOp(id=op_id)
         case "open":
-            fields.only("op", "id", "params", "label")
+            fields.only("op", "id", "params", "label", "idempotency_key")
             params = _params(fields.required("params"), allow_cwd, allow_env, op_id)
             label = fields.string("label") if obj.get("label") is not None else None
-            return OpenOp(id=op_id, params=params, label=label)
+            key = fields.idempotency_key()
+            return OpenOp(id=op_id, params=params, label=label, idempotency_key=key)
         case "continue":
-            fields.only("op", "id", "session", "prompt")
+            fields.only("op", "id", "session", "prompt", "idempotency_key")
             return ContinueOp(
                 id=op_id,
                 session=fields.string("session"),
                 prompt=fields.string("prompt", max_chars=None),
+                idempotency_key=fields.idempotency_key(),
             )
         case "push":
             fields.only("op", "id", "session", "text", "images")
@@ -778,8 +687,12 @@ def encode_op(op: Op) -> str:
             obj |= {"id": op.id, "params": params_to_json(op.params)}
             if op.label is not None:
                 obj["label"] = op.label
+            if op.idempotency_key is not None:
+                obj["idempotency_key"] = op.idempotency_key
         case ContinueOp():
             obj |= {"id": op.id, "session": op.session, "prompt": op.prompt}
+            if op.idempotency_key is not None:
+                obj["idempotency_key"] = op.idempotency_key
         case PushOp():
             obj |= {"id": op.id, "session": op.session, "text": op.text}
             if op.images:
