@@ -40,11 +40,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import os
 import random
 import signal
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -119,21 +121,30 @@ class BatchReport:
 # -- one attempt ----------------------------------------------------------------------------------
 
 
-async def _attempt(host: SessionHost, item: BatchItem) -> Attempt:
-    """One session of ``item`` on ``host``, followed to its final event."""
+def attempt_key(run_id: str, item_key: str, generation: int) -> str:
+    """The idempotency key of an item's ``open`` (``protocol/fanout/idempotency.py``): one
+    per run, item and session generation (a new one only once a session of the item was
+    opened and came to nothing: that retry is meant to run again)."""
+    digest = hashlib.sha256(item_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"batch:{run_id}:{digest}:{generation}"
+
+
+async def _attempt(host: SessionHost, item: BatchItem, key: str) -> tuple[Attempt, bool]:
+    """One session of ``item`` on ``host``, followed to its final event; and whether a
+    session was opened (then a retry needs a new key)."""
     await trio.lowlevel.checkpoint()
     attempt = Attempt()
     try:
-        handle = await host.open(item.params, label=item.key[:256])
+        handle = await host.open(item.params, label=item.key[:256], idempotency_key=key)
     except RemoteOpError as exc:
         attempt.start_error = str(exc)
         # the server at its limit, closing, or failing: later may work; bad params never do
         attempt.start_error_retryable = exc.code in ("limit_reached", "internal")
-        return attempt
+        return attempt, False
     except ConnectionLostError as exc:
         attempt.start_error = str(exc)
         attempt.start_error_retryable = True
-        return attempt
+        return attempt, False
     try:
         async with handle.subscribe() as events:
             async for event in events:
@@ -148,7 +159,7 @@ async def _attempt(host: SessionHost, item: BatchItem) -> Attempt:
         with trio.move_on_after(ABORT_GRACE, shield=True):
             await handle.abort()
         raise
-    return attempt
+    return attempt, True
 
 
 # -- the batch -------------------------------------------------------------------------------------
@@ -211,6 +222,7 @@ async def run_batch(
     on_result: Callable[[BatchResult], Awaitable[None]] | None = None,
     on_progress: Callable[[BatchProgress], None] | None = None,
     rng: random.Random | None = None,
+    run_id: str | None = None,
 ) -> BatchReport:
     """Run ``items`` on ``runner``, any session host (``actors/fanout/hosts.py``: a fleet, a Redis
     cluster's, a gateway client); see the module docstring.
@@ -218,6 +230,13 @@ async def run_batch(
     ``spent``: cost already spent on this batch (counts toward ``budget``); ``skipped``:
     items done earlier, for the progress counts only. ``rng``: the source of the retry
     jitter (a seeded one makes the waits reproducible).
+
+    Every item's ``open`` carries an idempotency key made of ``run_id`` (default: a fresh
+    one per call), the item's key and its session generation (:func:`attempt_key`), so an
+    open sent again after a lost reply, a dropped connection or a failed gateway of a cluster
+    returns the item's session instead of starting another: an item runs once per
+    generation. A later call with the same ``run_id`` (within the host's key lifetime) finds
+    the sessions an earlier one opened.
     """
     if not isinstance(runner, SessionHost):
         raise InvalidParamsError(
@@ -234,6 +253,9 @@ async def run_batch(
         raise InvalidParamsError("items", "duplicate keys", "items with unique keys")
     retry = retry or RetryPolicy()
     rng = rng or random.Random()
+    run = str(uuid.uuid4()) if run_id is None else run_id
+    if not (isinstance(run, str) and run.isprintable() and 0 < len(run.strip()) <= 128):
+        raise InvalidParamsError("run_id", run, "a non-empty printable string (<= 128)")
     state = _Run(
         items=collections.deque(items),
         total=len(items) + skipped,
@@ -246,9 +268,11 @@ async def run_batch(
     async def run_item(item: BatchItem) -> BatchResult:
         cost = 0.0
         attempts = 0
+        generation = 1
         while True:
             attempts += 1
-            attempt = await _attempt(runner, item)
+            attempt, opened = await _attempt(runner, item, attempt_key(run, item.key, generation))
+            generation += opened
             cost += attempt.usage.cost_usd
             state.cost += attempt.usage.cost_usd
             state.usage = add_usage(state.usage, attempt.usage)

@@ -47,8 +47,9 @@ from claude_trio.actors.fanout.subscription import (
     execution_transcript,
     open_following,
 )
-from claude_trio.protocol.checks import check_int
+from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.scripts import ENQUEUE_SCRIPT
 from claude_trio.protocol.cluster.records import (
     MOVED_REASON,
     Command,
@@ -68,10 +69,17 @@ from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.resume import START_ONLY
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
+    IdempotencyConflictError,
     InvalidParamsError,
     LocalProtocolError,
     RemoteProtocolError,
     UnknownSessionError,
+)
+from claude_trio.protocol.fanout.idempotency import (
+    DEFAULT_IDEMPOTENCY_TTL,
+    check_idempotency_key,
+    continue_digest,
+    open_digest,
 )
 from claude_trio.protocol.fanout.replay import Entry, entry_size
 from claude_trio.protocol.fanout.wire import SessionInfo, params_to_json
@@ -283,6 +291,24 @@ class RedisSession:
             )
 
 
+@attrs.frozen(kw_only=True)
+class _Claim:
+    """An idempotency key of a request, whose it is, and the request's digest."""
+
+    key: str
+    scope: str
+    op: str
+    digest: str
+
+    def session_of(self, stored: str) -> str:
+        """The session of a stored claim (``"<sid> <op> <digest>"``) of this key;
+        ``IdempotencyConflictError`` when it was made by another request."""
+        sid, _, rest = stored.partition(" ")
+        if rest != f"{self.op} {self.digest}":
+            raise IdempotencyConflictError(self.key, self.op)
+        return sid
+
+
 WORKERS_MAX = 100
 """Workers a ``hello`` looks at: the ones that heartbeated last."""
 
@@ -299,8 +325,11 @@ class RedisFleet:
         command_timeout: float,
         block: float,
         replay_buffer: int,
+        idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
     ) -> None:
         self.redis = redis
+        self.idempotency_ttl = idempotency_ttl
+        self._enqueue_script = redis.register_script(ENQUEUE_SCRIPT)
         self.keys = keys
         self.command_timeout = command_timeout
         self._nursery = nursery
@@ -454,13 +483,25 @@ class RedisFleet:
     # -- what the gateway does ------------------------------------------------------------------
 
     async def open(
-        self, params: ExecuteParams, *, label: str | None = None, owner: Hashable = None
+        self,
+        params: ExecuteParams,
+        *,
+        label: str | None = None,
+        owner: Hashable = None,
+        idempotency_key: str | None = None,
     ) -> RedisSession:
-        """Record a new session and append its job; the first free worker runs it."""
+        """Record a new session and append its job; the first free worker runs it.
+
+        ``idempotency_key``: the key's claim is written in the same script as the record and
+        the job, so an open with a key any gateway of the cluster recorded (for the same
+        principal) returns that session and appends nothing; with other params or label it
+        raises ``IdempotencyConflictError``. Keys expire after ``idempotency_ttl`` seconds."""
         if not isinstance(params, ExecuteParams):
             raise InvalidParamsError("params", params, "an ExecuteParams")
         if label is not None and not (isinstance(label, str) and label and "\x00" not in label):
             raise InvalidParamsError("label", label, "a non-empty string without NUL characters")
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         principal = getattr(owner, "principal", None)
         host = getattr(owner, "host", "")
         sid = str(uuid_module.uuid4())
@@ -474,14 +515,42 @@ class RedisFleet:
             created_at=time.time(),
         )
         job = Job(kind="open", session=sid, params=record.params)
-        await self._enqueue(record, job)
-        return RedisSession(self, record)
+        if idempotency_key is None:
+            await self._enqueue(record, job)
+            return RedisSession(self, record)
+        claim = _Claim(
+            key=idempotency_key,
+            scope=principal or "",
+            op="open",
+            digest=open_digest(record.params, label),
+        )
+        created = await self._enqueue_once(record, job, claim, expected="")
+        if created is None:  # a record under a fresh uuid: never in practice
+            raise LocalProtocolError(f"session {sid} exists already: open it again")
+        if created == (True, sid):
+            return RedisSession(self, record)
+        return await self.get(created[1])
 
-    async def continue_(self, session_id: str, prompt: str) -> RedisSession:
+    async def continue_(
+        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+    ) -> RedisSession:
         """Append the next execution of an ended session; any worker resumes it (from the
-        transcript store the workers share)."""
+        transcript store the workers share). ``idempotency_key``: as for :meth:`open`; a
+        continue with a recorded key returns the session, running or not, and appends
+        nothing."""
         session = await self.get(session_id)
         record = session.record
+        claim: _Claim | None = None
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
+            claim = _Claim(
+                key=idempotency_key,
+                scope=record.principal or "",
+                op="continue",
+                digest=continue_digest(session_id, prompt),
+            )
+            if await self._claimed(claim) is not None:
+                return session
         if record.state != "ended":
             raise LocalProtocolError(
                 f"session {session_id!r} is still running ({record.state}): push to it, or "
@@ -518,8 +587,61 @@ class RedisFleet:
             after_seq=record.last_seq,
             execution=record.executions,
         )
-        await self._enqueue(record, job)
+        if claim is None:
+            await self._enqueue(record, job)
+        else:
+            # Written only if the record still shows the execution that ended (rule 1).
+            ended = str(session.record.executions)
+            if await self._enqueue_once(record, job, claim, expected=ended) is None:
+                raise LocalProtocolError(
+                    f"session {session_id!r} was continued by another request meanwhile: "
+                    "push to it, or wait for its end before continuing it"
+                )
         return RedisSession(self, record)
+
+    async def _claimed(self, claim: _Claim) -> str | None:
+        """The session the claim's key created, or None when the key is new."""
+        key = self.keys.idempotency(claim.scope, claim.key)
+        stored = await self._call(lambda: self.redis.get(key))
+        return None if stored is None else claim.session_of(stored)
+
+    async def _enqueue_once(
+        self, record: SessionRecord, job: Job, claim: _Claim, *, expected: str
+    ) -> tuple[bool, str] | None:
+        """``_enqueue`` under an idempotency key, in one script (``ENQUEUE_SCRIPT``):
+        ``(True, record's id)`` when the key was new (then all is written), ``(False, the
+        session the key created)`` when it was not, None when the session changed meanwhile
+        (nothing written)."""
+        keys = self.keys
+        sid = record.session
+        fields = record.to_fields()
+        args: list[str | int | float] = [
+            f"{sid} {claim.op} {claim.digest}",
+            max(1, int(self.idempotency_ttl * 1000)),
+            record.created_at,
+            sid,
+            expected,
+            len(fields),
+        ]
+        for name, value in fields.items():
+            args += [name, value]
+        for name, value in job.to_fields().items():
+            args += [name, value]
+        redis_keys = [
+            keys.idempotency(claim.scope, claim.key),
+            keys.session(sid),
+            keys.sessions_index,
+            keys.jobs,
+        ]
+        code, stored = await self._call(
+            lambda: self._enqueue_script(keys=redis_keys, args=args)
+        )
+        if int(code) < 0:
+            return None
+        created = claim.session_of(str(stored))
+        if int(code) == 1:
+            self._records[sid] = record
+        return int(code) == 1, created
 
     async def _enqueue(self, record: SessionRecord, job: Job) -> None:
         keys = self.keys
@@ -610,8 +732,11 @@ async def open_redis_fleet(
     command_timeout: float = 10.0,
     block: float = 1.0,
     replay_buffer: int = 2000,
+    idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
 ) -> AsyncIterator[RedisFleet]:
-    """A :class:`RedisFleet` over an open coredis client (``decode_responses=True``)."""
+    """A :class:`RedisFleet` over an open coredis client (``decode_responses=True``).
+    ``idempotency_ttl``: seconds an idempotency key of ``open`` / ``continue_`` is kept."""
+    check_number("idempotency_ttl", idempotency_ttl, above=0, allowed="seconds > 0")
     async with trio.open_nursery() as nursery:
         fleet = RedisFleet(
             redis,
@@ -620,6 +745,7 @@ async def open_redis_fleet(
             command_timeout=command_timeout,
             block=block,
             replay_buffer=replay_buffer,
+            idempotency_ttl=idempotency_ttl,
         )
         try:
             yield fleet

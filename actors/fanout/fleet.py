@@ -90,6 +90,7 @@ from claude_trio.actors.fanout.fleet_session import (
     SessionState,
     _Execution,
 )
+from claude_trio.actors.fanout.owners import key_scope
 from claude_trio.actors.fanout.subscription import (
     DEFAULT_SUBSCRIBER_BYTES,
     DEFAULT_SUBSCRIBER_QUEUE,
@@ -101,7 +102,13 @@ from claude_trio.actors.fanout.subscription import (
 )
 from claude_trio.actors.session.boundary import open_block_nursery
 from claude_trio.actors.session.pool import CLIPool
-from claude_trio.protocol.checks import check_int, check_text, finite_float, is_number
+from claude_trio.protocol.checks import (
+    check_int,
+    check_number,
+    check_text,
+    finite_float,
+    is_number,
+)
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.resume import continuation
 from claude_trio.protocol.errors import (
@@ -109,8 +116,15 @@ from claude_trio.protocol.errors import (
     LocalProtocolError,
     UnknownSessionError,
 )
+from claude_trio.protocol.fanout.idempotency import (
+    DEFAULT_IDEMPOTENCY_TTL,
+    IdempotencyRecords,
+    check_idempotency_key,
+    continue_digest,
+    open_digest,
+)
 from claude_trio.protocol.fanout.slots import SlotQueue
-from claude_trio.protocol.fanout.wire import SessionInfo
+from claude_trio.protocol.fanout.wire import SessionInfo, params_to_json
 
 __all__ = [
     "DEFAULT_REPLAY_BYTES",
@@ -187,8 +201,10 @@ class Fleet:
         replay_bytes: int,
         keep_finished: int,
         session_options: Mapping[str, Any],
+        idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
     ) -> None:
         self._nursery = nursery
+        self._keys = IdempotencyRecords(ttl=idempotency_ttl)
         self._max_live = max_live
         # A pool's warm CLIs are CLIs too: sessions get what the pool leaves of the cap.
         pool = session_options.get("pool")
@@ -212,6 +228,7 @@ class Fleet:
         *,
         owner: Hashable = None,
         label: str | None = None,
+        idempotency_key: str | None = None,
         **session_options: Any,
     ) -> FleetSession:
         """Start a session; it runs as soon as a slot is free. Never waits for the slot.
@@ -220,7 +237,11 @@ class Fleet:
         sessions of different owners get slots in turn, so one owner's long queue does not
         hold up another's first session. ``label``: your name for the session, kept on it
         (``FleetSession.label``) for listings. ``session_options`` override the fleet's
-        ``open_session`` keywords for this session.
+        ``open_session`` keywords for this session. ``idempotency_key``: a start with a key
+        this fleet recorded for the same owner (a gateway's principal) returns the session
+        that start created, and starts nothing; with other params or label it raises
+        ``IdempotencyConflictError`` (``protocol/fanout/idempotency.py``). Keys are kept
+        ``idempotency_ttl`` seconds (``open_fleet``).
         """
         await trio.lowlevel.checkpoint()
         if not isinstance(params, ExecuteParams):
@@ -231,6 +252,13 @@ class Fleet:
             raise InvalidParamsError("owner", owner, "a hashable value or None") from None
         if label is not None:
             check_text("label", label)
+        digest = ""
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
+            digest = open_digest(params_to_json(params), label)
+            replayed = self._replayed(key_scope(owner), idempotency_key, digest, "open")
+            if replayed is not None:
+                return replayed
         check_session_options(session_options)
         self._check_accepting()
         check_together(self._options | session_options)
@@ -247,11 +275,17 @@ class Fleet:
             replay_bytes=self._replay_bytes,
         )
         self._sessions[session.id] = session
+        if idempotency_key is not None:  # no checkpoint since _replayed (rule 1)
+            self._keys.record(
+                key_scope(owner), idempotency_key, session.id, digest, "open", trio.current_time()
+            )
         self._active[owner] = self._active.get(owner, 0) + 1
         self._request_slot(session, session._x)  # its task starts with its slot
         return session
 
-    async def continue_(self, session_id: str, prompt: str) -> FleetSession:
+    async def continue_(
+        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+    ) -> FleetSession:
         """Run ``prompt`` as the next execution of an ended session's conversation.
 
         The CLI resumes the conversation by its session id (``resume_session_id``) with the
@@ -267,9 +301,18 @@ class Fleet:
         ``LocalProtocolError`` while the session's execution still runs (push to it
         instead), when its CLI never said a session id (there is no conversation to resume),
         or once the fleet is draining or closed; ``InvalidParamsError`` for a bad prompt.
+        ``idempotency_key``: as for :meth:`start`; a continue with a key recorded for the same
+        session and prompt returns the session (running or not) and runs nothing.
         """
         await trio.lowlevel.checkpoint()
         session = self.get_nowait(session_id)
+        digest = ""
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
+            digest = continue_digest(session_id, prompt)
+            scope = key_scope(session.owner)
+            if self._replayed(scope, idempotency_key, digest, "continue") is not None:
+                return session
         if not session.ended:
             raise LocalProtocolError(
                 f"session {session_id!r} is still running ({session.state}): push to it, or "
@@ -286,6 +329,15 @@ class Fleet:
         # images are in the conversation already. Validates the prompt (InvalidParamsError).
         params = continuation(session.params, prompt, session.claude_session_id)
         previous = session._next_execution(params)
+        if idempotency_key is not None:
+            self._keys.record(
+                key_scope(session.owner),
+                idempotency_key,
+                session.id,
+                digest,
+                "continue",
+                trio.current_time(),
+            )
         x = session._x
         self._idle.pop(session.id, None)
         self._active[session.owner] = self._active.get(session.owner, 0) + 1
@@ -338,10 +390,19 @@ class Fleet:
         *,
         label: str | None = None,
         owner: Hashable = None,
+        idempotency_key: str | None = None,
         **session_options: Any,
     ) -> FleetSession:
         """Start a session (``SessionHost.open``): :meth:`start` under the interface's name."""
-        return await self.start(params, owner=owner, label=label, **session_options)
+        return await self.start(
+            params, owner=owner, label=label, idempotency_key=idempotency_key, **session_options
+        )
+
+    def _replayed(self, scope: Hashable, key: str, digest: str, op: str) -> FleetSession | None:
+        """The session ``key`` created, None for a new key (``protocol/fanout/idempotency.py``);
+        ``UnknownSessionError`` when that session was forgotten since (``keep_finished``)."""
+        sid = self._keys.find(scope, key, digest, op, trio.current_time())
+        return None if sid is None else self.get_nowait(sid)
 
     async def get(self, session_id: str) -> FleetSession:
         """The session with this id (``SessionHost.get``); see :meth:`get_nowait`."""
@@ -488,6 +549,7 @@ async def open_fleet(
     replay_buffer: int = 2000,
     replay_bytes: int = DEFAULT_REPLAY_BYTES,
     keep_finished: int = 256,
+    idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
     **session_options: Any,
 ) -> AsyncIterator[Fleet]:
     """A fleet of sessions with at most ``max_live`` CLIs at once.
@@ -495,7 +557,9 @@ async def open_fleet(
     ``replay_buffer`` / ``replay_bytes``: events, and counted bytes, kept per session for
     replay (the oldest are evicted first; see ``protocol/fanout/replay.py``). ``keep_finished``:
     idle sessions (their execution ended) still reachable with ``get()`` and
-    ``continue_()``; the longest idle is forgotten first.
+    ``continue_()``; the longest idle is forgotten first. ``idempotency_ttl``: seconds an
+    idempotency key of ``start`` / ``continue_`` is kept (at most 100,000 keys, the oldest
+    forgotten first).
     ``session_options``: ``open_session`` keywords for every session (see
     :data:`SESSION_OPTIONS`), checked by name and type here. With ``pool=``, the pool's warm
     CLIs count against ``max_live`` (the pool must be smaller, and opened with
@@ -508,6 +572,7 @@ async def open_fleet(
     check_int("replay_buffer", replay_buffer, 1)
     check_int("replay_bytes", replay_bytes, 1)
     check_int("keep_finished", keep_finished, 0)
+    check_number("idempotency_ttl", idempotency_ttl, above=0, allowed="seconds > 0")
     check_session_options(session_options)
     pool = session_options.get("pool")
     if isinstance(pool, CLIPool) and pool.size >= max_live:
@@ -525,6 +590,7 @@ async def open_fleet(
             replay_bytes=replay_bytes,
             keep_finished=keep_finished,
             session_options=session_options,
+            idempotency_ttl=idempotency_ttl,
         )
         try:
             yield fleet

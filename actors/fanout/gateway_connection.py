@@ -49,6 +49,7 @@ from claude_trio.protocol.errors import (
     ClusterUnavailableError,
     ControlFailedError,
     ControlRefusedError,
+    IdempotencyConflictError,
     InvalidParamsError,
     LocalProtocolError,
     SlowSubscriberError,
@@ -623,7 +624,21 @@ class _Client:
             requested = scoped
         params = remote_params(requested, policy, cwd)
         try:
-            session = await self._fleet.open(params, label=op.label, owner=self._owner)
+            session = await self._fleet.open(
+                params, label=op.label, owner=self._owner, idempotency_key=op.idempotency_key
+            )
+        except IdempotencyConflictError as exc:
+            self._reply(ErrorFrame(id=op.id, code="idempotency_conflict", message=str(exc)))
+            return
+        except UnknownSessionError:  # the key's session was forgotten since
+            self._reply(
+                ErrorFrame(
+                    id=op.id,
+                    code="unknown_session",
+                    message="the session this idempotency key opened is no longer known",
+                )
+            )
+            return
         except InvalidParamsError as exc:
             self._reply(ErrorFrame(id=op.id, code="invalid_params", message=str(exc)[:1000]))
             return
@@ -644,7 +659,8 @@ class _Client:
         session = await self._session(op.id, op.session)
         if session is None:
             return
-        if not session.ended:
+        # With a key, the host decides (a retry of a continue that started is no error).
+        if not session.ended and op.idempotency_key is None:
             self._reply(
                 ErrorFrame(
                     id=op.id,
@@ -659,7 +675,12 @@ class _Client:
             self._reply(ErrorFrame(id=op.id, code="limit_reached", message=refused))
             return
         try:
-            session = await self._fleet.continue_(session.id, op.prompt)
+            session = await self._fleet.continue_(
+                session.id, op.prompt, idempotency_key=op.idempotency_key
+            )
+        except IdempotencyConflictError as exc:
+            self._reply(ErrorFrame(id=op.id, code="idempotency_conflict", message=str(exc)))
+            return
         except InvalidParamsError as exc:
             self._reply(ErrorFrame(id=op.id, code="invalid_params", message=str(exc)[:1000]))
             return

@@ -30,6 +30,9 @@ The promises:
 * ``await host.continue_(session_id, prompt)`` runs the next execution of an ended session's
   conversation; its events continue the session's ``seq``. A session still running, or one
   with no conversation to resume, is refused with a ``ClaudeTrioError``.
+* Both take ``idempotency_key=``: the same request again with the key returns the session the
+  first one created and starts nothing; the key with another request raises
+  ``IdempotencyConflictError`` (``protocol/fanout/idempotency.py``).
 * ``await host.get(session_id)`` is the handle of a session the host knows;
   ``UnknownSessionError`` (a ``KeyError`` too) when it knows none by that id.
 * ``await host.list()`` is a :class:`~claude_trio.protocol.fanout.wire.SessionInfo` per session,
@@ -123,9 +126,13 @@ class SessionHandle(Protocol):
 class SessionHost(Protocol):
     """Where sessions run: a local fleet, a Redis cluster, a gateway (module docstring)."""
 
-    async def open(self, params: ExecuteParams, *, label: str | None = None) -> SessionHandle: ...
+    async def open(
+        self, params: ExecuteParams, *, label: str | None = None, idempotency_key: str | None = None
+    ) -> SessionHandle: ...
 
-    async def continue_(self, session_id: str, prompt: str) -> SessionHandle: ...
+    async def continue_(
+        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+    ) -> SessionHandle: ...
 
     async def get(self, session_id: str) -> SessionHandle: ...
 
@@ -195,10 +202,17 @@ class ServedHost(SessionHost, Protocol):
         ...
 
     async def open(
-        self, params: ExecuteParams, *, label: str | None = None, owner: Hashable = None
+        self,
+        params: ExecuteParams,
+        *,
+        label: str | None = None,
+        owner: Hashable = None,
+        idempotency_key: str | None = None,
     ) -> ServedSession: ...
 
-    async def continue_(self, session_id: str, prompt: str) -> ServedSession: ...
+    async def continue_(
+        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+    ) -> ServedSession: ...
 
     async def get(self, session_id: str) -> ServedSession: ...
 

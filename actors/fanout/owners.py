@@ -3,9 +3,11 @@ fleet, ``actors/cluster/fleet.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import attrs
 
-__all__ = ["GatewayOwner", "principal_of"]
+__all__ = ["GatewayOwner", "key_scope", "principal_of"]
 
 
 @attrs.frozen
@@ -23,3 +25,9 @@ def principal_of(owner: object) -> str | None:
     """The principal a session belongs to: its owner's, when a gateway opened it (a
     :class:`GatewayOwner`); ``None`` otherwise."""
     return owner.principal if isinstance(owner, GatewayOwner) else None
+
+
+def key_scope(owner: Hashable) -> Hashable:
+    """Whose idempotency keys a request's are (``protocol/fanout/idempotency.py`` rule 3):
+    the principal's for a gateway's client (any of its connections), else the owner's."""
+    return owner.principal if isinstance(owner, GatewayOwner) else owner

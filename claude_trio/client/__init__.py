@@ -26,10 +26,12 @@ the consumer sees every event exactly once, in order: no gap, no duplicate
 holds the events after that seq (its replay buffer evicted them), ``session.events`` raises
 :class:`ResyncRequiredError`; if it no longer knows the session (it restarted, or forgot it),
 :class:`SessionLostError`. An op whose reply was lost with the connection is sent again when it
-is safe to repeat (``hello``, ``list``, ``abort``, ``set_model``, ``set_permission_mode``);
-otherwise (``open``, ``push``, ``answer``,
-``continue``) it raises :class:`ConnectionLostError`, as the server may or may not have acted on
-it. An op sent while there is no connection waits for the next one. After
+is safe to repeat (``hello``, ``list``, ``abort``, ``set_model``, ``set_permission_mode``,
+and ``open``, which carries an idempotency key: the server answers a repeat with the session
+the first one started); ``continue`` asks the server whether it started (and is sent again, with
+its key, only if not); otherwise (``push``, ``answer``) it raises :class:`ConnectionLostError`,
+as the server may or may not have acted on it. An op sent while there is no connection waits
+for the next one. After
 ``reconnect_attempts`` failed attempts in a row (or a refused handshake: a revoked token), the
 client gives up: every waiting op and every session's events raise
 :class:`GatewayUnavailableError` (or :class:`GatewayRefusedError`): an ``async for`` over

@@ -22,6 +22,7 @@ import collections
 import itertools
 import logging
 import os
+import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -61,6 +62,7 @@ from claude_trio.protocol.errors import (
     WireError,
 )
 from claude_trio.protocol.fanout.follow import Follow
+from claude_trio.protocol.fanout.idempotency import check_idempotency_key
 from claude_trio.protocol.fanout.remote import check_token
 from claude_trio.protocol.fanout.wire import (
     AbortOp,
@@ -187,11 +189,23 @@ class GatewayClient:
 
     # -- public ops ------------------------------------------------------------------------------
 
-    async def open(self, params: ExecuteParams, *, label: str | None = None) -> RemoteSession:
+    async def open(
+        self, params: ExecuteParams, *, label: str | None = None, idempotency_key: str | None = None
+    ) -> RemoteSession:
         """Start a session on the server (it runs as soon as the server has a slot) and
-        follow it from its first event."""
+        follow it from its first event.
+
+        The ``open`` carries an idempotency key (``idempotency_key``, or a fresh one): when
+        its reply is lost with the connection, the client sends it again with the same key
+        on the next connection, and the server answers with the session the first one
+        started (a session never starts twice). Give your own key (a batch item's) to make
+        a retry of your own, after a crash or on another gateway of a cluster, find the
+        session too; the same key with another request raises :class:`RemoteOpError` with
+        code ``idempotency_conflict``."""
         if not isinstance(params, ExecuteParams):
             raise InvalidParamsError("params", params, "an ExecuteParams")
+        key = str(uuid.uuid4()) if idempotency_key is None else idempotency_key
+        check_idempotency_key(key)
         sessions: list[RemoteSession] = []
 
         def follow(frame: Frame) -> None:
@@ -201,7 +215,9 @@ class GatewayClient:
                 sessions.append(self._follow_new(frame.session, state, 1))
 
         await self._request(
-            OpenOp(id=self._op_id(), params=params, label=label), OpenedFrame, on_reply=follow
+            OpenOp(id=self._op_id(), params=params, label=label, idempotency_key=key),
+            OpenedFrame,
+            on_reply=follow,
         )
         return sessions[0]
 
@@ -265,11 +281,13 @@ class GatewayClient:
             session._events._done = True  # its execution's events are all sent
         return session
 
-    async def continue_(self, session_id: str, prompt: str) -> RemoteSession:
+    async def continue_(
+        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+    ) -> RemoteSession:
         """Run ``prompt`` as the next execution of a session's conversation
         (``SessionHost.continue_``): :meth:`get`, then :meth:`RemoteSession.continue_`."""
         session = await self.get(session_id)
-        await session.continue_(prompt)
+        await session.continue_(prompt, idempotency_key=idempotency_key)
         return session
 
     async def _info(self, session_id: str) -> SessionInfo | None:
@@ -304,9 +322,12 @@ class GatewayClient:
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._gave_up is not None:
             raise self._gave_up
-        pending = _Pending(
-            op=op, text=encode_op(op), repeatable=isinstance(op, _REPEATABLE), on_reply=on_reply
+        # An open with its idempotency key is answered with the same session however often
+        # it reaches the server.
+        repeatable = isinstance(op, _REPEATABLE) or (
+            isinstance(op, OpenOp) and op.idempotency_key is not None
         )
+        pending = _Pending(op=op, text=encode_op(op), repeatable=repeatable, on_reply=on_reply)
         self._submit(pending)
         try:
             await pending.done.wait()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -42,6 +43,7 @@ from claude_trio.protocol.errors import (
 )
 from claude_trio.protocol.extensions.approvals import ApprovalAnswer
 from claude_trio.protocol.fanout.follow import Follow, FollowError
+from claude_trio.protocol.fanout.idempotency import check_idempotency_key
 from claude_trio.protocol.fanout.wire import (
     AbortOp,
     AnswerOp,
@@ -425,7 +427,7 @@ class RemoteSession:
             ReplyFrame,
         )
 
-    async def continue_(self, prompt: str) -> None:
+    async def continue_(self, prompt: str, *, idempotency_key: str | None = None) -> None:
         """Run ``prompt`` as the next execution of this conversation (its execution must
         have ended); :attr:`events` is then the new execution's channel. Raises
         :class:`RemoteOpError` with code ``cannot_continue`` while it still runs.
@@ -433,14 +435,19 @@ class RemoteSession:
         Exactly once across a dropped connection: when the answer is lost, the client asks
         the server (``list``, on the next connection) whether the execution started; if it
         did, it follows it, otherwise it sends the ``continue`` again (an op on a connection
-        that is gone can no longer reach the server)."""
+        that is gone can no longer reach the server). Every send carries one idempotency
+        key (``idempotency_key``, or a fresh one), so the server never runs it twice."""
         if not (isinstance(prompt, str) and prompt.strip()):
             raise InvalidParamsError("prompt", prompt, "a non-empty string")
+        key = str(uuid.uuid4()) if idempotency_key is None else idempotency_key
+        check_idempotency_key(key)
         client = self._client
         while True:
             try:
                 continued = await client._request(
-                    ContinueOp(id=client._op_id(), session=self.id, prompt=prompt),
+                    ContinueOp(
+                        id=client._op_id(), session=self.id, prompt=prompt, idempotency_key=key
+                    ),
                     ContinuedFrame,
                 )
             except ConnectionLostError:

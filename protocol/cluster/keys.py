@@ -112,6 +112,11 @@ class RedisKeys:
         """Set while the worker heartbeats (expires when it stops)."""
         return f"{self.prefix}:alive:{{{_q(worker_id)}}}"
 
+    def idempotency(self, scope: str, key: str) -> str:
+        """Which session an ``open`` / ``continue`` idempotency key of ``scope`` (a principal,
+        ``""`` for none) created, and the request's digest (a string, set to expire)."""
+        return f"{self.prefix}:idem:{{{_q(scope)}:{_q(key)}}}"
+
     def pushes(self, session_id: str) -> str:
         """The pushes accepted in the session's current execution (for a move)."""
         return f"{self.prefix}:pushes:{{{_q(session_id)}}}"

@@ -21,15 +21,21 @@ What each script guarantees:
   for the current token.
 * ``PUSH_SCRIPT``: an accepted push is recorded (to be delivered again after a move) only for
   the current token.
+* ``ENQUEUE_SCRIPT`` (a gateway's ``open`` or ``continue`` with an idempotency key): the key's
+  claim, the session record, its place in the index and its job are written together or not
+  at all, and only when the key is new; a key already claimed returns its claim (the session
+  it created) and writes nothing, so no retry of the request, on any gateway, runs it twice.
 
-Each script touches only keys tagged ``{sid}`` (one hash slot: they run on Redis Cluster too).
+Each script but ``ENQUEUE_SCRIPT`` touches only keys tagged ``{sid}`` (one hash slot: they run
+on Redis Cluster too); ``ENQUEUE_SCRIPT`` also writes the index and the jobs stream, so it needs
+one Redis (on Redis Cluster those keys would have to share the key's slot).
 The worker registers them (``actors/cluster/worker.py``); their KEYS and ARGV are in each
 constant's docstring.
 """
 
 from __future__ import annotations
 
-__all__ = ["PUSH_SCRIPT", "RECORD_SCRIPT", "STORE_SCRIPT", "TAKE_SCRIPT"]
+__all__ = ["ENQUEUE_SCRIPT", "PUSH_SCRIPT", "RECORD_SCRIPT", "STORE_SCRIPT", "TAKE_SCRIPT"]
 
 TAKE_SCRIPT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
@@ -70,3 +76,25 @@ redis.call('RPUSH', KEYS[2], ARGV[2])
 return 1
 """
 """KEYS: record, pushes; ARGV: token, the accepted push."""
+
+ENQUEUE_SCRIPT = """
+local claim = redis.call('GET', KEYS[1])
+if claim then return {0, claim} end
+if ARGV[5] == '' then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return {-1, ''} end
+elseif redis.call('HGET', KEYS[2], 'state') ~= 'ended'
+    or redis.call('HGET', KEYS[2], 'executions') ~= ARGV[5] then
+  return {-1, ''}
+end
+local n = tonumber(ARGV[6])
+redis.call('HSET', KEYS[2], unpack(ARGV, 7, 6 + 2 * n))
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+redis.call('XADD', KEYS[4], '*', unpack(ARGV, 7 + 2 * n))
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1, ARGV[1]}
+"""
+"""KEYS: idempotency key, record, sessions index, jobs; ARGV: the claim to store, its time to
+live (ms), the index score, the session id, the executions the record must have ended
+(``''``: an open, the record must not exist), n, n x (record field, value), then the job's
+fields. Returns ``{1, claim}`` (written), ``{0, claim}`` (the key's earlier claim, nothing
+written) or ``{-1, ''}`` (the session changed meanwhile: nothing written)."""
