@@ -302,6 +302,75 @@ async def test_continue_is_exactly_once_when_its_answer_is_lost(
     assert handled == ["two"]  # the server saw it once: sent again only when it never came
 
 
+async def test_an_open_whose_reply_is_lost_is_sent_again_and_starts_one_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[str] = []
+
+    async def once(turn: FakeTurn) -> None:
+        started.append(turn.prompt)
+        await turn.text("ran once")
+
+    handled: list[str | None] = []
+    real = gateway_module._Client._open
+
+    async def counting(self: Any, op: Any) -> None:
+        handled.append(op.idempotency_key)
+        await real(self, op)
+
+    monkeypatch.setattr(gateway_module._Client, "_open", counting)
+
+    with trio.fail_after(20):
+        async with (
+            served(once) as (fleet, proxy),
+            connect_gateway(proxy.url, token=TOKEN, config=FAST) as gw,
+        ):
+            # the open reaches the server, and the connection drops before its reply
+            cut = proxy.cut_at_next_client_message(forward=True)
+            session = await gw.open(ExecuteParams(prompt="go"))
+            assert cut.is_set()
+            events = await collect(session.events)
+            listed = await gw.list()
+    assert len(handled) == 2  # the server received it twice, with one key
+    assert handled[0] is not None and handled[0] == handled[1]
+    assert started == ["go"]  # and started one session
+    assert [info.session for info in listed] == [session.id]
+    assert text_of(events) == "ran once"
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert proxy.accepted == 2
+
+
+async def test_one_key_is_one_session_for_every_client_of_a_principal() -> None:
+    started: list[str] = []
+
+    async def once(turn: FakeTurn) -> None:
+        started.append(turn.prompt)
+        await turn.text("ran once")
+
+    params = ExecuteParams(prompt="go")
+    with trio.fail_after(20):
+        async with (
+            served(once) as (_fleet, proxy),
+            connect_gateway(proxy.url, token=TOKEN, config=FAST) as one,
+            connect_gateway(proxy.url, token=TOKEN, config=FAST) as two,
+        ):
+            first = await one.open(params, label="item", idempotency_key="item-1")
+            events = await collect(first.events)
+            again = await two.open(params, label="item", idempotency_key="item-1")
+            replayed = await collect(again.events)
+            with pytest.raises(RemoteOpError) as refused:
+                await two.open(ExecuteParams(prompt="other"), idempotency_key="item-1")
+            await first.continue_("more", idempotency_key="c-1")
+            await collect(first.events)
+            listed = await one.list()
+    assert again.id == first.id
+    assert replayed == events
+    assert refused.value.code == "idempotency_conflict"
+    assert "different open request" in str(refused.value)
+    assert started == ["go", "more"]
+    assert [(info.session, info.executions) for info in listed] == [(first.id, 2)]
+
+
 async def test_a_silent_connection_is_replaced_after_a_missed_pong() -> None:
     config = ClientConfig(
         backoff_base=0.01, backoff_max=0.05, ping_interval=0.05, ping_timeout=0.3,
