@@ -49,7 +49,6 @@ from claude_trio.actors.fanout.subscription import (
 )
 from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.scripts import ENQUEUE_SCRIPT
 from claude_trio.protocol.cluster.records import (
     MOVED_REASON,
     Command,
@@ -64,6 +63,7 @@ from claude_trio.protocol.cluster.records import (
     is_final,
     seq_of_id,
 )
+from claude_trio.protocol.cluster.scripts import ENQUEUE_SCRIPT
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.resume import START_ONLY

@@ -70,9 +70,10 @@ async def test_keys_are_the_principals_not_the_connections(
     script = Counted()
     params = ExecuteParams(prompt="one")
     async with open_fleet(transport_factory=FakeCLI(script)) as fleet:
-        first = await fleet.open(params, owner=GatewayOwner("alice", "10.0.0.1"), idempotency_key="k")
+        alice, alice_again = GatewayOwner("alice", "10.0.0.1"), GatewayOwner("alice", "10.0.0.2")
+        first = await fleet.open(params, owner=alice, idempotency_key="k")
         # alice again from another address (a reconnect): the same key, the same session
-        again = await fleet.open(params, owner=GatewayOwner("alice", "10.0.0.2"), idempotency_key="k")
+        again = await fleet.open(params, owner=alice_again, idempotency_key="k")
         # bob's "k" is his own
         bobs = await fleet.open(params, owner=GatewayOwner("bob", "10.0.0.1"), idempotency_key="k")
         await first.wait_closed()

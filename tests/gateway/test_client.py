@@ -322,7 +322,7 @@ async def test_an_open_whose_reply_is_lost_is_sent_again_and_starts_one_session(
 
     with trio.fail_after(20):
         async with (
-            served(once) as (fleet, proxy),
+            served(once) as (_fleet, proxy),
             connect_gateway(proxy.url, token=TOKEN, config=FAST) as gw,
         ):
             # the open reaches the server, and the connection drops before its reply
@@ -332,7 +332,8 @@ async def test_an_open_whose_reply_is_lost_is_sent_again_and_starts_one_session(
             events = await collect(session.events)
             listed = await gw.list()
     assert len(handled) == 2  # the server received it twice, with one key
-    assert handled[0] is not None and handled[0] == handled[1]
+    assert handled[0] is not None
+    assert handled[0] == handled[1]
     assert started == ["go"]  # and started one session
     assert [info.session for info in listed] == [session.id]
     assert text_of(events) == "ran once"
