@@ -31,13 +31,16 @@ def test_serve_parses_every_option(tmp_path: Path) -> None:
             "--replay-buffer", "50", "--allow-cwd", "--cwd-root", str(tmp_path), "--allow-env",
             "--allow-origin", "https://a.example", "--allow-origin", "https://b.example",
             "--tokens", "t.json", "--offline", "--log-json", "--drain-grace", "2.5",
+            "--idempotency-ttl", "600",
         ]
     )  # fmt: skip
     assert (args.host, args.port, args.max_live, args.replay_buffer) == ("0.0.0.0", 0, 8, 50)
     assert (args.allow_cwd, args.allow_env, args.offline, args.log_json) == (True,) * 4
     assert args.allow_origin == ["https://a.example", "https://b.example"]
     assert (args.tokens, args.drain_grace, args.cwd_root) == ("t.json", 2.5, str(tmp_path))
+    assert args.idempotency_ttl == 600.0
     defaults = cli.parse_args(["serve"])
+    assert defaults.idempotency_ttl == 24 * 3600.0
     assert (defaults.host, defaults.port, defaults.max_live, defaults.offline) == (
         "127.0.0.1",
         8765,
@@ -67,6 +70,7 @@ def test_batch_and_run_remote_parse() -> None:
         ["serve", "--port", "70000"],
         ["serve", "--max-live", "0"],
         ["serve", "--drain-grace", "-1"],
+        ["serve", "--idempotency-ttl", "0"],
         ["batch"],
         ["batch", "x.jsonl", "--budget", "0"],
         ["batch", "x.jsonl", "--retries", "-1"],
@@ -78,6 +82,7 @@ def test_bad_fanout_arguments_exit_2(argv: list[str]) -> None:
 
 def test_a_generated_token_is_only_for_loopback(tmp_path: Path) -> None:
     local = serve_config(serve_args(), {})
+    assert serve_config(serve_args("--idempotency-ttl", "60"), {}).idempotency_ttl == 60.0
     assert local.token_generated
     assert local.token is not None
     assert len(local.token) >= 32

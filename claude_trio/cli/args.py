@@ -242,6 +242,14 @@ def add_fanout_commands(commands: Any) -> None:
         help="events kept per session for clients that reconnect",
     )
     serve.add_argument(
+        "--idempotency-ttl",
+        type=_positive_float,
+        default=24 * 3600.0,
+        metavar="SECONDS",
+        help="how long an open's or continue's idempotency key is kept: a retry with it "
+        "within that time returns the session the first one started (default: a day)",
+    )
+    serve.add_argument(
         "--allow-cwd",
         action="store_true",
         help="let clients choose a working directory inside --cwd-root",

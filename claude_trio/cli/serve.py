@@ -88,6 +88,7 @@ class ServeConfig:
     drain_grace: float
     redis: str | None = None
     command_timeout: float = 10.0
+    idempotency_ttl: float = 24 * 3600.0
 
 
 def is_loopback(host: str) -> bool:
@@ -178,6 +179,7 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
         token_generated=generated,
         max_live=args.max_live,
         replay_buffer=args.replay_buffer,
+        idempotency_ttl=args.idempotency_ttl,
         allow_cwd=args.allow_cwd,
         allow_env=args.allow_env,
         cwd_root=cwd_root,
@@ -269,7 +271,10 @@ async def serve(config: ServeConfig, out: TextIO) -> int:
         async with (
             _sessions_env(config.offline) as env,
             open_fleet(
-                max_live=config.max_live, replay_buffer=config.replay_buffer, env=env
+                max_live=config.max_live,
+                replay_buffer=config.replay_buffer,
+                idempotency_ttl=config.idempotency_ttl,
+                env=env,
             ) as fleet,
             open_block_nursery() as nursery,
         ):
@@ -339,6 +344,7 @@ async def _serve_cluster(config: ServeConfig, out: TextIO) -> int:
                 redis,
                 command_timeout=config.command_timeout,
                 replay_buffer=config.replay_buffer,
+                idempotency_ttl=config.idempotency_ttl,
             ) as fleet,
             open_block_nursery() as nursery,
         ):

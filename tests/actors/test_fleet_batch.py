@@ -11,8 +11,16 @@ import trio.testing
 from session_kit import CONFIG, assert_no_leak
 
 from claude_trio import ExecuteParams, InvalidParamsError
-from claude_trio.actors.fanout.fleet import open_fleet
-from claude_trio.batch import BatchItem, BatchProgress, BatchResult, RetryPolicy, run_batch
+from claude_trio.actors.fanout.fleet import Fleet, FleetSession, open_fleet
+from claude_trio.batch import (
+    BatchItem,
+    BatchProgress,
+    BatchResult,
+    RetryPolicy,
+    attempt_key,
+    run_batch,
+)
+from claude_trio.errors import ConnectionLostError
 from claude_trio.testing import FakeCLI, FakeTurn
 
 NO_JITTER = RetryPolicy(retries=3, base=2.0, cap=60.0, jitter=False)
@@ -198,3 +206,55 @@ async def test_jitter_comes_from_the_rng_given(autojump_clock: trio.testing.Mock
         waits.append(trio.current_time() - start)
     assert waits[0] == pytest.approx(waits[1])
     assert 2.0 <= waits[0] <= 4.1
+
+
+class LosesFirstReplies:
+    """A host whose first ``open`` of each item starts the session and then loses the reply
+    (what a client sees when the connection drops after the server acted)."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self._fleet = fleet
+        self.keys: list[str | None] = []
+        self.get = fleet.get
+        self.list = fleet.list
+        self.continue_ = fleet.continue_
+
+    async def open(
+        self, params: ExecuteParams, *, label: str | None = None, idempotency_key: str | None = None
+    ) -> FleetSession:
+        self.keys.append(idempotency_key)
+        session = await self._fleet.open(params, label=label, idempotency_key=idempotency_key)
+        if self.keys.count(idempotency_key) == 1:
+            raise ConnectionLostError("open: the connection dropped before its reply")
+        return session
+
+
+async def test_an_open_whose_reply_was_lost_is_retried_with_its_key_and_runs_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(one_second)
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        host = LosesFirstReplies(fleet)
+        report = await run_batch(items(3), host, retry=NO_JITTER, run_id="run-1")
+        listed = await fleet.list()
+    assert len(fake.transports) == 3  # one CLI per item
+    assert len(listed) == 3
+    assert all(r.ok and r.attempts == 2 for r in report.results)
+    assert sorted(host.keys) == sorted(
+        attempt_key("run-1", f"k{i}", 1) for i in range(3) for _ in range(2)
+    )
+
+
+async def test_a_run_again_with_its_run_id_finds_the_sessions_it_opened(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(one_second)
+    async with open_fleet(transport_factory=fake, config=CONFIG) as fleet:
+        first = await run_batch(items(2), fleet, run_id="run-1")
+        again = await run_batch(items(2), fleet, run_id="run-1")
+        other = await run_batch(items(2), fleet)  # a new run: new keys
+    assert len(fake.transports) == 4
+    assert sorted(r.text for r in again.results) == sorted(r.text for r in first.results)
+    assert all(r.ok for r in other.results)
+    with pytest.raises(InvalidParamsError, match="run_id"):
+        await run_batch(items(1), fleet, run_id="x" * 129)
