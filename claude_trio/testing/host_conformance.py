@@ -54,11 +54,15 @@ The contracts (:data:`CONTRACTS`), in the order they run:
 9. ``answer``: a question shows as a ``user_input_request``; an answer to an unknown request
    is ``AnswerRejected``, the right one ``AnswerAccepted`` and reaches the CLI, a second one
    is ``AnswerRejected``.
+10. ``idempotency``: ``open`` sent again with its ``idempotency_key`` returns the session the
+    first one started (the same id, the same events) and starts no other (``list`` shows one);
+    the key with other params is refused (a ``ClaudeTrioError``).
 """
 
 from __future__ import annotations
 
 import inspect
+import uuid
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -436,6 +440,25 @@ async def _answer(host: SessionHost) -> None:
     )
 
 
+async def _idempotency(host: SessionHost) -> None:
+    key = f"conformance-{uuid.uuid4()}"
+    before = {info.session for info in await host.list()}
+    first = await host.open(_say("once"), label="keyed", idempotency_key=key)
+    events = await _events(first)
+    again = await host.open(_say("once"), label="keyed", idempotency_key=key)
+    _expect(again.id == first.id, f"open with the same key started {again.id!r}, not {first.id!r}")
+    replayed = await _events(again)
+    _expect(_plain(replayed) == _plain(events), "the same key's session shows other events")
+    try:
+        await host.open(_say("other"), idempotency_key=key)
+    except ClaudeTrioError:
+        pass
+    else:
+        raise _Broken("open with a used idempotency key and other params was not refused")
+    new = [info.session for info in await host.list() if info.session not in before]
+    _expect(new == [first.id], f"list shows {len(new)} new sessions, not 1")
+
+
 CONTRACTS: tuple[tuple[str, Callable[[SessionHost], Awaitable[None]]], ...] = (
     ("open", _open),
     ("result", _result),
@@ -446,6 +469,7 @@ CONTRACTS: tuple[tuple[str, Callable[[SessionHost], Awaitable[None]]], ...] = (
     ("abort", _abort),
     ("continue", _continue),
     ("answer", _answer),
+    ("idempotency", _idempotency),
 )
 """The contracts by name, in the order they run (see the module docstring)."""
 
