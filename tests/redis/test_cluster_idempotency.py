@@ -203,11 +203,19 @@ async def test_a_remote_batch_over_two_gateways_runs_every_item_once_when_one_di
             trio.open_nursery() as nursery,
         ):
 
-            async def serve_a(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-                with dying:
-                    await serve_gateway(fleet_a, task_status=task_status, **gateway)
+            ports_a: list[int] = []
+            listening = trio.Event()
 
-            port_a = await nursery.start(serve_a)
+            async def serve_a() -> None:
+                with dying:  # gateway A, until it dies
+                    async with trio.open_nursery() as inner:
+                        serving = partial(serve_gateway, fleet_a, **gateway)
+                        ports_a.append(await inner.start(serving))
+                        listening.set()
+
+            nursery.start_soon(serve_a)
+            await listening.wait()
+            (port_a,) = ports_a
             port_b = await nursery.start(partial(serve_gateway, fleet_b, **gateway))
             async with (
                 failover_proxy([port_a, port_b]) as proxy_url,
