@@ -48,6 +48,7 @@ stream), never in a task of its own; deltas only open a model call's span once.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -91,6 +92,8 @@ __all__ = [
     "check_tracing_options",
     "session_tracer",
 ]
+
+_log = logging.getLogger(__name__)
 
 SEMCONV_VERSION = "1.41.0"
 """The version of the OpenTelemetry semantic conventions (GenAI) the spans follow."""
@@ -237,7 +240,12 @@ class SessionTracer:
             return
         handler = self._handlers.get(type(event))
         if handler is not None:
-            handler(event)
+            try:
+                handler(event)
+            except Exception:
+                # A bug of the traces never stops the session: it is logged, the spans end.
+                _log.exception("tracing the session failed at a %s event", event.kind)
+                self._end(None, error=True)
 
     def close(self) -> None:
         """End whatever is still open (the session is gone); a no-op after the terminal event."""

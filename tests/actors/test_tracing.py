@@ -366,3 +366,29 @@ async def test_a_fleet_refuses_a_wrong_tracing_option_by_name() -> None:
     with pytest.raises(InvalidParamsError, match="tracer_provider"):
         async with open_fleet(transport_factory=FakeCLI(), tracer_provider=object()):
             pass
+
+
+async def test_a_failure_of_the_traces_never_stops_the_session(
+    autojump_clock: trio.testing.MockClock,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(self: tracing.SessionTracer, event: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(tracing.SessionTracer, "_on_tool_use", broken)
+
+    async def script(cli: FakeTurn) -> None:
+        tool = await cli.tool_use("Bash", {"command": "make"})
+        await cli.tool_result(tool, "built")
+        await cli.text("done")
+
+    async with fake_session(FakeCLI(script), tracer_provider=provider) as session:
+        events = await collect(session)
+    check_stream(events)
+    assert events[-1].kind == "result"
+    assert "tracing the session failed at a tool_use event" in caplog.text
+    spans = exporter.get_finished_spans()
+    assert [span.name for span in spans] == ["invoke_agent claude-code"]
