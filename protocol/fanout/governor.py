@@ -26,8 +26,8 @@ Rules:
    429 lower it once, not ten times). A lowered limit stops no running execution; it only holds
    back starts until fewer run.
 2. **A shared pause on a rejection.** A rejection is a ``rate_limit_event`` with status
-   ``rejected``, an ``api_retry`` for status 429 or 529 (or an error that says
-   ``overloaded``), or a turn that ended with such an API error. It pauses every start of the
+   ``rejected``, an ``api_retry`` for status 429 or 529 (or whose error is ``rate_limit`` or
+   says ``overloaded``), or a turn that ended with such an API error. It pauses every start of the
    fleet until the reset: ``resets_at`` of the rate-limit event, the retry's ``delay_ms``, or
    ``default_retry_after`` seconds when the report gives no time, never more than ``max_pause``
    seconds from the report (a pause always ends; a longer window is probed again then). To the
@@ -672,4 +672,5 @@ class GovernorRules(Generic[K]):
 
 
 def _is_rejection(status: int | None, error: str | None) -> bool:
-    return status in REJECTED_STATUSES or "overloaded" in (error or "").lower()
+    text = (error or "").lower()
+    return status in REJECTED_STATUSES or "overloaded" in text or text == "rate_limit"

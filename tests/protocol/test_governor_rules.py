@@ -165,7 +165,9 @@ def test_api_retries_pause_for_their_delay_only_on_429_529_or_overloaded() -> No
     ]
     gov.observe(RetryNotice(error="Overloaded", delay_ms=4000), now=2.0, wall_now=WALL)
     assert gov.paused_until == 6.0
-    assert gov.statistics().rejections == 2
+    gov.observe(RetryNotice(error="rate_limit", delay_ms=5000), now=2.0, wall_now=WALL)
+    assert gov.paused_until == 7.0
+    assert gov.statistics().rejections == 3
 
 
 def test_starts_are_spaced_by_the_token_bucket() -> None:
