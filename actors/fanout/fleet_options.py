@@ -14,6 +14,7 @@ from typing import Any
 from claude_trio.actors.session.driver import DriverConfig
 from claude_trio.actors.session.open import MIN_BUFFER_SIZE, check_session_store
 from claude_trio.actors.session.pool import CLIPool
+from claude_trio.actors.session.tracing import check_tracing_options
 from claude_trio.protocol.checks import check_env, check_int, check_text
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.custom_tools import check_custom_tools
@@ -33,6 +34,8 @@ SESSION_OPTIONS: frozenset[str] = frozenset(
         "custom_tools",
         "hooks",
         "session_store",
+        "tracer_provider",
+        "trace_content",
     }
 )
 """The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual).
@@ -82,6 +85,10 @@ def check_session_options(options: Mapping[str, Any]) -> None:
                 check_hooks(value)
             case "session_store":
                 check_session_store(value)
+            case "tracer_provider":
+                check_tracing_options(value, None)
+            case "trace_content":
+                check_tracing_options(None, value)
     check_together(options)
 
 

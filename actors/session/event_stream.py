@@ -25,7 +25,7 @@ receives them one at a time: :class:`EventStream` is a receive channel of events
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import trio
 
@@ -43,8 +43,13 @@ class EventStream(BaseReceiveChannel[Event]):
 
     _closed_message = "the event stream was closed by its consumer"
 
-    def __init__(self, *, capacity: int = 256) -> None:
+    def __init__(
+        self, *, capacity: int = 256, observer: Callable[[Event], None] | None = None
+    ) -> None:
+        """``observer``: called with every event as it is queued, in order, whether or not
+        the consumer still reads (the session's traces, ``actors/session/tracing.py``)."""
         super().__init__()
+        self._observer = observer
         self._queue: deque[Event] = deque()
         self._capacity = capacity
         # A producer that hit the capacity waits until the consumer took the queue down to this
@@ -60,6 +65,11 @@ class EventStream(BaseReceiveChannel[Event]):
         """Append without waiting (user actions, broker). Never raises for a full queue."""
         if self._producer_closed:
             raise trio.ClosedResourceError("event stream already closed by its producer")
+        observer = self._observer
+        if observer is not None:
+            events = list(events)
+            for event in events:
+                observer(event)
         if self._closed:
             return  # nobody will ever read them; dropping is the documented behaviour of aclose()
         added = False

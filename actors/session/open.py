@@ -35,6 +35,7 @@ from typing import Any, Literal, cast
 import attrs
 import trio
 from claude_agent_sdk import ClaudeSDKClient, SessionStore
+from opentelemetry.trace import TracerProvider
 
 from claude_trio.actors.extensions.broker import (
     MAX_PENDING_REQUESTS,
@@ -76,6 +77,11 @@ from claude_trio.actors.session.pool import CLIPool, run_leased_driver
 from claude_trio.actors.session.recorder import check_record_to, recording
 from claude_trio.actors.session.store_resume import open_store_resume
 from claude_trio.actors.session.tap import TapTransport
+from claude_trio.actors.session.tracing import (
+    SessionTracer,
+    check_tracing_options,
+    session_tracer,
+)
 from claude_trio.actors.session.transcripts import resumed_cost
 from claude_trio.protocol.checks import check_bool, check_env, check_int, check_text
 from claude_trio.protocol.config.images import ImageInput, check_images
@@ -438,6 +444,8 @@ async def open_session(
     record_to: str | os.PathLike[str] | None = None,
     hooks: Sequence[Hook] = (),
     session_store: SessionStore | None = None,
+    tracer_provider: TracerProvider | None = None,
+    trace_content: bool | None = None,
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -473,7 +481,12 @@ async def open_session(
     transcript is mirrored to it, and a resume loads it from there when this machine's config
     folder does not have it (so a conversation can continue on another machine). Not with
     ``pool``.
+
+    ``tracer_provider``: the OpenTelemetry spans' (default: the global one, a no-op without an
+    SDK); ``trace_content``: record prompts and outputs in them (default: the conventions' env
+    switch). See ``actors/session/tracing.py``.
     """
+    check_tracing_options(tracer_provider, trace_content)
     _check_options(
         params,
         on_user_input,
@@ -490,28 +503,36 @@ async def open_session(
     _check_session_store(session_store, pool)
     tools, checked_hooks = _check_extensions(params, custom_tools, pool, hooks)
     store_config = config or DEFAULT_CONFIG
-    async with open_store_resume(
-        session_store, params, env, load_timeout=store_config.store_load_timeout
-    ) as env, open_skills_folder(
-        params.inline_skills
-    ) as skills_folder, _open_session(
-        params,
-        on_user_input=on_user_input,
-        transport_factory=transport_factory,
-        env=env,
-        cli_path=cli_path,
-        stderr=stderr,
-        max_buffer_size=max_buffer_size,
-        config=config,
-        pool=pool,
-        passthrough=passthrough,
-        tools=tools,
-        skills_folder=skills_folder,
-        record_to=record_to,
-        hooks=checked_hooks,
-        session_store=session_store,
-    ) as session:
-        yield session
+    tracer = session_tracer(
+        tracer_provider, prompt=params.prompt, model=params.model, trace_content=trace_content
+    )
+    try:
+        async with open_store_resume(
+            session_store, params, env, load_timeout=store_config.store_load_timeout
+        ) as env, open_skills_folder(
+            params.inline_skills
+        ) as skills_folder, _open_session(
+            params,
+            on_user_input=on_user_input,
+            transport_factory=transport_factory,
+            env=env,
+            cli_path=cli_path,
+            stderr=stderr,
+            max_buffer_size=max_buffer_size,
+            config=config,
+            pool=pool,
+            passthrough=passthrough,
+            tools=tools,
+            skills_folder=skills_folder,
+            record_to=record_to,
+            hooks=checked_hooks,
+            session_store=session_store,
+            tracer=tracer,
+        ) as session:
+            yield session
+    finally:
+        if tracer is not None:
+            tracer.close()
 
 
 @asynccontextmanager
@@ -532,6 +553,7 @@ async def _open_session(
     record_to: str | os.PathLike[str] | None,
     hooks: tuple[Hook, ...] = (),
     session_store: SessionStore | None = None,
+    tracer: SessionTracer | None = None,
 ) -> AsyncIterator[Session]:
     """``open_session`` once its arguments are checked and the skills folder exists."""
     config = config or DEFAULT_CONFIG
@@ -545,7 +567,7 @@ async def _open_session(
         hook_events=params.include_hook_events,
     )
     mapper.start_execution()
-    stream = EventStream()
+    stream = EventStream(observer=tracer.observe if tracer is not None else None)
     emitter = Emitter(mapper=mapper, stream=stream)
     outbox, inbox = trio.open_memory_channel[Outgoing](
         # Never full: at most MAX_PENDING_PUSHES accepted pushes + the prompt wait to be
@@ -702,6 +724,9 @@ async def _open_session(
                     )
     except BaseExceptionGroup as group:
         raise_unwrapped(group, caller)
+    finally:
+        if tracer is not None:
+            tracer.close()
 
 
 async def _start(

@@ -8,7 +8,8 @@ Three parts, each of which the testing kit (``claude_trio.testing``) re-exports:
   ``offline.env`` as a session's or a fleet's ``env``.
 * :mod:`claude_trio.offline.model_double` - ``ModelDouble``, a scripted Anthropic Messages API
   served on 127.0.0.1, which the offline model (and ``claude-trio demo``) is built on; a
-  responder decides each answer (``Script`` and ``turns`` build one from rules).
+  responder decides each answer (``Script`` and ``turns`` build one from rules); with
+  ``rate_limits=RateLimits(...)`` it answers 429/529 as a rate-limited account would.
 * :mod:`claude_trio.offline.hermetic` - ``hermetic_env``, the environment that points the
   bundled CLI at such a server and keeps its files in a folder of its own.
 """
@@ -27,6 +28,8 @@ from claude_trio.offline.model_double import (
     HttpError,
     ModelDouble,
     ModelRequest,
+    RateLimits,
+    RateLimitStatistics,
     Reply,
     ReplyBlock,
     ReplyText,
@@ -55,6 +58,8 @@ __all__ = [
     "ModelRequest",
     "Offline",
     "OfflineModel",
+    "RateLimitStatistics",
+    "RateLimits",
     "Reply",
     "ReplyBlock",
     "ReplyText",

@@ -27,6 +27,11 @@ times, then an HTTP 500, and the double flags a runaway (:meth:`ModelDouble.chec
 that keeps asking (a 400 makes it resend with fallbacks) would otherwise spin until the test's
 deadline and fail with no clue. :class:`Script` and :func:`turns` build responders from rules.
 
+With ``rate_limits`` (:class:`RateLimits`) the double pushes back as a rate-limited account
+does: 429 above K requests at once or N a minute, 529 in bursts, each with ``retry-after``,
+before the responder is asked (:mod:`claude_trio.offline.rate_limits`);
+:meth:`ModelDouble.rate_limit_statistics` counts what it served.
+
 The request, the answers and the scripts are plain values, in
 :mod:`claude_trio.offline.model_script`; this module holds the server (and encodes the answers)
 and re-exports every one of them.
@@ -67,12 +72,15 @@ from claude_trio.offline.model_script import (
     prompt_too_long,
     turns,
 )
+from claude_trio.offline.rate_limits import RateLimiter, RateLimits, RateLimitStatistics
 from claude_trio.protocol.errors import InvalidParamsError, ModelDoubleRunaway
 
 __all__ = [
     "HttpError",
     "ModelDouble",
     "ModelRequest",
+    "RateLimitStatistics",
+    "RateLimits",
     "Reply",
     "ReplyBlock",
     "ReplyText",
@@ -230,6 +238,10 @@ class ModelDouble:
     #: Keep only the latest this many requests in ``requests`` (None: all; a long-running
     #: double, such as the offline model of ``claude-trio serve``, must not keep them all).
     keep_requests: int | None = None
+    #: Answer 429/529 as a rate-limited account would, before the responder is asked
+    #: (:mod:`claude_trio.offline.rate_limits`); None: never. May be set before a test's CLI
+    #: starts, like ``responder``.
+    rate_limits: RateLimits | None = None
     requests: list[ModelRequest] = attrs.field(factory=list, init=False)
     #: Requests received so far (``requests`` may hold fewer: ``keep_requests``).
     received: int = attrs.field(default=0, init=False)
@@ -239,6 +251,7 @@ class ModelDouble:
     #: such request was answered 500. :meth:`check` raises the first.
     failures: list[Exception] = attrs.field(factory=list, init=False)
     port: int | None = attrs.field(default=None, init=False)
+    _limiter: RateLimiter | None = attrs.field(default=None, init=False)
     _ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -257,14 +270,23 @@ class ModelDouble:
         """The recorded ``/v1/messages`` requests of the conversation: not count_tokens, not
         unknown paths, and not the CLI's side requests for tool-use summary labels (those are
         :attr:`summary_requests`: they come whenever the label is asked for, out of turn)."""
-        return [
-            r for r in self.requests if r.route == "/v1/messages" and not r.is_tool_use_summary
-        ]
+        return [r for r in self.requests if r.route == "/v1/messages" and not r.is_tool_use_summary]
 
     @property
     def summary_requests(self) -> list[ModelRequest]:
         """The CLI's side requests for tool-use summary labels."""
         return [r for r in self.requests if r.route == "/v1/messages" and r.is_tool_use_summary]
+
+    def rate_limit_statistics(self) -> RateLimitStatistics:
+        """What ``rate_limits`` made the double answer so far: requests admitted, 429s and
+        529s served, the most answered at once (all zero without ``rate_limits``)."""
+        return self._rate_limiter().statistics()
+
+    def _rate_limiter(self) -> RateLimiter:
+        limits = self.rate_limits or RateLimits()
+        if self._limiter is None or self._limiter.limits is not limits:
+            self._limiter = RateLimiter(limits)  # new limits, new counts
+        return self._limiter
 
     def check(self) -> None:
         """Raise what the responder raised while answering (the first such exception), or
@@ -357,10 +379,10 @@ class ModelDouble:
 
 @contextlib.asynccontextmanager
 async def open_model_double(
-    responder: Responder, *, max_unscripted: int = 3
+    responder: Responder, *, max_unscripted: int = 3, rate_limits: RateLimits | None = None
 ) -> AsyncIterator[ModelDouble]:
     """Serve a :class:`ModelDouble` for the block; when the block ends it stops and is checked."""
-    double = ModelDouble(responder, max_unscripted=max_unscripted)
+    double = ModelDouble(responder, max_unscripted=max_unscripted, rate_limits=rate_limits)
     async with trio.open_nursery() as nursery:
         await nursery.start(double.serve)
         yield double
@@ -475,7 +497,21 @@ class _HttpConnection:
             estimate = max(1, len(json.dumps(dict(request.body))) // 4)
             await self._send_json(200, {"input_tokens": estimate})
             return
-        response = self._double._respond_safely(request)
+        if self._double.rate_limits is None:
+            await self._send_response(request, self._double._respond_safely(request))
+            return
+        limiter = self._double._rate_limiter()
+        refusal = limiter.admit(trio.current_time())
+        if refusal is not None:
+            await self._send_response(request, refusal)
+            return
+        try:  # in flight until its answer is sent, or the client hung up on it
+            await self._send_response(request, self._double._respond_safely(request))
+        finally:
+            limiter.release()
+
+    async def _send_response(self, request: ModelRequest, response: Response) -> None:
+        await trio.lowlevel.checkpoint()
         match response:
             case HttpError():
                 message = response.message or f"HTTP {response.status}"

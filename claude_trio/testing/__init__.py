@@ -6,7 +6,8 @@
 * ``frames`` builds the CLI's stream-JSON frames as plain dicts, to feed the SDK's
   ``parse_message`` or anything else that reads CLI output (:mod:`claude_trio.testing.frames`).
 * ``ModelDouble`` is a scripted Anthropic Messages API served on 127.0.0.1, and ``hermetic_env``
-  points the real bundled CLI at it with no key and no network. Both live in the product,
+  points the real bundled CLI at it with no key and no network; ``rate_limits=RateLimits(...)``
+  makes it answer 429/529 as a rate-limited account would. Both live in the product,
   :mod:`claude_trio.offline` (the offline model of ``serve --offline`` is built on them), and
   are re-exported here (and as :mod:`claude_trio.testing.model_double`,
   :mod:`claude_trio.testing.hermetic`).
@@ -34,6 +35,8 @@ from claude_trio.offline.model_double import (
     HttpError,
     ModelDouble,
     ModelRequest,
+    RateLimits,
+    RateLimitStatistics,
     Reply,
     ReplyText,
     ReplyThinking,
@@ -117,6 +120,8 @@ __all__ = [
     "ModelRequest",
     "ModelResponder",
     "PendingRequest",
+    "RateLimitStatistics",
+    "RateLimits",
     "RedisServer",
     "RedisServerError",
     "RedisTLS",

@@ -1,0 +1,676 @@
+"""The governor's rules: when a fleet may start an execution (pure, no trio, no I/O).
+
+A fleet of sessions shares one model API account, so it should behave like one well-mannered
+client: back off together when the API pushes back, never spend past a budget, and serve its
+owners fairly. :class:`GovernorRules` decides that. It does no I/O and reads no clock: every
+input carries the time as a number (``now``, the host's monotonic clock; ``wall_now``, seconds
+since the epoch, only to read a reset time the CLI gives as a wall-clock timestamp), and the
+jitter comes from a random source given to it, so a test replays it exactly.
+
+Inputs: :meth:`~GovernorRules.submit` (an open waits for a start), :meth:`~GovernorRules.cancel`
+(a waiting open gives up), :meth:`~GovernorRules.observe` (what the CLI reported: a
+:class:`RateLimitNotice` or a :class:`RetryNotice`; :func:`signal_of` makes them from our
+events), :meth:`~GovernorRules.turn_ended` (a turn's exact cost and its API error status, from
+its ``Result``), :meth:`~GovernorRules.execution_ended`. Inputs return :data:`Notice` values
+(paused, limit changed, budget reached) for the host to show. :meth:`~GovernorRules.poll` returns
+the decisions: :class:`Start`, :class:`Refuse`, :class:`Abort`, :class:`Resumed`, then exactly one
+:class:`Wait` (call ``poll`` again at ``until``, or on the next input) or :class:`Idle`.
+
+Rules:
+
+1. **Adaptive concurrency limit (AIMD).** At most ``limit`` executions run; ``limit`` starts at
+   ``initial_limit`` (default ``max_live``) and always stays within ``1 <= limit <= max_live``.
+   Every ``increase_after`` successful turns raise it by one (additive increase); a rejection
+   (rule 2) multiplies it by ``decrease_factor``, rounded down, at most once per
+   ``decrease_interval`` seconds (multiplicative decrease: the ten sessions that see the same
+   429 lower it once, not ten times). A lowered limit stops no running execution; it only holds
+   back starts until fewer run.
+2. **A shared pause on a rejection.** A rejection is a ``rate_limit_event`` with status
+   ``rejected``, an ``api_retry`` for status 429 or 529 (or whose error is ``rate_limit`` or
+   says ``overloaded``), or a turn that ended with such an API error. It pauses every start of the
+   fleet until the reset: ``resets_at`` of the rate-limit event, the retry's ``delay_ms``, or
+   ``default_retry_after`` seconds when the report gives no time, never more than ``max_pause``
+   seconds from the report (a pause always ends; a longer window is probed again then). To the
+   end of the pause ``resume_jitter * random()`` seconds are added, so hosts that share an
+   account do not resume in the same instant. A later rejection can extend a pause, never
+   shorten it. Rejections reach running sessions through their own CLI only: the rules tell
+   them nothing.
+3. **Staggered resume and spaced starts.** Starts take a token from a bucket that refills at
+   ``starts_per_second`` up to ``start_burst``; with none left, starts wait for the next token
+   (a burst of opens is not a burst of cold CLIs). When a pause ends the bucket is empty, so
+   the waiting opens start one token apart, not all in the resume's second.
+4. **Budgets, exact.** A turn's cost (the accountant's per-turn ``cost_usd``) is spent on the
+   fleet (``budget_usd``), on the open's principal (``principal_budgets_usd``) and on its label
+   (``label_budgets_usd``). A scope whose spent amount reaches its budget is exhausted: opens in
+   it are refused (:class:`Refuse`, reason ``budget_exhausted``, with :class:`BudgetFigures`),
+   and with ``on_budget="abort"`` its running executions are aborted (:class:`Abort`); with
+   ``"finish"`` (the default) they finish. Nothing starts in an exhausted scope, so the
+   overshoot is bounded by the cost of the turns that were running when the budget was
+   reached; it is reported (:class:`BudgetReached` when a scope is reached, ``overshoot_usd`` in
+   :meth:`~GovernorRules.statistics`).
+5. **Fair starts.** Waiting opens of the highest ``priority`` start first; within one priority,
+   owners take turns (round robin) and each owner's opens start in the order they came. So an
+   open at the head of its owner's queue waits for at most one start of each other owner at
+   its priority. A waiting open can be cancelled; :meth:`~GovernorRules.position` is its place
+   in the order the rules would start the waiting opens now (0: next).
+6. **Decisions in order.** ``poll`` first ends a pause that is over (:class:`Resumed`), refuses
+   the waiting opens of exhausted scopes, aborts what rule 4 aborts, then starts opens while
+   rules 1-3 allow, and ends with one :class:`Wait` naming what it waits for (``paused``,
+   ``spacing``: a time; ``concurrency``: an execution's end) or :class:`Idle` (nothing waits).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
+
+import attrs
+from claude_agent_sdk import types as sdk
+
+from claude_trio.protocol.checks import check_number, optional, positive_int, validator
+from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.session.events import Event, Passthrough, Retry, WarningEvent
+
+__all__ = [
+    "REJECTED_STATUSES",
+    "Abort",
+    "BudgetFigures",
+    "BudgetReached",
+    "GovernorConfig",
+    "GovernorRules",
+    "GovernorStatistics",
+    "Idle",
+    "LimitChanged",
+    "Paused",
+    "RateLimitNotice",
+    "Refuse",
+    "Resumed",
+    "RetryNotice",
+    "Start",
+    "Wait",
+    "signal_of",
+]
+
+K = TypeVar("K", bound=Hashable)
+
+#: API statuses that mean "slow down": rate limited, overloaded.
+REJECTED_STATUSES = frozenset({429, 529})
+
+
+def _budget(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    check_number(attribute.name, value, minimum=0, allowed="a number of US dollars >= 0")
+
+
+def _budgets(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise InvalidParamsError(attribute.name, value, "a mapping of name -> US dollars >= 0")
+    for name, amount in value.items():
+        check_number(f"{attribute.name}[{name!r}]", amount, minimum=0, allowed="US dollars >= 0")
+
+
+def _fraction(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    check_number(attribute.name, value, above=0, maximum=0.99, allowed="a number in (0, 0.99]")
+
+
+@attrs.frozen(kw_only=True)
+class GovernorConfig:
+    """The governor's settings (rules 1-4 of :mod:`claude_trio.protocol.fanout.governor`)."""
+
+    max_live: int = attrs.field(validator=positive_int)
+    initial_limit: int | None = attrs.field(default=None, validator=optional(positive_int))
+    increase_after: int = attrs.field(default=5, validator=positive_int)
+    decrease_factor: float = attrs.field(default=0.5, validator=_fraction)
+    decrease_interval: float = attrs.field(
+        default=1.0, validator=validator(check_number, minimum=0)
+    )
+    starts_per_second: float = attrs.field(default=4.0, validator=validator(check_number, above=0))
+    start_burst: int = attrs.field(default=4, validator=positive_int)
+    default_retry_after: float = attrs.field(
+        default=1.0, validator=validator(check_number, minimum=0)
+    )
+    max_pause: float = attrs.field(default=300.0, validator=validator(check_number, minimum=0))
+    resume_jitter: float = attrs.field(default=1.0, validator=validator(check_number, minimum=0))
+    budget_usd: float | None = attrs.field(default=None, validator=optional(_budget))
+    principal_budgets_usd: Mapping[str, float] = attrs.field(factory=dict, validator=_budgets)
+    label_budgets_usd: Mapping[str, float] = attrs.field(factory=dict, validator=_budgets)
+    on_budget: Literal["finish", "abort"] = attrs.field(default="finish")
+
+    @on_budget.validator
+    def _check_on_budget(self, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value not in ("finish", "abort"):
+            raise InvalidParamsError("on_budget", value, "'finish' or 'abort'")
+
+    def __attrs_post_init__(self) -> None:
+        if self.initial_limit is not None and self.initial_limit > self.max_live:
+            raise InvalidParamsError(
+                "initial_limit", self.initial_limit, f"at most max_live ({self.max_live})"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: what the CLI reported
+
+
+@attrs.frozen(kw_only=True)
+class RateLimitNotice:
+    """A ``rate_limit_event``: ``status`` (``allowed``, ``allowed_warning``, ``rejected``),
+    ``resets_at`` (seconds since the epoch), ``rate_limit_type`` (``five_hour``, ...)."""
+
+    status: str
+    resets_at: float | None = None
+    rate_limit_type: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RetryNotice:
+    """An ``api_retry`` (our :class:`~claude_trio.events.Retry`): the CLI retries a call
+    that failed with ``error_status`` after ``delay_ms``."""
+
+    error_status: int | None = None
+    delay_ms: float | None = None
+    error: str | None = None
+
+
+Signal: TypeAlias = RateLimitNotice | RetryNotice
+
+
+def signal_of(event: Event) -> Signal | None:
+    """What the rules read from a session's event (None: nothing for them).
+
+    ``Retry`` -> :class:`RetryNotice`; a ``rate_limit`` warning or a ``rate_limit_event``
+    passthrough -> :class:`RateLimitNotice`, from the CLI's frame the event keeps (a warning
+    decoded from the wire has none, and gives nothing). A turn's ``Result`` goes to
+    :meth:`GovernorRules.turn_ended` instead (its cost and ``api_error_status``).
+    """
+    match event:
+        case Retry():
+            return RetryNotice(
+                error_status=event.error_status, delay_ms=event.delay_ms, error=event.error
+            )
+        case WarningEvent(code="rate_limit") if isinstance(event.raw, sdk.RateLimitEvent):
+            info = event.raw.rate_limit_info
+            return RateLimitNotice(
+                status=info.status, resets_at=info.resets_at, rate_limit_type=info.rate_limit_type
+            )
+        case Passthrough(frame_type="rate_limit_event") if isinstance(event.data, Mapping):
+            status = event.data.get("status")
+            resets = event.data.get("resetsAt")
+            kind = event.data.get("rateLimitType")
+            return RateLimitNotice(
+                status=status if isinstance(status, str) else "allowed",
+                resets_at=float(resets) if isinstance(resets, int | float) else None,
+                rate_limit_type=kind if isinstance(kind, str) else None,
+            )
+        case _:
+            return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Outputs
+
+
+@attrs.frozen(kw_only=True)
+class BudgetFigures:
+    """A budget's figures: which scope (``fleet``, ``principal``, ``label``; ``name`` is the
+    principal or the label), the budget, what is spent, how many of its executions run."""
+
+    scope: Literal["fleet", "principal", "label"]
+    name: str | None
+    budget_usd: float
+    spent_usd: float
+    running: int
+
+    @property
+    def overshoot_usd(self) -> float:
+        return max(0.0, self.spent_usd - self.budget_usd)
+
+
+@attrs.frozen(kw_only=True)
+class Start(Generic[K]):
+    """Start this open's execution now (rules 1-3 allow it)."""
+
+    key: K
+
+
+@attrs.frozen(kw_only=True)
+class Refuse(Generic[K]):
+    """Never start this open: ``reason`` (``budget_exhausted``) with the budget's figures."""
+
+    key: K
+    reason: Literal["budget_exhausted"]
+    figures: BudgetFigures
+
+
+@attrs.frozen(kw_only=True)
+class Abort(Generic[K]):
+    """Abort this running execution: its budget is exhausted and ``on_budget="abort"``."""
+
+    key: K
+    reason: Literal["budget_exhausted"]
+    figures: BudgetFigures
+
+
+@attrs.frozen(kw_only=True)
+class Resumed:
+    """The pause is over at ``at``; starts resume one token apart (rule 3)."""
+
+    at: float
+
+
+@attrs.frozen(kw_only=True)
+class Wait:
+    """Opens wait: for ``until`` (``paused``, ``spacing``) or, with ``until=None``, for an
+    execution to end (``concurrency``). Call ``poll`` again then, or on any input."""
+
+    until: float | None
+    reason: Literal["paused", "spacing", "concurrency"]
+
+
+@attrs.frozen(kw_only=True)
+class Idle:
+    """No open waits."""
+
+
+Decision: TypeAlias = "Start[K] | Refuse[K] | Abort[K] | Resumed | Wait | Idle"
+
+
+@attrs.frozen(kw_only=True)
+class Paused:
+    """Starts are paused until ``until`` (rule 2); ``cause`` says which report did it."""
+
+    until: float
+    cause: str
+
+
+@attrs.frozen(kw_only=True)
+class LimitChanged:
+    """The concurrency limit moved from ``old`` to ``new`` (rule 1)."""
+
+    old: int
+    new: int
+    cause: Literal["rejected", "succeeded"]
+
+
+@attrs.frozen(kw_only=True)
+class BudgetReached:
+    """A budget is spent (rule 4): nothing more starts in its scope."""
+
+    figures: BudgetFigures
+
+
+Notice: TypeAlias = Paused | LimitChanged | BudgetReached
+
+
+@attrs.frozen(kw_only=True)
+class GovernorStatistics:
+    """The governor's figures at one moment (for ``statistics()`` and displays)."""
+
+    limit: int
+    max_live: int
+    running: int
+    waiting: int
+    paused_until: float | None
+    starts: int
+    refusals: int
+    rejections: int
+    spent_usd: float
+    budget_usd: float | None
+    overshoot_usd: float
+
+
+# ---------------------------------------------------------------------------------------------
+# The rules
+
+
+@attrs.frozen(kw_only=True)
+class _Open:
+    owner: Hashable
+    priority: int
+    principal: str | None
+    label: str | None
+    seq: int
+
+
+class _Bucket:
+    """Tokens for starts (rule 3): refills at ``rate`` a second up to ``burst``."""
+
+    def __init__(self, *, rate: float, burst: int, now: float) -> None:
+        self.rate = rate
+        self.burst = burst
+        self.tokens = float(burst)
+        self.last = now
+
+    def _refill(self, now: float) -> None:
+        if now > self.last:
+            self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.rate)
+            self.last = now
+
+    def ready_at(self, now: float) -> float:
+        """When a token is there (``now`` if it is)."""
+        self._refill(now)
+        missing = 1.0 - self.tokens
+        return now if missing <= 1e-9 else now + missing / self.rate
+
+    def take(self, now: float) -> None:
+        self._refill(now)
+        self.tokens = max(0.0, self.tokens - 1.0)
+
+    def empty(self, now: float) -> None:
+        self.tokens = 0.0
+        self.last = max(self.last, now)
+
+
+class GovernorRules(Generic[K]):
+    """The governor's state and rules (the module docstring's rules 1-6).
+
+    ``random`` returns a float in ``[0, 1)`` (``random.Random(seed).random`` in a test);
+    ``now`` is the host's clock at creation.
+    """
+
+    def __init__(self, config: GovernorConfig, *, now: float, random: Callable[[], float]) -> None:
+        self.config = config
+        self._random = random
+        self._limit = config.initial_limit or config.max_live
+        self._successes = 0
+        self._last_decrease: float | None = None
+        self._paused_until: float | None = None
+        self._bucket = _Bucket(rate=config.starts_per_second, burst=config.start_burst, now=now)
+        self._waiting: dict[K, _Open] = {}
+        self._turns: list[Hashable] = []  # owners with waiting opens, whose turn is next first
+        self._running: dict[K, _Open] = {}
+        self._aborted: set[K] = set()
+        self._seq = 0
+        self._spent_fleet = 0.0
+        self._spent_principal: dict[str, float] = {}
+        self._spent_label: dict[str, float] = {}
+        self._reached: set[tuple[str, str | None]] = set()
+        self._starts = 0
+        self._refusals = 0
+        self._rejections = 0
+
+    # -- views --------------------------------------------------------------------------------
+
+    @property
+    def limit(self) -> int:
+        """The adaptive concurrency limit (rule 1): ``1 <= limit <= max_live``."""
+        return self._limit
+
+    @property
+    def paused_until(self) -> float | None:
+        return self._paused_until
+
+    @property
+    def running(self) -> frozenset[K]:
+        return frozenset(self._running)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def position(self, key: K) -> int | None:
+        """``key``'s place in the start order of the waiting opens (0: next); None when it
+        does not wait."""
+        if key not in self._waiting:
+            return None
+        return self._order().index(key)
+
+    def spent_usd(
+        self, scope: Literal["fleet", "principal", "label"] = "fleet", name: str | None = None
+    ) -> float:
+        if scope == "fleet":
+            return self._spent_fleet
+        spent = self._spent_principal if scope == "principal" else self._spent_label
+        return spent.get(name or "", 0.0)
+
+    def statistics(self) -> GovernorStatistics:
+        budget = self.config.budget_usd
+        return GovernorStatistics(
+            limit=self._limit,
+            max_live=self.config.max_live,
+            running=len(self._running),
+            waiting=len(self._waiting),
+            paused_until=self._paused_until,
+            starts=self._starts,
+            refusals=self._refusals,
+            rejections=self._rejections,
+            spent_usd=self._spent_fleet,
+            budget_usd=budget,
+            overshoot_usd=0.0 if budget is None else max(0.0, self._spent_fleet - budget),
+        )
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        key: K,
+        *,
+        owner: Hashable = None,
+        priority: int = 0,
+        principal: str | None = None,
+        label: str | None = None,
+    ) -> None:
+        """An open waits for its start (decided by the next :meth:`poll`)."""
+        if key in self._waiting or key in self._running:
+            raise ValueError(f"{key!r} was already submitted to the governor")
+        self._seq += 1
+        self._waiting[key] = _Open(
+            owner=owner, priority=priority, principal=principal, label=label, seq=self._seq
+        )
+        if owner not in self._turns:
+            self._turns.append(owner)
+
+    def cancel(self, key: K) -> bool:
+        """A waiting open gives up; False when it was not waiting (started, refused, unknown)."""
+        entry = self._waiting.pop(key, None)
+        if entry is None:
+            return False
+        self._forget_owner_if_done(entry.owner)
+        return True
+
+    def observe(self, signal: Signal, *, now: float, wall_now: float) -> list[Notice]:
+        """What a session's CLI reported (rule 2). ``wall_now`` converts ``resets_at``."""
+        match signal:
+            case RateLimitNotice(status="rejected"):
+                if signal.resets_at is None:
+                    delay = self.config.default_retry_after
+                else:
+                    delay = signal.resets_at - wall_now
+                kind = signal.rate_limit_type or "unknown"
+                return self._rejected(now, delay, f"rate limit rejected ({kind})")
+            case RateLimitNotice():
+                return []
+            case RetryNotice():
+                if not _is_rejection(signal.error_status, signal.error):
+                    return []
+                delay = (
+                    self.config.default_retry_after
+                    if signal.delay_ms is None
+                    else signal.delay_ms / 1000
+                )
+                return self._rejected(now, delay, f"API retry after {signal.error_status}")
+
+    def turn_ended(
+        self,
+        key: K,
+        *,
+        now: float,
+        cost_usd: float,
+        api_error_status: int | None = None,
+        error: str | None = None,
+    ) -> list[Notice]:
+        """A turn of ``key``'s execution ended: spend its cost (rule 4); a success counts
+        towards a higher limit (rule 1), a 429/529 is a rejection (rule 2)."""
+        entry = self._running.get(key)
+        if entry is None:
+            raise KeyError(f"{key!r} is not running under the governor: start it first")
+        if not math.isfinite(cost_usd) or cost_usd < 0:
+            raise InvalidParamsError("cost_usd", cost_usd, "a finite number of US dollars >= 0")
+        notices: list[Notice] = []
+        self._spent_fleet += cost_usd
+        if entry.principal is not None:
+            spent = self._spent_principal.get(entry.principal, 0.0)
+            self._spent_principal[entry.principal] = spent + cost_usd
+        if entry.label is not None:
+            self._spent_label[entry.label] = self._spent_label.get(entry.label, 0.0) + cost_usd
+        for figures in self._scopes(entry):
+            scope_id = (figures.scope, figures.name)
+            if figures.spent_usd >= figures.budget_usd and scope_id not in self._reached:
+                self._reached.add(scope_id)
+                notices.append(BudgetReached(figures=figures))
+        if _is_rejection(api_error_status, error):
+            notices += self._rejected(
+                now, self.config.default_retry_after, f"API error {api_error_status}"
+            )
+        elif api_error_status is None and error is None:
+            self._successes += 1
+            if self._successes >= self.config.increase_after:
+                self._successes = 0
+                if self._limit < self.config.max_live:
+                    old, self._limit = self._limit, self._limit + 1
+                    notices.append(LimitChanged(old=old, new=self._limit, cause="succeeded"))
+        return notices
+
+    def execution_ended(self, key: K) -> None:
+        """``key``'s execution ended (its slot is free)."""
+        if self._running.pop(key, None) is None:
+            raise KeyError(f"{key!r} is not running under the governor")
+        self._aborted.discard(key)
+
+    # -- decisions ----------------------------------------------------------------------------
+
+    def poll(self, now: float) -> list[Decision[K]]:
+        """What to do now (rule 6): starts, refusals, aborts, then one ``Wait`` or ``Idle``."""
+        out: list[Decision[K]] = []
+        if self._paused_until is not None and now >= self._paused_until:
+            self._paused_until = None
+            self._bucket.empty(now)
+            out.append(Resumed(at=now))
+        for key, entry in list(self._waiting.items()):
+            exhausted = self._exhausted(entry)
+            if exhausted is not None:
+                self.cancel(key)
+                self._refusals += 1
+                out.append(Refuse(key=key, reason="budget_exhausted", figures=exhausted))
+        if self.config.on_budget == "abort":
+            for key, entry in self._running.items():
+                exhausted = self._exhausted(entry)
+                if exhausted is not None and key not in self._aborted:
+                    self._aborted.add(key)
+                    out.append(Abort(key=key, reason="budget_exhausted", figures=exhausted))
+        while self._waiting:
+            if self._paused_until is not None:
+                out.append(Wait(until=self._paused_until, reason="paused"))
+                return out
+            if len(self._running) >= self._limit:
+                out.append(Wait(until=None, reason="concurrency"))
+                return out
+            ready = self._bucket.ready_at(now)
+            if ready > now:
+                out.append(Wait(until=ready, reason="spacing"))
+                return out
+            key = self._order(first_only=True)[0]
+            entry = self._waiting.pop(key)
+            self._turns.remove(entry.owner)
+            if any(e.owner == entry.owner for e in self._waiting.values()):
+                self._turns.append(entry.owner)  # its next open waits for the others' turns
+            self._bucket.take(now)
+            self._running[key] = entry
+            self._starts += 1
+            out.append(Start(key=key))
+        out.append(Idle())
+        return out
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _rejected(self, now: float, delay: float, cause: str) -> list[Notice]:
+        self._rejections += 1
+        notices: list[Notice] = []
+        delay = min(max(0.0, delay), self.config.max_pause)
+        until = now + delay + self.config.resume_jitter * self._random()
+        if self._paused_until is None or until > self._paused_until:
+            self._paused_until = until
+            notices.append(Paused(until=until, cause=cause))
+        last = self._last_decrease
+        if last is None or now - last >= self.config.decrease_interval:
+            self._last_decrease = now
+            self._successes = 0
+            new = max(1, math.floor(self._limit * self.config.decrease_factor))
+            if new != self._limit:
+                old, self._limit = self._limit, new
+                notices.append(LimitChanged(old=old, new=new, cause="rejected"))
+        return notices
+
+    def _scopes(self, entry: _Open) -> list[BudgetFigures]:
+        config = self.config
+        scopes: list[BudgetFigures] = []
+        if config.budget_usd is not None:
+            scopes.append(self._figures("fleet", None, config.budget_usd, self._spent_fleet))
+        if entry.principal is not None and entry.principal in config.principal_budgets_usd:
+            budget = config.principal_budgets_usd[entry.principal]
+            spent = self._spent_principal.get(entry.principal, 0.0)
+            scopes.append(self._figures("principal", entry.principal, budget, spent))
+        if entry.label is not None and entry.label in config.label_budgets_usd:
+            budget = config.label_budgets_usd[entry.label]
+            spent = self._spent_label.get(entry.label, 0.0)
+            scopes.append(self._figures("label", entry.label, budget, spent))
+        return scopes
+
+    def _figures(
+        self,
+        scope: Literal["fleet", "principal", "label"],
+        name: str | None,
+        budget: float,
+        spent: float,
+    ) -> BudgetFigures:
+        def inside(e: _Open) -> bool:
+            return (
+                scope == "fleet"
+                or (scope == "principal" and e.principal == name)
+                or (scope == "label" and e.label == name)
+            )
+
+        running = sum(1 for e in self._running.values() if inside(e))
+        return BudgetFigures(
+            scope=scope, name=name, budget_usd=budget, spent_usd=spent, running=running
+        )
+
+    def _exhausted(self, entry: _Open) -> BudgetFigures | None:
+        for figures in self._scopes(entry):
+            if figures.spent_usd >= figures.budget_usd:
+                return figures
+        return None
+
+    def _forget_owner_if_done(self, owner: Hashable) -> None:
+        if not any(e.owner == owner for e in self._waiting.values()):
+            self._turns.remove(owner)
+
+    def _order(self, *, first_only: bool = False) -> list[K]:
+        """The waiting opens in the order rule 5 would start them."""
+        queues: dict[Hashable, list[tuple[int, int, K]]] = {}
+        for key, entry in self._waiting.items():
+            queues.setdefault(entry.owner, []).append((-entry.priority, entry.seq, key))
+        for queue in queues.values():
+            queue.sort(key=lambda item: (item[0], item[1]))
+        turns = list(self._turns)
+        order: list[K] = []
+        while queues:
+            best = min(queue[0][0] for queue in queues.values())
+            # Within the best priority, the first owner in turn order that has an open of it.
+            owner = next(o for o in turns if o in queues and queues[o][0][0] == best)
+            # The owner's oldest open of that priority (its queue is sorted by priority, seq).
+            queue = queues[owner]
+            order.append(queue.pop(0)[2])
+            if first_only:
+                return order
+            turns.remove(owner)
+            if queue:
+                turns.append(owner)
+            else:
+                del queues[owner]
+        return order
+
+
+def _is_rejection(status: int | None, error: str | None) -> bool:
+    text = (error or "").lower()
+    return status in REJECTED_STATUSES or "overloaded" in text or text == "rate_limit"
