@@ -94,6 +94,10 @@ log = logging.getLogger("claude_trio.cluster")
 
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
 LISTING_MAX = 1000
+# A live session whose final event is stored already is marked ended by its worker's next
+# write: continue_() waits for that this long at most, reading the record this often.
+SETTLE_WAIT = 5.0
+SETTLE_POLL = 0.01
 
 
 @attrs.define(eq=False)
@@ -358,6 +362,27 @@ class RedisFleet:
                 "the cluster's Redis is unavailable: try again later"
             ) from exc
 
+    async def _settled(self, session: RedisSession) -> SessionRecord:
+        """The record of a live session whose execution's final event is stored already:
+        its worker marks it ended with its next write (a client may read the final event
+        first), so wait for that, at most ``SETTLE_WAIT`` seconds."""
+        record = session._now
+        last = await self._call(
+            lambda: self.redis.xrevrange(self.keys.events(session.id), "+", "-", count=1)
+        )
+        if not last:
+            return record
+        event = decode_event({str(k): str(v) for k, v in last[0].field_values.items()})
+        if seq_of_id(str(last[0].identifier)) < record.first_seq or not is_final(event):
+            return record
+        with trio.move_on_after(SETTLE_WAIT):
+            await trio.lowlevel.checkpoint()
+            while record.state == "live":
+                await trio.sleep(SETTLE_POLL)
+                await self.refresh(session.id)
+                record = session._now
+        return record
+
     async def refresh(self, session_id: str | None) -> None:
         """Read the session's record (or, for ``None``, the listing) from Redis."""
         keys = self.keys
@@ -551,6 +576,8 @@ class RedisFleet:
             )
             if await self._claimed(claim) is not None:
                 return session
+        if record.state == "live":
+            record = await self._settled(session)
         if record.state != "ended":
             raise LocalProtocolError(
                 f"session {session_id!r} is still running ({record.state}): push to it, or "

@@ -233,3 +233,34 @@ async def test_a_remote_batch_over_two_gateways_runs_every_item_once_when_one_di
     # the open whose reply died with gateway A was sent again to B, which found its session
     assert opened_on["a"][-1] in opened_on["b"]
     assert len(opened_on["a"]) + len(opened_on["b"]) == 13
+
+
+async def test_a_continue_right_after_the_final_event_waits_for_the_workers_end_write(
+    redis_server: RedisServer,
+) -> None:
+    """A client may read an execution's final event before its worker's next write marks the
+    record ended; a continue_() sent at once waits for that write instead of refusing a
+    session that has finished. (The record is set back to live here, and ended again a
+    little later, as a worker between its two writes leaves it.)"""
+    script = Counted()
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            coredis.Redis.from_url(url, decode_responses=True) as redis,
+            open_worker(url, FakeCLI(script)),
+            open_redis_fleet(redis, block=0.2) as fleet,
+            trio.open_nursery() as nursery,
+        ):
+            session = await fleet.open(ExecuteParams(prompt="one"))
+            await session.result()
+            await redis.hset(KEYS.session(session.id), {"state": "live"})
+            await fleet.refresh(session.id)
+
+            async def end_write() -> None:
+                await trio.sleep(0.3)
+                await redis.hset(KEYS.session(session.id), {"state": "ended"})
+
+            nursery.start_soon(end_write)
+            continued = await fleet.continue_(session.id, "two")
+            await continued.result()
+    assert script.prompts == ["one", "two"]
