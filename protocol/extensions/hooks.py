@@ -415,12 +415,7 @@ def hook_output(event: HookEventName, decision: object) -> dict[str, Any]:
         if event not in CONTEXT_EVENTS:
             raise HookDecisionError(f"additional_context is not for {event} hooks")
         specific["additionalContext"] = _text(decision.additional_context, "additional_context")
-    if decision.stop:
-        out["continue_"] = False
-        if decision.stop_reason is not None:
-            out["stopReason"] = _text(decision.stop_reason, "stop_reason")
-    if decision.system_message is not None:
-        out["systemMessage"] = _text(decision.system_message, "system_message")
+    out.update(_common_output(decision))
     if specific:
         out["hookSpecificOutput"] = {"hookEventName": event, **specific}
     return out
