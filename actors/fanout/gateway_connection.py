@@ -9,7 +9,7 @@ decoded by ``decode_op`` and handled in order), a writer (the replies waiting, t
 of each attached session in turn) and a pinger; plus the close policy (a close frame after
 the frame being sent, or TCP cut). The op handlers apply ``protocol/fanout/remote.py``: which
 sessions a principal may see, the per-client limits, the folder a session runs in (resolved
-here, ``_resolve_cwd`` / ``_resolve_scope``) and what a remote session may do.
+on the server's disk by ``remote_paths.py``) and what a remote session may do.
 
 Channels: the connection's reply queue (``limits.max_pending_replies``; the reader waits for
 room before it reads the next op) and each attached session's
@@ -32,7 +32,7 @@ import collections
 import importlib.metadata
 import logging
 from functools import partial
-from typing import Any, Protocol, assert_never
+from typing import Protocol, assert_never
 
 import attrs
 import trio
@@ -43,8 +43,8 @@ from claude_trio.actors.fanout._websocket_private import clip_reason
 from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired, Subscription
 from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
 from claude_trio.actors.fanout.owners import GatewayOwner, principal_of
+from claude_trio.actors.fanout.remote_paths import resolve_cwd, resolve_scope
 from claude_trio.protocol.config.capabilities import architecture_capabilities
-from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
     ControlFailedError,
@@ -62,8 +62,6 @@ from claude_trio.protocol.fanout.remote import (
     Principal,
     RemotePolicy,
     TokenBucket,
-    cwd_candidate,
-    is_inside,
     open_refusal,
     permission_mode_refusal,
     remote_event,
@@ -600,7 +598,7 @@ class _Client:
         policy = self._config.policy
         cwd: str | None = None
         if policy.cwd_root is not None:
-            cwd = await _resolve_cwd(policy.cwd_root, op.params.cwd)
+            cwd = await resolve_cwd(policy.cwd_root, op.params.cwd)
             if cwd is None:
                 self._reply(
                     ErrorFrame(
@@ -617,7 +615,7 @@ class _Client:
             self._reply(ErrorFrame(id=op.id, code="forbidden_field", message=refusal))
             return
         if policy.cwd_root is not None:
-            scoped = await _resolve_scope(policy.cwd_root, requested)
+            scoped = await resolve_scope(policy.cwd_root, requested)
             if isinstance(scoped, str):
                 self._reply(ErrorFrame(id=op.id, code="invalid_params", message=scoped))
                 return
@@ -763,40 +761,3 @@ def _version() -> str:
         return importlib.metadata.version("claude-trio")
     except importlib.metadata.PackageNotFoundError:  # a source tree, not installed
         return "unknown"
-
-
-async def _resolve_scope(root: str, params: ExecuteParams) -> ExecuteParams | str:
-    """``params`` with the scope's allowed and read-only paths resolved, or the refusal when
-    one is not inside ``root`` (``protocol/fanout/remote.py`` rule 3). Disallowed paths only narrow
-    the scope: they may name anything."""
-    real_root = str(await trio.Path(root).resolve())
-    changes: dict[str, Any] = {}
-    for field in ("allowed_paths", "read_only_paths"):
-        resolved = []
-        for i, path in enumerate(getattr(params, field)):
-            try:
-                real = str(await trio.Path(path).resolve())
-            except (OSError, RuntimeError, ValueError):  # RuntimeError: a symlink loop
-                return f"params.{field}[{i}]={quote(path)}: cannot be resolved (a symlink loop?)"
-            if not is_inside(real, real_root):
-                return (
-                    f"params.{field}[{i}]={quote(path)}: not inside the folder this server "
-                    "runs sessions in"
-                )
-            resolved.append(real)
-        changes[field] = tuple(resolved)
-    return attrs.evolve(params, **changes)
-
-
-async def _resolve_cwd(root: str, requested: str | None) -> str | None:
-    """The session's folder (``protocol/fanout/remote.py`` rule 3), or None when it is not
-    allowed."""
-    try:
-        real_root = str(await trio.Path(root).resolve())
-        real = str(await trio.Path(cwd_candidate(real_root, requested)).resolve())
-        if not is_inside(real, real_root) or not await trio.Path(real).is_dir():
-            return None
-    except (OSError, RuntimeError, ValueError):  # RuntimeError: a symlink loop
-        await trio.lowlevel.checkpoint()
-        return None
-    return real

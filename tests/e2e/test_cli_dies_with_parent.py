@@ -27,7 +27,7 @@ thread_cache.IDLE_TIMEOUT = 0.01
 folder = Path(sys.argv[1])
 
 async def main():
-    command = 'python3 -c "import time; time.sleep(300)" && touch late'
+    command = 'python3 -c "import select; select.select([], [], [], 300)" && touch late'
     script = turns(Reply.tool_use("Bash", {"command": command}, id="toolu_1"), Reply.text("ok"))
     async with open_model_double(script) as double:
         env = {**hermetic_env(double.base_url, folder / "home"), "IS_SANDBOX": "1"}
@@ -48,7 +48,7 @@ trio.run(main)
 def cli_and_tool(parent: int) -> tuple[psutil.Process, list[psutil.Process]]:
     children = psutil.Process(parent).children(recursive=True)
     (cli,) = [p for p in children if "_bundled" in " ".join(p.cmdline())]
-    tools = [p for p in cli.children(recursive=True) if "time.sleep(300)" in " ".join(p.cmdline())]
+    tools = [p for p in cli.children(recursive=True) if "select.select" in " ".join(p.cmdline())]
     return cli, tools
 
 

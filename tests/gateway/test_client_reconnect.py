@@ -28,6 +28,7 @@ from claude_trio.client import (
     Reconnecting,
     connect_gateway,
 )
+from claude_trio.client import config as client_config
 from claude_trio.errors import (
     ClaudeTrioError,
     GatewayRefusedError,
@@ -129,9 +130,18 @@ async def silent_peer(port: int, listening: trio.Event) -> None:
                 held_stream.socket.close()
 
 
+class HalfJitter:
+    """The client's jitter source, fixed: the middle of the range it asks for."""
+
+    def uniform(self, low: float, high: float) -> float:
+        assert (low, high) == (0.5, 1.0)
+        return 0.75
+
+
 async def test_a_stopped_gateway_is_reconnected_to_when_it_comes_back_exactly(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(client_config, "random", HalfJitter())
     notices = Notices()
     config = ClientConfig(
         reconnect_attempts=50, backoff_base=1.0, backoff_max=4.0, on_connection=notices
@@ -172,8 +182,8 @@ async def test_a_stopped_gateway_is_reconnected_to_when_it_comes_back_exactly(
         assert "connect" in notice.error  # refused: nobody listens on the port
     assert isinstance(second[1], Reconnecting)
     assert isinstance(third[1], Reconnecting)
-    assert 0.5 <= second[1].delay <= 1.0  # backoff_base, times the jitter
-    assert 1.0 <= third[1].delay <= 2.0  # doubled
+    assert second[1].delay == 0.75  # backoff_base, times the jitter
+    assert third[1].delay == 1.5  # doubled
     assert second[0] == stopped_at  # a refused connect costs no time
     assert third[0] == stopped_at + second[1].delay
     assert restarted_at == third[0]

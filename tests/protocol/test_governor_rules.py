@@ -387,6 +387,21 @@ class GovernorMachine(RuleBasedStateMachine):
         self.spent_before_reach = 0.0
         self.waiting_keys: dict[str, str] = {}  # waiting key -> owner
         self.passed_by: Counter[str] = Counter()  # owner -> other owners' starts while it waited
+        self.limit = self.MAX_LIVE  # the limit as the LimitChanged notices told it
+
+    def changes(self, notices: list[Any]) -> None:
+        """Follow the limit through its notices: +1 (never past max_live) after successes,
+        halved and rounded down (never below one) on a rejection."""
+        for notice in notices:
+            if not isinstance(notice, LimitChanged):
+                continue
+            assert notice.old == self.limit
+            if notice.cause == "succeeded":
+                assert notice.new == notice.old + 1 <= self.MAX_LIVE
+            else:
+                assert notice.cause == "rejected"
+                assert notice.new == max(1, notice.old // 2) < notice.old
+            self.limit = notice.new
 
     def poll(self) -> None:
         decisions = self.gov.poll(self.now)
@@ -441,6 +456,7 @@ class GovernorMachine(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(sorted(self.gov.running)))
         before = self.gov.spent_usd()
         notices = self.gov.turn_ended(key, now=self.now, cost_usd=cost, api_error_status=status)
+        self.changes(notices)
         if self.reached_with is not None:
             assert key in self.reached_with
             self.cost_after_reach += cost
@@ -466,7 +482,7 @@ class GovernorMachine(RuleBasedStateMachine):
     def rate_limit_event(self, status: str, resets_in: float | None) -> None:
         resets_at = None if resets_in is None else WALL + self.now + resets_in
         notice = RateLimitNotice(status=status, resets_at=resets_at)
-        self.gov.observe(notice, now=self.now, wall_now=WALL + self.now)
+        self.changes(self.gov.observe(notice, now=self.now, wall_now=WALL + self.now))
         if status == "rejected":
             self.last_rejection = self.now
         self.poll()
@@ -474,7 +490,7 @@ class GovernorMachine(RuleBasedStateMachine):
     @rule(status=st.sampled_from([429, 529, 500, None]), delay_ms=st.floats(0, 10**7))
     def api_retry(self, status: int | None, delay_ms: float) -> None:
         notice = RetryNotice(error_status=status, delay_ms=delay_ms)
-        self.gov.observe(notice, now=self.now, wall_now=WALL + self.now)
+        self.changes(self.gov.observe(notice, now=self.now, wall_now=WALL + self.now))
         if status in (429, 529):
             self.last_rejection = self.now
         self.poll()
@@ -485,8 +501,9 @@ class GovernorMachine(RuleBasedStateMachine):
         self.poll()
 
     @invariant()
-    def limit_within_bounds(self) -> None:
-        assert 1 <= self.gov.limit <= self.MAX_LIVE
+    def limit_is_what_its_notices_said(self) -> None:
+        # Every change of the limit is told, by the rule that made it (see changes()).
+        assert self.gov.limit == self.limit
 
     @invariant()
     def a_pause_always_ends(self) -> None:
