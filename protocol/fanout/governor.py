@@ -70,6 +70,7 @@ from claude_agent_sdk import types as sdk
 
 from claude_trio.protocol.checks import check_number, optional, positive_int, validator
 from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.fanout.remote import TokenBucket
 from claude_trio.protocol.session.events import Event, Passthrough, Retry, WarningEvent
 
 __all__ = [
@@ -332,35 +333,6 @@ class _Open:
     seq: int
 
 
-class _Bucket:
-    """Tokens for starts (rule 3): refills at ``rate`` a second up to ``burst``."""
-
-    def __init__(self, *, rate: float, burst: int, now: float) -> None:
-        self.rate = rate
-        self.burst = burst
-        self.tokens = float(burst)
-        self.last = now
-
-    def _refill(self, now: float) -> None:
-        if now > self.last:
-            self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.rate)
-            self.last = now
-
-    def ready_at(self, now: float) -> float:
-        """When a token is there (``now`` if it is)."""
-        self._refill(now)
-        missing = 1.0 - self.tokens
-        return now if missing <= 1e-9 else now + missing / self.rate
-
-    def take(self, now: float) -> None:
-        self._refill(now)
-        self.tokens = max(0.0, self.tokens - 1.0)
-
-    def empty(self, now: float) -> None:
-        self.tokens = 0.0
-        self.last = max(self.last, now)
-
-
 class GovernorRules(Generic[K]):
     """The governor's state and rules (the module docstring's rules 1-6).
 
@@ -375,7 +347,7 @@ class GovernorRules(Generic[K]):
         self._successes = 0
         self._last_decrease: float | None = None
         self._paused_until: float | None = None
-        self._bucket = _Bucket(rate=config.starts_per_second, burst=config.start_burst, now=now)
+        self._bucket = TokenBucket(rate=config.starts_per_second, burst=config.start_burst, now=now)
         self._waiting: dict[K, _Open] = {}
         self._turns: list[Hashable] = []  # owners with waiting opens, whose turn is next first
         self._running: dict[K, _Open] = {}

@@ -410,11 +410,26 @@ class TokenBucket:
         """True when the bucket would be full at ``now`` (forgetting it then changes nothing)."""
         return self._tokens + (now - self._last) * self.rate >= self.burst
 
+    def _refill(self, now: float) -> None:
+        if now > self._last:
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+            self._last = now
+
     def take(self, now: float) -> float:
         """Seconds to wait before the next operation (0.0 when a token is there)."""
-        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
-        self._last = now
+        self._refill(now)
         self._tokens -= 1
         if self._tokens >= -1e-9:  # float dust from the refill is not worth a sleep
             return 0.0
         return -self._tokens / self.rate
+
+    def ready_at(self, now: float) -> float:
+        """When a token is there (``now`` if it is); spends nothing."""
+        self._refill(now)
+        missing = 1.0 - self._tokens
+        return now if missing <= 1e-9 else now + missing / self.rate
+
+    def empty(self, now: float) -> None:
+        """Spend every token: the bucket refills from ``now``."""
+        self._refill(now)
+        self._tokens = 0.0
