@@ -31,6 +31,7 @@ import collections
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -188,7 +189,7 @@ async def run_leased_driver(
     """
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(run_stopper, core.stopper, lease.client)
+            await nursery.start(partial(run_stopper, reusable=True), core.stopper, lease.client)
             task_status.started(lease.client)
             try:
                 await drain_client(core, lease.client)

@@ -11,9 +11,10 @@ state and its rules; this actor feeds it what happens and performs the actions i
 2. until the CLI settled, any tool it still starts is killed as soon as it shows up (its own
    helpers are left alone: it starts some to handle the interrupt);
 3. once it confirmed (it starts nothing new), it finishes the interrupted turn (its result
-   carries the turn's usage) and reports ``idle``; at teardown a settled CLI exits on the end
-   of its input (so it writes its transcript's last rows), anything else is killed with
-   everything it started (``actors/session/process.py``).
+   carries the turn's usage) and reports ``idle``; a settled CLI exits on the end of its input
+   (so it writes its transcript's last rows), anything else is killed with everything it
+   started (``actors/session/process.py``). The input of a CLI that will not be given back to
+   a pool ends as soon as it confirmed: it then exits on its own once it settled.
 
 Each wait is bounded (``DriverConfig``: ``interrupt_timeout``, ``abort_grace``, ``exit_grace``,
 the whole teardown by ``close_grace``); when one passes, the CLI is killed. Walking the CLI's
@@ -145,10 +146,10 @@ class Stopper:
 
     # -- inputs (synchronous: they never wait) ---------------------------------------------------
 
-    def connected(self, client: ClaudeSDKClient) -> None:
+    def connected(self, client: ClaudeSDKClient, *, reusable: bool = False) -> None:
         self.client = client
         self._walks = kills_processes(self._transport)
-        self._apply(self.machine.cli_connected())
+        self._apply(self.machine.cli_connected(reusable=reusable))
 
     def cli_reported(self, state: str) -> None:
         self._apply(self.machine.cli_reported(state))
@@ -338,10 +339,13 @@ async def run_stopper(
     stopper: Stopper,
     client: ClaudeSDKClient,
     *,
+    reusable: bool = False,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """The stopper's task, for the connected ``client``: runs until the teardown is over (the
-    CLI exited, was killed, or is given back settled). See the module docstring."""
-    stopper.connected(client)
+    CLI exited, was killed, or is given back settled). ``reusable``: a pool's CLI, which may be
+    given back after the execution (its input is ended only at its teardown). See the module
+    docstring."""
+    stopper.connected(client, reusable=reusable)
     task_status.started()
     await stopper._serve(client)

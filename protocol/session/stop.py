@@ -23,8 +23,9 @@ The phases of the CLI's stop::
 
 Rules:
 
-1. ``cli_connected()`` once, while ``LIVE``: a CLI now runs and may have to be stopped. Before it,
-   a stop has nothing to stop.
+1. ``cli_connected(reusable=...)`` once, while ``LIVE``: a CLI now runs and may have to be
+   stopped. Before it, a stop has nothing to stop. ``reusable``: a pool's CLI, which may be
+   given back after the execution (rule 7); any other serves this execution only.
 2. ``abort(reason, decided=..., outcome=..., phase=...)`` (``Session.abort``, or a run/idle
    deadline with ``decided=True`` and its ``outcome``; ``phase``: what the execution was doing
    when it was asked): once per execution and only while it is running; after its end or a
@@ -65,7 +66,16 @@ Rules:
    the stop of rule 3 without touching the execution (it ended already, or is being left).
    A ``SETTLED`` CLI is then given back (``keep_cli``: a pool's warm CLI stays ``SETTLED``) or
    let exit on the end of its input (:class:`EndInput`, the ``exit`` deadline: ``EXITING``),
-   also when it settles only later. ``deadline_passed("exit")`` kills it: ``KILLED``.
+   also when it settles only later. A CLI that will not be given back (not ``reusable``, or
+   torn down without ``keep_cli``) has its input ended as soon as it confirmed the interrupt
+   (``SETTLING``), whether an abort or the teardown stopped it: the session tears it down
+   once the execution ended, and it uses it for nothing in between. It still finishes the
+   interrupted turn, reports its result (the turn's usage) and ``idle`` and writes its
+   transcript, then exits on its own, with no round trip through the session after its
+   ``idle`` (measured with the real CLI: the same transcript, the same history on a resume).
+   The end of input goes out once (not again when it settles), and never before the CLI
+   confirmed: the interrupt must be written first. ``deadline_passed("exit")`` kills it:
+   ``KILLED``.
 8. ``cli_exited()`` (its output ended) in any phase: ``GONE``, whatever was pending; idempotent.
    ``wedged()`` (the liveness watchdog found it not answering) kills it from any phase but
    ``GONE``. Only the armed deadline may pass (:attr:`StopMachine.deadline`); any other input
@@ -192,7 +202,8 @@ class KillCLI:
 
 @attrs.frozen(kw_only=True)
 class EndInput:
-    """End the CLI's input: a settled CLI exits on it."""
+    """End the CLI's input: a settled CLI exits on it; one that confirmed the interrupt exits
+    on it once it finished the interrupted turn (rule 7)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -296,7 +307,8 @@ class StopMachine:
 
     Attributes are read-only outside this file: ``phase``, ``connected``, ``cli_state`` (what
     the CLI last reported: ``running``, ``requires_action``, ``idle``), ``exited``,
-    ``released`` (backpressure is off), ``torn_down``, and the answer's ``abort_pending``,
+    ``released`` (backpressure is off), ``reusable`` (rule 1), ``torn_down``, ``input_ended``
+    (:class:`EndInput` went out), and the answer's ``abort_pending``,
     ``abort_reason``, ``abort_outcome``, ``abort_phase`` and ``draining`` (read by the mapper on
     every frame: plain attributes).
     """
@@ -310,6 +322,8 @@ class StopMachine:
         self.released = False
         self.torn_down = False
         self.keep_cli = False
+        self.reusable = False
+        self.input_ended = False
         self._terminal: str | None = None  # the reason of an abort's terminal event, while due
         # The answer (rule 10).
         self.abort_pending = False
@@ -339,6 +353,12 @@ class StopMachine:
         return self.phase in (_P.GONE, _P.KILLED) or (self.keep_cli and self.phase is _P.SETTLED)
 
     @property
+    def may_be_given_back(self) -> bool:
+        """The CLI may be given back settled after the execution (rule 7): a pool's CLI, not
+        yet torn down, or torn down with ``keep_cli``."""
+        return self.keep_cli if self.torn_down else self.reusable
+
+    @property
     def deadline(self) -> Deadline | None:
         """The deadline armed in this phase (none but in the three waiting phases)."""
         return _DEADLINES.get(self.phase)
@@ -360,12 +380,13 @@ class StopMachine:
 
     # -- inputs ----------------------------------------------------------------------------
 
-    def cli_connected(self) -> list[StopAction]:
+    def cli_connected(self, *, reusable: bool = False) -> list[StopAction]:
         """Rule 1."""
         self._check(_I.CONNECTED)
         if self.connected:
             raise LocalProtocolError("cli_connected() twice: one CLI per execution")
         self.connected = True
+        self.reusable = reusable
         return []
 
     def abort(
@@ -534,12 +555,22 @@ class StopMachine:
             return self._done_with([])
         return []
 
+    def _end_input(self) -> list[StopAction]:
+        """Rule 7: once."""
+        if self.input_ended:
+            return []
+        self.input_ended = True
+        return [EndInput()]
+
     def _done_with(self, actions: list[StopAction]) -> list[StopAction]:
         """What a phase change adds: the teardown goes on (rule 7), the abort's terminal event
         is due (rule 9)."""
         if self.phase is _P.SETTLED and self.torn_down and not self.keep_cli:
             self.phase = _P.EXITING
-            actions += [EndInput(), ArmDeadline(deadline="exit")]
+            actions += self._end_input()
+            actions.append(ArmDeadline(deadline="exit"))
+        elif self.phase is _P.SETTLING and not self.may_be_given_back:
+            actions += self._end_input()
         if self._terminal is not None and self.stop_done:
             reason, self._terminal = self._terminal, None
             if not self.lifecycle.ended:

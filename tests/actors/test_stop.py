@@ -166,6 +166,55 @@ async def test_leaving_the_block_mid_tool_stops_the_cli_at_once(
     assert_no_leak(fake)
 
 
+async def test_leaving_the_block_ends_the_cli_s_input_once_it_confirmed_the_interrupt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The CLI takes 0.03 s to finish the interrupted turn after it confirmed the interrupt. Its
+    # input ends at the confirmation (0.5), not after its idle (0.53): it finishes the turn,
+    # reports its result, and exits on its own, with no round trip through the session after it.
+    effects: list[float] = []
+    fake = FakeCLI(tool_script(effects), interrupt_delay=0.03)
+    events: list[Event] = []
+    async with fake_session(fake) as session:
+        async for event in session.events:
+            events.append(event)
+            if isinstance(event, ToolUse):
+                await trio.sleep(0.5)
+                break
+    assert trio.current_time() == 0.53
+    transport = fake.transport
+    assert transport.input_ended_at == 0.5
+    assert transport.interrupts == 1
+    assert transport.exit_code == 1  # exited on the end of its input after an error result
+    [result] = transport.results  # the interrupted turn's, with its usage
+    assert result["subtype"] == "error_during_execution"
+    events.extend([event async for event in session.events])
+    the_aborted(events)
+    assert not timeouts(events)
+    await trio.sleep(10)
+    assert effects == []
+    assert_no_leak(fake)
+
+
+async def test_abort_ends_the_cli_s_input_once_it_confirmed_the_interrupt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The session tears its CLI down once the execution ended: an abort ends its input at the
+    # confirmation too, and abort() returns once it finished the interrupted turn.
+    effects: list[float] = []
+    fake = FakeCLI(tool_script(effects), interrupt_delay=0.03)
+    _, events, took = await abort_on_tool_use(fake, after=0.5)
+    assert trio.current_time() == 0.53  # abort() returned at 0.5 + 0.03, the CLI exited then
+    assert took == pytest.approx(0.03)
+    assert fake.transport.input_ended_at == 0.5
+    assert fake.transport.exit_code == 1  # exited on the end of its input, not killed
+    assert the_aborted(events).usage is not None  # the interrupted turn's result
+    assert not timeouts(events)
+    await trio.sleep(10)
+    assert effects == []
+    assert_no_leak(fake)
+
+
 async def test_abort_from_a_consumer_that_fell_behind_is_not_held_up(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

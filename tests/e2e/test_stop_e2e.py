@@ -8,18 +8,24 @@ appear, no ``claude`` may be left, and the execution ends with exactly one termi
 
 from __future__ import annotations
 
+import functools
+import json
+import re
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from helpers_proc import assert_no_cli_left, assert_one_final_terminal
 
 from claude_trio import ExecuteParams, open_session
+from claude_trio.actors.session import driver, stopper
 from claude_trio.protocol.session.events import (
     Aborted,
     Error,
     Event,
+    Result,
     TextDelta,
     ToolUse,
     is_terminal,
@@ -186,3 +192,67 @@ async def test_abort_cancels_a_queued_push_so_no_new_turn_runs(
                     await session.abort()
     await assert_stopped_for_good(mark, events)
     assert not [r for r in model_double.message_requests if PUSH in " ".join(r.user_texts)]
+
+
+RESUME = "and again"
+
+
+async def stop_then_resume(
+    model_double: ModelDouble, hermetic: dict[str, str], tmp_path: Path
+) -> tuple[str, list[str], str]:
+    """Abort mid-tool, then resume the conversation: the history the model is sent on the
+    resume (ids and ``tmp_path`` normalized), the stopped CLI's transcript row types, and the
+    session id."""
+    await trio.Path(tmp_path).mkdir()
+    mark = mark_file(tmp_path)
+    model_double.responder = script(leaves_a_file(mark), mark)
+    events: list[Event] = []
+    with trio.fail_after(30):
+        async with open_session(execute(tmp_path), env=hermetic) as session:
+            async for event in session.events:
+                events.append(event)
+                if isinstance(event, ToolUse):
+                    await session.abort()
+    aborted = await assert_stopped_for_good(mark, events)
+    assert aborted.usage is not None  # the interrupted turn's result came before the exit
+    session_id = aborted.session_id
+    assert session_id is not None
+    projects = Path(hermetic["CLAUDE_CONFIG_DIR"]) / "projects"
+    [transcript] = projects.glob(f"*/{session_id}.jsonl")
+    text = await trio.Path(transcript).read_text()
+    rows = [json.loads(line)["type"] for line in text.splitlines()]
+    seen = len(model_double.message_requests)
+    resumed = attrs.evolve(execute(tmp_path), prompt=RESUME, resume_session_id=session_id)
+    with trio.fail_after(30):
+        async with open_session(resumed, env=hermetic) as session:
+            assert isinstance([e async for e in session.events][-1], Result)
+    [request] = [
+        r
+        for r in model_double.message_requests[seen:]
+        if is_main_agent(r) and r.last_user_text == RESUME
+    ]
+    history = json.dumps(request.messages).replace(str(tmp_path), "TMP")
+    history = re.sub(r"\b(toolu|msg)_[A-Za-z0-9_]+", r"\1_ID", history)
+    return history, rows, session_id
+
+
+async def test_a_stopped_cli_writes_what_a_resume_needs_before_it_exits(
+    model_double: ModelDouble,
+    hermetic: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The stop ends the CLI's input as soon as it confirmed the interrupt, and lets it exit on
+    # its own: the same transcript, and the same history on a resume, as a CLI whose input
+    # ends only once it settled (the way a pool's CLI is stopped), with the interrupted turn
+    # whole and the cost row the CLI writes at exit (which a SIGKILL or an earlier SIGTERM
+    # would lose).
+    fast, fast_rows, _ = await stop_then_resume(model_double, hermetic, tmp_path / "fast")
+    settled_first = functools.partial(stopper.run_stopper, reusable=True)
+    monkeypatch.setattr(driver, "run_stopper", settled_first)
+    slow, slow_rows, _ = await stop_then_resume(model_double, hermetic, tmp_path / "slow")
+    assert fast_rows == slow_rows
+    assert fast_rows[-1] == "cost-state"
+    assert fast == slow
+    assert '"tool_use"' in fast  # the interrupted turn is whole
+    assert "[Request interrupted by user for tool use]" in fast

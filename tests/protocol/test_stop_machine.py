@@ -232,7 +232,8 @@ def test_rule_3_a_cli_that_exited_or_completed_is_not_interrupted() -> None:
 def test_rule_4_confirmed_the_tools_are_killed_and_the_cli_has_the_settle_deadline() -> None:
     machine = interrupting()
     actions = machine.interrupt_answered(still_queued=False, turn_open=True)
-    assert actions == [KillTools(everything=False), ArmDeadline(deadline="settle")]
+    # (and its input ends: rule 7)
+    assert actions == [KillTools(everything=False), ArmDeadline(deadline="settle"), EndInput()]
     assert machine.phase is P.SETTLING
     assert machine.sweeping
     assert not machine.stop_done
@@ -336,17 +337,76 @@ def test_rule_7_teardown_of_a_running_cli_stops_it_without_touching_the_executio
     machine.lifecycle.finish("closed")  # the block was left: the session ended it already
     assert machine.teardown() == STOP_STARTED
     assert machine.phase is P.INTERRUPTING
-    # It settles later: it is let exit on the end of its input; no terminal event is due.
-    machine.interrupt_answered(still_queued=False, turn_open=True)
-    assert machine.cli_reported("idle") == [EndInput(), ArmDeadline(deadline="exit")]
+    # Once it confirmed, its input ends: it finishes the interrupted turn and exits on its own
+    # (no round trip after its idle); no terminal event is due (rule 7).
+    assert machine.interrupt_answered(still_queued=False, turn_open=True) == [
+        KillTools(everything=False),
+        ArmDeadline(deadline="settle"),
+        EndInput(),
+    ]
+    assert machine.input_ended
+    assert machine.phase is P.SETTLING
+    assert machine.cli_reported("idle") == [ArmDeadline(deadline="exit")]  # not a second end
     assert machine.phase is P.EXITING
     assert not machine.finished
     assert machine.cli_exited() == []
     assert machine.finished
 
 
+def pooled_settling() -> StopMachine:
+    lifecycle = ExecutionLifecycle()
+    lifecycle.push("prompt")
+    lifecycle.started()
+    machine = StopMachine(lifecycle)
+    machine.cli_connected(reusable=True)
+    machine.abort("aborted")
+    machine.interrupt_answered(still_queued=False, turn_open=True)
+    assert machine.phase is P.SETTLING
+    return machine
+
+
+def test_rule_7_the_input_ends_once_the_cli_confirmed_never_before() -> None:
+    machine = running()
+    abort = machine.abort("aborted")
+    assert EndInput() not in abort  # the interrupt may not be written yet
+    assert machine.teardown() == []
+    assert not machine.input_ended
+    assert machine.interrupt_answered(still_queued=False, turn_open=True) == [
+        KillTools(everything=False),
+        ArmDeadline(deadline="settle"),
+        EndInput(),
+    ]
+    assert machine.input_ended
+    # An abort's CLI too: the session tears it down once the execution ended.
+    aborted = running()
+    aborted.abort("aborted")
+    assert aborted.interrupt_answered(still_queued=False, turn_open=True)[-1] == EndInput()
+    assert aborted.cli_reported("idle") == [EmitTerminal(reason="aborted")]
+    assert aborted.teardown() == [ArmDeadline(deadline="exit")]  # not a second end
+    assert aborted.phase is P.EXITING
+
+
+def test_rule_7_a_pool_s_cli_keeps_its_input_until_its_teardown() -> None:
+    pooled = pooled_settling()
+    assert not pooled.input_ended
+    assert pooled.cli_reported("idle") == [EmitTerminal(reason="aborted")]
+    assert pooled.teardown(keep_cli=True) == []  # given back settled, input open
+    assert not pooled.input_ended
+    # Torn down without keeping it, while it finishes the interrupted turn: at once.
+    dropped = pooled_settling()
+    assert dropped.teardown() == [EndInput()]
+    assert dropped.cli_reported("idle") == [
+        ArmDeadline(deadline="exit"),
+        EmitTerminal(reason="aborted"),
+    ]
+    kept = pooled_settling()
+    assert kept.teardown(keep_cli=True) == []
+    assert not kept.input_ended
+
+
 def test_rule_7_a_settled_cli_exits_on_the_end_of_its_input_or_is_killed() -> None:
-    machine = settled()
+    machine = running()
+    machine.lifecycle.finish("completed")  # settled without a stop: its input is still open
     assert machine.teardown() == [EndInput(), ArmDeadline(deadline="exit")]
     assert machine.settled
     assert machine.deadline_passed("exit", after=2.0) == [KillCLI()]  # no note: it had settled
@@ -423,7 +483,7 @@ def test_rule_8_only_the_armed_deadline_may_pass() -> None:
 def test_rule_9_the_terminal_is_due_once() -> None:
     machine = settling()
     assert machine.cli_reported("idle") == [EmitTerminal(reason="aborted")]
-    assert machine.teardown() == [EndInput(), ArmDeadline(deadline="exit")]
+    assert machine.teardown() == [ArmDeadline(deadline="exit")]  # its input ended (rule 7)
     assert machine.cli_exited() == []
 
 
@@ -483,6 +543,7 @@ class StopMachineRun(RuleBasedStateMachine):
         self.terminals = 0
         self.gates = 0
         self.interrupts = 0
+        self.input_ends = 0
         self.aborted = False
         self.ended_before_done = False
 
@@ -522,17 +583,22 @@ class StopMachineRun(RuleBasedStateMachine):
         if KillCLI in kinds:
             assert machine.phase is P.KILLED
         if EndInput in kinds:
-            assert machine.torn_down
-            assert not machine.keep_cli
-            assert machine.phase is P.EXITING
+            # Once, for a CLI that will not be given back: once it confirmed the interrupt, or
+            # at the teardown of a settled one (rule 7).
+            self.input_ends += 1
+            assert machine.input_ended
+            assert not machine.may_be_given_back
+            if machine.phase is not P.SETTLING:
+                assert machine.phase is P.EXITING
+                assert machine.torn_down
         arms = [a for a in actions if isinstance(a, ArmDeadline)]
         if arms:
             assert arms[-1].deadline == machine.deadline
 
     @precondition(lambda self: takes(self, StopInput.CONNECTED) and not self.machine.connected)
-    @rule()
-    def connect(self) -> None:
-        self.feed(StopInput.CONNECTED, self.machine.cli_connected)
+    @rule(reusable=st.booleans())
+    def connect(self, reusable: bool) -> None:
+        self.feed(StopInput.CONNECTED, lambda: self.machine.cli_connected(reusable=reusable))
 
     @precondition(lambda self: takes(self, StopInput.ABORT))
     @rule(decided=st.booleans())
@@ -644,11 +710,15 @@ class StopMachineRun(RuleBasedStateMachine):
             assert not machine.keep_cli
         if phase is P.SETTLED and machine.torn_down:
             assert machine.keep_cli  # otherwise it goes on to EXITING at once (rule 7)
+        if phase is P.SETTLING or phase is P.EXITING:
+            # Its input ends once it confirmed, unless it may be given back (rule 7).
+            assert machine.input_ended == (not machine.may_be_given_back)
 
     @invariant()
     def an_abort_is_answered_once_and_stops_once(self) -> None:
         assert self.gates <= 1
         assert self.interrupts <= 1
+        assert self.input_ends <= 1
         assert self.terminals <= 1
         if self.terminals:
             assert self.aborted

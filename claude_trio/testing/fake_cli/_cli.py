@@ -33,6 +33,8 @@ class FakeCLI:
 
     Timing and versions: ``init_delay`` is how long the CLI takes from a user message to the
     start of its turn (``init``), the window in which a stop lands "before the turn started";
+    ``interrupt_delay`` is how long it takes, once it confirmed an interrupt, to finish the
+    interrupted turn (its interruption message and result; the real one takes 15-30 ms);
     ``cancel_queued=False`` makes it a CLI that ignores an interrupt's ``cancel_queued`` (queued
     messages survive and run afterwards, as with older CLIs); ``ignores_interrupts=True``
     confirms every interrupt and goes on regardless (a wedged CLI).
@@ -49,6 +51,7 @@ class FakeCLI:
         line_ending: str = "\n",
         extra_initialize_response: Mapping[str, Any] | None = None,
         init_delay: float = 0.0,
+        interrupt_delay: float = 0.0,
         cancel_queued: bool = True,
         ignores_interrupts: bool = False,
     ) -> None:
@@ -62,6 +65,9 @@ class FakeCLI:
         self.line_ending = line_ending
         self.extra_initialize_response = dict(extra_initialize_response or {})
         self.init_delay = check_number("init_delay", init_delay, minimum=0, allowed="seconds, >= 0")
+        self.interrupt_delay = check_number(
+            "interrupt_delay", interrupt_delay, minimum=0, allowed="seconds, >= 0"
+        )
         self.cancel_queued = cancel_queued
         self.ignores_interrupts = ignores_interrupts
         #: Every process this fake started, oldest first.

@@ -45,7 +45,8 @@ class FakeTransport(Transport):
     Recording (read these in asserts): ``options``, ``written`` (every frame the SDK wrote, parsed),
     ``written_lines`` (raw), ``user_messages``, ``control_requests`` (SDK -> CLI, e.g. initialize,
     interrupt), ``control_responses`` (SDK -> CLI answers), ``initialize_request``, ``emitted``
-    (every stdout line the fake produced), ``stderr_lines``, ``input_ended``, ``process_alive``,
+    (every stdout line the fake produced), ``stderr_lines``, ``input_ended`` (and
+    ``input_ended_at``), ``process_alive``,
     ``closed``, ``exit_code``, ``script_errors``, ``results`` (result frames emitted).
     """
 
@@ -69,6 +70,8 @@ class FakeTransport(Transport):
         self.script_errors: list[BaseException] = []
         self.initialize_request: dict[str, Any] | None = None
         self.input_ended = False
+        #: The (trio clock) time its input ended, once it did.
+        self.input_ended_at: float | None = None
         self.connected = False
         self.closed = False
         self.exit_code: int | None = None
@@ -172,6 +175,7 @@ class FakeTransport(Transport):
         await trio.lowlevel.checkpoint()
         if not self.input_ended:
             self.input_ended = True
+            self.input_ended_at = trio.current_time()
             self._stdin_send.send_nowait(None)
 
     def read_messages(self) -> AsyncIterator[dict[str, Any]]:

@@ -87,6 +87,8 @@ class FakeTurn(ContentMixin, RequestsMixin, McpMixin, SystemFramesMixin):
             self._scope.cancel()
 
     async def _emit_interrupted(self) -> None:
+        if self.process.cli.interrupt_delay:
+            await trio.sleep(self.process.cli.interrupt_delay)
         for request in self._requests:
             await request.cancel()
         if self._message_id is not None:
