@@ -180,14 +180,21 @@ def signal_of(event: Event) -> Signal | None:
     """What the rules read from a session's event (None: nothing for them).
 
     ``Retry`` -> :class:`RetryNotice`; a ``rate_limit`` warning or a ``rate_limit_event``
-    passthrough -> :class:`RateLimitNotice`, from the CLI's frame the event keeps (a warning
-    decoded from the wire has none, and gives nothing). A turn's ``Result`` goes to
-    :meth:`GovernorRules.turn_ended` instead (its cost and ``api_error_status``).
+    passthrough -> :class:`RateLimitNotice`, from the warning's ``rate_limit_status``,
+    ``resets_at`` and ``rate_limit_type`` (they survive the wire) or the CLI's frame it
+    keeps. A turn's ``Result`` goes to :meth:`GovernorRules.turn_ended` instead (its cost
+    and ``api_error_status``).
     """
     match event:
         case Retry():
             return RetryNotice(
                 error_status=event.error_status, delay_ms=event.delay_ms, error=event.error
+            )
+        case WarningEvent(code="rate_limit") if event.rate_limit_status is not None:
+            return RateLimitNotice(
+                status=event.rate_limit_status,
+                resets_at=event.resets_at,
+                rate_limit_type=event.rate_limit_type,
             )
         case WarningEvent(code="rate_limit") if isinstance(event.raw, sdk.RateLimitEvent):
             info = event.raw.rate_limit_info
