@@ -161,3 +161,25 @@ async def test_without_a_governor_there_are_no_governor_figures(
     with pytest.raises(InvalidParamsError, match="governor"):
         async with open_fleet(governor="on"):  # type: ignore[arg-type]
             pass
+
+
+async def test_on_budget_abort_aborts_the_running_sessions_of_a_spent_label(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def script(turn: FakeTurn) -> None:
+        await turn.sleep(1.0 if turn.prompt == "spender" else 100.0)
+        await turn.text("ok")
+        await turn.result(cost_usd=1.0)
+
+    fake = FakeCLI(script)
+    config = GovernorConfig(max_live=1, label_budgets_usd={"team": 1.0}, on_budget="abort")
+    async with open_fleet(max_live=4, transport_factory=fake, config=CONFIG, governor=config) as f:
+        spender = await f.start(ExecuteParams(prompt="spender"), label="team")
+        slow = await f.start(ExecuteParams(prompt="slow"), label="team")
+        other = await f.start(ExecuteParams(prompt="slow"), label="other")
+        await slow.wait_ended()
+        assert trio.current_time() == pytest.approx(1.0)
+        assert isinstance((await slow.result()).events[-1], Aborted)
+        assert not other.ended  # another label: it goes on
+        assert isinstance((await spender.result()).events[-1], Result)
+        await other.abort()
