@@ -60,7 +60,7 @@ from rich.table import Table
 from rich.text import Text
 
 from claude_trio.actors.fanout.fleet import Fleet, open_fleet
-from claude_trio.actors.fanout.governor import GovernorFigures, clock_time
+from claude_trio.actors.fanout.governor import clock_time
 from claude_trio.actors.fanout.hosts import SessionHost
 from claude_trio.cli.args import (
     EXIT_INTERRUPTED,
@@ -71,7 +71,7 @@ from claude_trio.cli.args import (
     governor_config,
     has_credentials,
 )
-from claude_trio.client import connect_gateway
+from claude_trio.client import GatewayClient, connect_gateway
 from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.errors import (
     BatchFileError,
@@ -92,6 +92,7 @@ from claude_trio.protocol.fanout.batch import (
     read_results,
 )
 from claude_trio.protocol.fanout.codec import dumps
+from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.session.usage import ZERO_USAGE, Usage, add_usage
 
 __all__ = [
@@ -524,7 +525,9 @@ def _silence_stdout() -> None:
 
 
 @asynccontextmanager
-async def _open_runner(args: argparse.Namespace, token: str | None) -> AsyncIterator[SessionHost]:
+async def _open_runner(
+    args: argparse.Namespace, token: str | None
+) -> AsyncIterator[SessionHost]:
     if args.remote is not None:
         assert token is not None
         async with connect_gateway(args.remote, token=token) as client:
@@ -551,21 +554,24 @@ GOVERNOR_REFRESH = 0.5
 
 
 async def _watch_governor(runner: SessionHost, display: _Shown) -> None:
-    """Show the governor's state while the batch runs (a local fleet's; a gateway client's
-    as its server last told)."""
+    """Show the governor's state while the batch runs: a local fleet's, or the server's a
+    gateway client asks for (``GatewayClient.governor``)."""
     while True:
-        figures = runner_governor(runner)
+        figures = await runner_governor(runner)
         if figures is not None:
             display.governor(figures)
         await trio.sleep(GOVERNOR_REFRESH)
 
 
-def runner_governor(runner: SessionHost) -> GovernorFigures | None:
-    """The governor figures of a host, where it has them."""
+async def runner_governor(runner: SessionHost) -> GovernorFigures | None:
+    """The governor figures of a host, where it has them (a fleet, a gateway client)."""
     if isinstance(runner, Fleet):
+        await trio.lowlevel.checkpoint()
         return runner.statistics().governor
-    figures = getattr(runner, "governor_figures", None)
-    return figures if isinstance(figures, GovernorFigures) else None
+    if isinstance(runner, GatewayClient):
+        return await runner.governor()
+    await trio.lowlevel.checkpoint()
+    return None
 
 
 async def _batch(

@@ -206,6 +206,7 @@ class HostDescription:
 
     limits: Mapping[str, int]
     cluster: Mapping[str, Any] | None = None
+    governor: GovernorFigures | None = None
 
 
 class Fleet:
@@ -479,7 +480,8 @@ class Fleet:
                 "replay_buffer": self._replay_buffer,
                 "replay_bytes": self._replay_bytes,
                 "keep_finished": self._keep_finished,
-            }
+            },
+            governor=None if self._governor is None else self._governor.figures(),
         )
 
     @property

@@ -39,6 +39,7 @@ from claude_trio.protocol.fanout.governor import (
     BudgetFigures,
     BudgetReached,
     Decision,
+    GovernorFigures,
     GovernorStatistics,
     LimitChanged,
     Notice,
@@ -118,29 +119,6 @@ class GovernorNotice:
     at: float
     message: str
     resumes_at: float | None = None
-
-
-@attrs.frozen(kw_only=True)
-class GovernorFigures:
-    """The governor's figures (``Fleet.statistics().governor``): the effective concurrency
-    ``limit`` (at most ``max_live``), executions ``running`` under it and ``waiting`` for a
-    start, whether starts are ``paused`` and until when (``resumes_at``, seconds since the
-    epoch), counts of starts, refusals and rejections seen, the fleet's spend and budget, the
-    overshoot past it, and the latest notice."""
-
-    limit: int
-    max_live: int
-    running: int
-    waiting: int
-    paused: bool
-    resumes_at: float | None
-    starts: int
-    refusals: int
-    rejections: int
-    spent_usd: float
-    budget_usd: float | None
-    overshoot_usd: float
-    last_notice: str | None = None
 
 
 def clock_time(at: float) -> str:

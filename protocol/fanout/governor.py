@@ -79,6 +79,7 @@ __all__ = [
     "BudgetFigures",
     "BudgetReached",
     "GovernorConfig",
+    "GovernorFigures",
     "GovernorRules",
     "GovernorStatistics",
     "Idle",
@@ -325,6 +326,30 @@ class GovernorStatistics:
     spent_usd: float
     budget_usd: float | None
     overshoot_usd: float
+
+
+@attrs.frozen(kw_only=True)
+class GovernorFigures:
+    """A governor's figures for people and peers (``Fleet.statistics().governor``, the
+    gateway's ``hello``, in wall-clock time): the effective concurrency
+    ``limit`` (at most ``max_live``), executions ``running`` under it and ``waiting`` for a
+    start, whether starts are ``paused`` and until when (``resumes_at``, seconds since the
+    epoch), counts of starts, refusals and rejections seen, the fleet's spend and budget, the
+    overshoot past it, and the latest notice."""
+
+    limit: int
+    max_live: int
+    running: int
+    waiting: int
+    paused: bool
+    resumes_at: float | None
+    starts: int
+    refusals: int
+    rejections: int
+    spent_usd: float
+    budget_usd: float | None
+    overshoot_usd: float
+    last_notice: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------

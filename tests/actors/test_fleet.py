@@ -93,7 +93,9 @@ async def test_the_cap_never_lets_more_than_max_live_clis_run_and_all_sessions_f
     fake = FakeCLI(script)
     start = trio.current_time()
     async with open_fleet(max_live=2, transport_factory=fake, config=CONFIG) as fleet:
-        sessions = [await fleet.start(ExecuteParams(prompt=f"job {i}")) for i in range(5)]
+        sessions = [
+            await fleet.start(ExecuteParams(prompt=f"job {i}")) for i in range(5)
+        ]
         await trio.testing.wait_all_tasks_blocked()
         stats = fleet.statistics()
         assert (stats.live, stats.waiting, stats.finished) == (2, 3, 0)
@@ -175,7 +177,9 @@ async def test_a_session_queued_for_a_slot_has_no_task_until_it_gets_one(
         await sessions[5].abort()  # still queued: it ends at once, without a task or a CLI
         assert sessions[5].ended
         (event,) = await drain(subscribe(sessions[5]))
-        assert event == Aborted(reason="aborted before it started", turn=0, seq=1, phase="starting")
+        assert event == Aborted(
+            reason="aborted before it started", turn=0, seq=1, phase="starting"
+        )
         for fs in sessions[:5]:
             await fs.wait_closed()
     # (two CLIs started in the same instant may spawn in either order: trio shuffles them)
@@ -364,7 +368,9 @@ async def test_abort_ends_a_waiting_session_without_a_cli_and_a_live_one_with_it
         assert trio.current_time() == start
         assert waiting.ended
         (event,) = await drain(subscribe(waiting))
-        assert event == Aborted(reason="aborted before it started", turn=0, seq=1, phase="starting")
+        assert event == Aborted(
+            reason="aborted before it started", turn=0, seq=1, phase="starting"
+        )
         assert await waiting.push("hello?") == Rejected(reason="the execution has ended")
         assert len(fake.transports) == 1  # it never got a CLI
         await waiting.abort()  # idempotent
