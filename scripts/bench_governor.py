@@ -12,6 +12,7 @@ turn), the time an account taking K requests at once needs at best.
 
 from __future__ import annotations
 
+import collections
 import resource
 import tempfile
 import time
@@ -74,6 +75,9 @@ async def _side(
         "answered": stats.admitted,
         "rejected": stats.rejected_429,
         "limit": None if figures is None else figures.limit,
+        "failures": collections.Counter(
+            (r.error or "?").split(":")[0] for r in report.results if not r.ok
+        ),
     }
 
 
@@ -101,6 +105,8 @@ async def _run(items: int, max_live: int, k: int, turn: float) -> None:
             share = side["rejected"] / requests if requests else 0.0
             name = "with governor   " if governed else "without governor"
             limit = "" if side["limit"] is None else f", limit at the end {side['limit']}"
+            failed = ", ".join(f"{n} {kind}" for kind, n in side["failures"].most_common())
+            limit += f"; failed: {failed}" if failed else ""
             print(
                 f"  {name}: {side['ok']}/{items} ok, wall {side['wall']:.1f} s "
                 f"({side['wall'] / ideal:.2f}x ideal), {side['rejected']} 429s of {requests} "
