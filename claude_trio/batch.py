@@ -59,7 +59,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.actors.fanout.fleet import Fleet, open_fleet
+from claude_trio.actors.fanout.governor import clock_time
 from claude_trio.actors.fanout.hosts import SessionHost
 from claude_trio.cli.args import (
     EXIT_INTERRUPTED,
@@ -67,9 +68,10 @@ from claude_trio.cli.args import (
     EXIT_SESSION_ERROR,
     EXIT_USAGE,
     NO_CREDENTIALS_MESSAGE,
+    governor_config,
     has_credentials,
 )
-from claude_trio.client import connect_gateway
+from claude_trio.client import GatewayClient, connect_gateway
 from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.errors import (
     BatchFileError,
@@ -90,6 +92,7 @@ from claude_trio.protocol.fanout.batch import (
     read_results,
 )
 from claude_trio.protocol.fanout.codec import dumps
+from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.session.usage import ZERO_USAGE, Usage, add_usage
 
 __all__ = [
@@ -368,6 +371,15 @@ def _eta(progress: BatchProgress, elapsed: float) -> str:
     return f"{seconds:.0f}s"
 
 
+def governor_line(figures: GovernorFigures) -> str:
+    """The fleet governor's state in one line: ``paused: rate limit, resumes 12:03:10 ·
+    concurrency 2/8``, or ``concurrency 8/8`` when it runs freely."""
+    concurrency = f"concurrency {figures.limit}/{figures.max_live}"
+    if figures.paused and figures.resumes_at is not None:
+        return f"paused: rate limit, resumes {clock_time(figures.resumes_at)} · {concurrency}"
+    return concurrency
+
+
 class LiveProgress:
     """The live display on a terminal (rich): one table, refreshed a few times a second."""
 
@@ -375,6 +387,7 @@ class LiveProgress:
         self._console = console
         self._started = time.monotonic()
         self._progress: BatchProgress | None = None
+        self._governor: GovernorFigures | None = None
         self._live = Live(console=console, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> LiveProgress:
@@ -389,6 +402,10 @@ class LiveProgress:
         self._progress = progress
         self._live.update(self._render())
 
+    def governor(self, figures: GovernorFigures) -> None:
+        self._governor = figures
+        self._live.update(self._render())
+
     def result(self, result: BatchResult) -> None:
         if not result.ok:
             self._live.console.print(Text(f"✗ {result.key}: {result.error}", style="red"))
@@ -397,6 +414,8 @@ class LiveProgress:
         p = self._progress
         elapsed = time.monotonic() - self._started
         table = Table(show_header=True, header_style="bold", box=None)
+        if self._governor is not None:
+            table.caption = governor_line(self._governor)
         for column in ("done", "running", "queued", "failed", "tokens in/out", "cost",
                        "elapsed", "ETA"):  # fmt: skip
             table.add_column(column, justify="right")
@@ -422,6 +441,7 @@ class PlainProgress:
         self._console = console
         self._progress: BatchProgress | None = None
         self._shown = 0  # results shown (the snapshot may already count a later one)
+        self._governor_shown: str | None = None
 
     def __enter__(self) -> PlainProgress:
         return self
@@ -431,6 +451,20 @@ class PlainProgress:
 
     def update(self, progress: BatchProgress) -> None:
         self._progress = progress
+
+    def governor(self, figures: GovernorFigures) -> None:
+        """A line when the governor's state changes (paused, resumed, limit)."""
+        line = governor_line(figures)
+        if (
+            self._governor_shown is None
+            and not figures.paused
+            and figures.limit == (figures.max_live)
+        ):
+            self._governor_shown = line  # nothing to say while it runs freely
+            return
+        if line != self._governor_shown:
+            self._governor_shown = line
+            self._console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def result(self, result: BatchResult) -> None:
         p = self._progress
@@ -473,6 +507,9 @@ class _Shown:
     def update(self, progress: BatchProgress) -> None:
         self._call("update", progress)
 
+    def governor(self, figures: GovernorFigures) -> None:
+        self._call("governor", figures)
+
     def result(self, result: BatchResult) -> None:
         self._call("result", result)
 
@@ -500,13 +537,41 @@ async def _open_runner(
     if args.offline:
         from claude_trio.offline import open_offline_model
 
-        async with open_offline_model() as offline, open_fleet(
-            max_live=args.max_live, env=offline.env
-        ) as fleet:
+        async with (
+            open_offline_model() as offline,
+            open_fleet(
+                max_live=args.max_live, env=offline.env, governor=governor_config(args)
+            ) as fleet,
+        ):
             yield fleet
         return
-    async with open_fleet(max_live=args.max_live, env=env) as fleet:
+    async with open_fleet(max_live=args.max_live, env=env, governor=governor_config(args)) as fleet:
         yield fleet
+
+
+GOVERNOR_REFRESH = 0.5
+"""Seconds between two looks at the fleet governor's figures for the display."""
+
+
+async def _watch_governor(runner: SessionHost, display: _Shown) -> None:
+    """Show the governor's state while the batch runs: a local fleet's, or the server's a
+    gateway client asks for (``GatewayClient.governor``)."""
+    while True:
+        figures = await runner_governor(runner)
+        if figures is not None:
+            display.governor(figures)
+        await trio.sleep(GOVERNOR_REFRESH)
+
+
+async def runner_governor(runner: SessionHost) -> GovernorFigures | None:
+    """The governor figures of a host, where it has them (a fleet, a gateway client)."""
+    if isinstance(runner, Fleet):
+        await trio.lowlevel.checkpoint()
+        return runner.statistics().governor
+    if isinstance(runner, GatewayClient):
+        return await runner.governor()
+    await trio.lowlevel.checkpoint()
+    return None
 
 
 async def _batch(
@@ -540,7 +605,8 @@ async def _batch(
             nursery.start_soon(watch)
             try:
                 with display:
-                    async with _open_runner(args, token) as runner:
+                    async with _open_runner(args, token) as runner, trio.open_nursery() as inner:
+                        inner.start_soon(_watch_governor, runner, display)
                         report = await run_batch(
                             items,
                             runner,
@@ -552,6 +618,7 @@ async def _batch(
                             on_result=save,
                             on_progress=display.update,
                         )
+                        inner.cancel_scope.cancel()  # the governor's watch
             except ClaudeTrioError as exc:  # the gateway cannot be reached, or refused us
                 failure = exc
             nursery.cancel_scope.cancel()
@@ -635,4 +702,3 @@ def batch_command(args: argparse.Namespace) -> int:
     elif code == EXIT_INTERRUPTED:
         console.print(f"interrupted; finished results are in {out}", markup=False)
     return code
-

@@ -92,7 +92,8 @@ async def fleet_side(mode: str, sessions: int, base_url: str) -> None:
         start = time.perf_counter()
         last = start
         if mode == "fleet":
-            async with open_fleet(max_live=sessions, env=env) as fleet:
+            # governor=None: against the raw SDK, which spaces no starts either.
+            async with open_fleet(max_live=sessions, env=env, governor=None) as fleet:
                 started = [await fleet.start(params) for _ in range(sessions)]
                 for session in started:
                     subscription = session.subscribe_nowait(None, max_queue=100_000)
@@ -220,7 +221,7 @@ async def _sweep(sessions: int, caps: tuple[int, ...]) -> dict[int, float]:
                 env = hermetic_env(double.base_url, root / "cli", sandbox=True)
                 params = ExecuteParams(prompt=PROMPT, cwd=str(work))
                 start = time.perf_counter()
-                async with open_fleet(max_live=cap, env=env) as fleet:
+                async with open_fleet(max_live=cap, env=env, governor=None) as fleet:
                     started = [await fleet.start(params) for _ in range(sessions)]
                     for session in started:
                         await session.wait_ended()
@@ -376,7 +377,9 @@ async def latency_server(count: int, rate: float) -> None:
 
     limits = GatewayLimits(ping_interval=3600)
     async with (
-        open_fleet(transport_factory=factory, max_live=1, replay_buffer=count + 100) as fleet,
+        open_fleet(
+            transport_factory=factory, max_live=1, replay_buffer=count + 100, governor=None
+        ) as fleet,
         trio.open_nursery() as nursery,
     ):
         port = await nursery.start(

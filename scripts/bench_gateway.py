@@ -137,7 +137,7 @@ async def serve_gateway_side(deltas: int, clients: int) -> None:
     )
     factory = replay_factory(recording, release=release)
     async with (
-        open_fleet(transport_factory=factory, max_live=1) as fleet,
+        open_fleet(transport_factory=factory, max_live=1, governor=None) as fleet,
         trio.open_nursery() as nursery,
     ):
         port = await nursery.start(

@@ -119,7 +119,9 @@ async def gateway_server(mode: str, count: int, rate: float, url: str) -> None:
     )
     async with AsyncExitStack() as stack:
         fleet = await stack.enter_async_context(
-            open_fleet(transport_factory=factory, max_live=1, replay_buffer=count + 100)
+            open_fleet(
+                transport_factory=factory, max_live=1, replay_buffer=count + 100, governor=None
+            )
         )
         nursery = await stack.enter_async_context(trio.open_nursery())
         served: Any = fleet
@@ -274,7 +276,9 @@ async def worker_process(url: str, worker_id: str, turn_ms: int) -> None:
     """A worker node on fake CLIs: prints ``ready``, runs until its stdin closes."""
     async with (
         open_redis(url) as redis,
-        open_fleet(max_live=MAX_LIVE, transport_factory=FakeCLI(_short_turn(turn_ms))) as fleet,
+        open_fleet(
+            max_live=MAX_LIVE, transport_factory=FakeCLI(_short_turn(turn_ms)), governor=None
+        ) as fleet,
         trio.open_nursery() as nursery,
     ):
         await nursery.start(

@@ -27,7 +27,12 @@ Sections (all by default; pick with ``--only``):
 * ``fleetcost``: the fleet's own cost per session: 1,000 short sessions on the fake CLI,
   ``open_fleet(max_live=10)`` against a ``trio.CapacityLimiter(10)`` over the raw SDK, each
   side in a process of its own: wall time and CPU (GC included) of the drain, and of the
-  whole process measured from outside.
+  whole process measured from outside (the fleet with ``governor=None``: the governor's start
+  spacing would pace the fake sessions).
+* ``governor``: the real CLI against a rate-limited Messages API double (K=2 requests at once),
+  40 items at ``max_live=8`` with 1 s turns (20 items, 0.5 s turns with ``--quick``), the fleet
+  with its governor vs without: wall time and its ratio to the ideal (items x turn / K plus
+  the CLI's start-up), 429s served, CPU.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -50,7 +55,7 @@ from claude_trio.actors.children import sigterm_interrupts, terminated
 
 SECTIONS = (
     "hot", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency", "redis",
-    "fleetcost",
+    "fleetcost", "governor",
 )  # fmt: skip
 
 
@@ -201,6 +206,11 @@ def _run(argv: list[str] | None) -> int:
             sessions=args.cost_sessions or (300 if quick else 1000),
             profile=args.profile,
         )
+    if "governor" in only:
+        import bench_governor
+
+        print("\n[14] the fleet governor against a rate-limited account: with vs without")
+        bench_governor.run(items=20 if quick else 40, turn=0.5 if quick else 1.0)
     print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
 

@@ -78,6 +78,7 @@ async def serve() -> None:
         open_fleet(
             transport_factory=lambda options: FakeCLI(_script).transport_for(options),
             max_live=64,  # more slots than reading clients: their latency is not slot waits
+            governor=None,  # nor start spacing
             max_buffer_size=big,
         ) as fleet,
         trio.open_nursery() as nursery,

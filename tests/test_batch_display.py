@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import os
 
@@ -10,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from claude_trio import batch as batch_module
+from claude_trio.actors.fanout.governor import GovernorFigures
 from claude_trio.batch import LiveProgress, PlainProgress
 from claude_trio.protocol.fanout.batch import BatchProgress, BatchResult
 from claude_trio.protocol.session.usage import Usage
@@ -81,3 +83,49 @@ def test_a_closed_output_silences_the_display_and_the_batch_goes_on(
         with contextlib.suppress(BrokenPipeError):
             stream.close()
     assert silenced == [True]
+
+
+def governor(**fields: object) -> GovernorFigures:
+    base: dict[str, object] = {
+        "limit": 8,
+        "max_live": 8,
+        "running": 0,
+        "waiting": 0,
+        "paused": False,
+        "resumes_at": None,
+        "starts": 0,
+        "refusals": 0,
+        "rejections": 0,
+        "spent_usd": 0.0,
+        "budget_usd": None,
+        "overshoot_usd": 0.0,
+    }
+    return GovernorFigures(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_plain_lines_say_when_the_governor_pauses_and_the_effective_concurrency() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    resumes = datetime.datetime(2026, 12, 3, 12, 3, 10).timestamp()
+    with PlainProgress(console) as plain:
+        plain.governor(governor())  # running freely: nothing to say
+        paused = governor(limit=4, paused=True, resumes_at=resumes)
+        plain.governor(paused)
+        plain.governor(paused)  # unchanged: said once
+        plain.governor(governor(limit=4))
+        plain.governor(governor(limit=5))
+    assert out.getvalue().splitlines() == [
+        "paused: rate limit, resumes 12:03:10 · concurrency 4/8",
+        "concurrency 4/8",
+        "concurrency 5/8",
+    ]
+
+
+def test_the_live_table_shows_the_governors_pause_and_concurrency() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=140, color_system=None)
+    resumes = datetime.datetime(2026, 12, 3, 12, 3, 10).timestamp()
+    with LiveProgress(console) as live:
+        live.update(progress())
+        live.governor(governor(limit=3, paused=True, resumes_at=resumes))
+    assert "paused: rate limit, resumes 12:03:10 · concurrency 3/8" in out.getvalue()

@@ -71,8 +71,11 @@ sessions it knows, draining) and its statistics. A session and its executions ar
 from __future__ import annotations
 
 import collections
+import enum
+import json
 import math
-from collections.abc import AsyncIterator, Hashable, Mapping
+import random
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -90,7 +93,8 @@ from claude_trio.actors.fanout.fleet_session import (
     SessionState,
     _Execution,
 )
-from claude_trio.actors.fanout.owners import key_scope
+from claude_trio.actors.fanout.governor import Governor, GovernorFigures, budget_message
+from claude_trio.actors.fanout.owners import key_scope, principal_of
 from claude_trio.actors.fanout.subscription import (
     DEFAULT_SUBSCRIBER_BYTES,
     DEFAULT_SUBSCRIBER_QUEUE,
@@ -116,6 +120,7 @@ from claude_trio.protocol.errors import (
     LocalProtocolError,
     UnknownSessionError,
 )
+from claude_trio.protocol.fanout.governor import BudgetFigures, GovernorConfig, GovernorRules
 from claude_trio.protocol.fanout.idempotency import (
     DEFAULT_IDEMPOTENCY_TTL,
     IdempotencyRecords,
@@ -125,8 +130,10 @@ from claude_trio.protocol.fanout.idempotency import (
 )
 from claude_trio.protocol.fanout.slots import SlotQueue
 from claude_trio.protocol.fanout.wire import SessionInfo, params_to_json
+from claude_trio.protocol.session.events import Error, Event, Result
 
 __all__ = [
+    "DEFAULT_GOVERNOR",
     "DEFAULT_REPLAY_BYTES",
     "DEFAULT_SUBSCRIBER_BYTES",
     "DEFAULT_SUBSCRIBER_QUEUE",
@@ -147,6 +154,15 @@ __all__ = [
     "open_following",
 ]
 
+
+class _Default(enum.Enum):
+    DEFAULT = "default"
+
+
+DEFAULT_GOVERNOR = _Default.DEFAULT
+"""``open_fleet(governor=DEFAULT_GOVERNOR)`` (the default): a governor with the settings of
+:class:`GovernorConfig`, which suit one API key."""
+
 DEFAULT_REPLAY_BYTES = 8 * 2**20
 """Counted bytes a session's replay buffer keeps by default (``protocol/fanout/replay.py``)."""
 
@@ -154,11 +170,14 @@ DEFAULT_REPLAY_BYTES = 8 * 2**20
 @attrs.frozen(kw_only=True)
 class FleetStatistics:
     """``live``: sessions holding a slot (their CLI exists); ``waiting``: for a slot;
-    ``finished``: executions whose task is done (their CLI gone; remembered or not)."""
+    ``finished``: executions whose task is done (their CLI gone; remembered or not);
+    ``waiting`` counts the executions waiting for the governor's start too."""
 
     live: int
     waiting: int
     finished: int
+    #: The governor's figures (None when the fleet has no governor).
+    governor: GovernorFigures | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -187,6 +206,7 @@ class HostDescription:
 
     limits: Mapping[str, int]
     cluster: Mapping[str, Any] | None = None
+    governor: GovernorFigures | None = None
 
 
 class Fleet:
@@ -202,6 +222,8 @@ class Fleet:
         keep_finished: int,
         session_options: Mapping[str, Any],
         idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
+        governor: GovernorConfig | None = None,
+        governor_random: Callable[[], float] = random.random,
     ) -> None:
         self._nursery = nursery
         self._keys = IdempotencyRecords(ttl=idempotency_ttl)
@@ -210,6 +232,23 @@ class Fleet:
         pool = session_options.get("pool")
         session_slots = max_live - (pool.size if isinstance(pool, CLIPool) else 0)
         self._slots: SlotQueue[FleetSession] = SlotQueue(session_slots)
+        self._governor: Governor[_Execution] | None = None
+        self._governed_sessions: dict[_Execution, FleetSession] = {}
+        self._governor_waiting: collections.Counter[Hashable] = collections.Counter()
+        if governor is not None:
+            config = attrs.evolve(
+                governor,
+                max_live=session_slots,
+                initial_limit=None
+                if governor.initial_limit is None
+                else min(governor.initial_limit, session_slots),
+            )
+            self._governor = Governor(
+                GovernorRules(config, now=trio.current_time(), random=governor_random),
+                start=self._governor_start,
+                refuse=self._governor_refuse,
+                abort=self._governor_abort,
+            )
         self._replay_buffer = replay_buffer
         self._replay_bytes = replay_bytes
         self._keep_finished = keep_finished
@@ -229,6 +268,7 @@ class Fleet:
         owner: Hashable = None,
         label: str | None = None,
         idempotency_key: str | None = None,
+        priority: int = 0,
         **session_options: Any,
     ) -> FleetSession:
         """Start a session; it runs as soon as a slot is free. Never waits for the slot.
@@ -241,7 +281,8 @@ class Fleet:
         this fleet recorded for the same owner (a gateway's principal) returns the session
         that start created, and starts nothing; with other params or label it raises
         ``IdempotencyConflictError`` (``protocol/fanout/idempotency.py``). Keys are kept
-        ``idempotency_ttl`` seconds (``open_fleet``).
+        ``idempotency_ttl`` seconds (``open_fleet``). ``priority``: with a governor, waiting
+        opens of a higher priority start first (``FleetSession.queue_position``).
         """
         await trio.lowlevel.checkpoint()
         if not isinstance(params, ExecuteParams):
@@ -252,6 +293,7 @@ class Fleet:
             raise InvalidParamsError("owner", owner, "a hashable value or None") from None
         if label is not None:
             check_text("label", label)
+        check_int("priority", priority, -(2**31))
         digest = ""
         if idempotency_key is not None:
             check_idempotency_key(idempotency_key)
@@ -273,6 +315,7 @@ class Fleet:
             label=label,
             replay_buffer=self._replay_buffer,
             replay_bytes=self._replay_bytes,
+            priority=priority,
         )
         self._sessions[session.id] = session
         if idempotency_key is not None:  # no checkpoint since _replayed (rule 1)
@@ -437,7 +480,8 @@ class Fleet:
                 "replay_buffer": self._replay_buffer,
                 "replay_bytes": self._replay_bytes,
                 "keep_finished": self._keep_finished,
-            }
+            },
+            governor=None if self._governor is None else self._governor.figures(),
         )
 
     @property
@@ -475,9 +519,78 @@ class Fleet:
             )
 
     def _request_slot(self, session: FleetSession, x: _Execution) -> None:
+        """``x`` wants to start: it waits for its governor's start (if any), then a slot."""
         x.requested = True
+        governor = self._governor
+        if governor is None:
+            self._ask_slot(session, x)
+            return
+        self._governed_sessions[x] = session
+        self._governor_waiting[session.owner] += 1
+        governor.submit(
+            x,
+            owner=session.owner,
+            priority=session.priority,
+            principal=principal_of(session.owner),
+            label=session.label,
+        )
+
+    def _ask_slot(self, session: FleetSession, x: _Execution) -> None:
+        x.slot_asked = True
         if self._slots.request(session, session.owner):
             self._granted(session, x)
+
+    # -- the governor's decisions and inputs (actors/fanout/governor.py) ---------------------------
+
+    def _not_waiting(self, owner: Hashable) -> None:
+        self._governor_waiting[owner] -= 1
+        if not self._governor_waiting[owner]:
+            del self._governor_waiting[owner]
+
+    def _governor_start(self, x: _Execution) -> None:
+        session = self._governed_sessions[x]
+        self._not_waiting(session.owner)
+        self._ask_slot(session, x)
+
+    def _governor_refuse(self, x: _Execution, figures: BudgetFigures) -> None:
+        session = self._governed_sessions.pop(x)
+        self._not_waiting(session.owner)
+        refusal = Error(
+            message=budget_message(figures),
+            code="budget_exhausted",
+            detail=json.dumps(attrs.asdict(figures)),
+            phase="init",
+        )
+        session._refuse(x, refusal)
+
+    def _governor_abort(self, x: _Execution, figures: BudgetFigures) -> None:
+        session = self._governed_sessions.get(x)
+        if session is not None and session._x is x and not x.ended.is_set():
+            self._nursery.start_soon(session.abort, name=f"fleet abort {session.id} (budget)")
+
+    def _governed(self, x: _Execution, event: Event) -> None:
+        """A session's event the governor may read (a turn's result, a rate-limit report)."""
+        governor = self._governor
+        if governor is None:
+            return
+        if isinstance(event, Result):
+            governor.turn_ended(
+                x,
+                event.usage.cost_usd,
+                event.api_error_status,
+                event.terminal_reason if event.is_error else None,
+            )
+        else:
+            governor.signal(event)
+
+    def _position(self, x: _Execution) -> int | None:
+        return None if self._governor is None else self._governor.position(x)
+
+    @property
+    def governor(self) -> Governor[Any] | None:
+        """The fleet's governor (``actors/fanout/governor.py``), None when it has none:
+        ``notices()`` and ``figures()``."""
+        return self._governor
 
     def _granted(self, session: FleetSession, x: _Execution) -> None:
         """``x`` holds a slot: wake its task, or start it. A session waiting in the queue has
@@ -502,15 +615,24 @@ class Fleet:
                 session._cancel_waiting(x, "the fleet was closed")
 
     def statistics(self) -> FleetStatistics:
+        governor = self._governor
+        if governor is None:
+            return FleetStatistics(
+                live=self._slots.live, waiting=self._slots.waiting, finished=self._finished
+            )
+        figures = governor.figures()
         return FleetStatistics(
-            live=self._slots.live, waiting=self._slots.waiting, finished=self._finished
+            live=self._slots.live,
+            waiting=self._slots.waiting + figures.waiting,
+            finished=self._finished,
+            governor=figures,
         )
 
     def owner_statistics(self, owner: Hashable) -> OwnerStatistics:
         """How many sessions of ``owner`` are live, waiting, and not ended."""
         return OwnerStatistics(
             live=self._slots.live_of(owner),
-            waiting=self._slots.waiting_of(owner),
+            waiting=self._slots.waiting_of(owner) + self._governor_waiting.get(owner, 0),
             active=self._active.get(owner, 0),
         )
 
@@ -521,7 +643,13 @@ class Fleet:
 
     def _withdraw(self, session: FleetSession) -> None:
         """A waiting session gave up (aborted, or the fleet closed) before it got a slot."""
-        self._slots.withdraw(session, session.owner)
+        x = session._x
+        if self._governor is not None and self._governor.cancel(x):
+            del self._governed_sessions[x]
+            self._not_waiting(session.owner)
+            return
+        if x.slot_asked:
+            self._slots.withdraw(session, session.owner)
 
     def _session_ended(self, session: FleetSession) -> None:
         count = self._active[session.owner] - 1
@@ -534,6 +662,9 @@ class Fleet:
         """An execution's task is done: the session is idle unless it was continued
         meanwhile (the longest idle is forgotten first once more than ``keep_finished``)."""
         self._finished += 1
+        if self._governed_sessions.pop(x, None) is not None:
+            assert self._governor is not None
+            self._governor.execution_ended(x)
         if x is not session._x:
             return
         self._idle[session.id] = None
@@ -550,6 +681,9 @@ async def open_fleet(
     replay_bytes: int = DEFAULT_REPLAY_BYTES,
     keep_finished: int = 256,
     idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
+    governor: GovernorConfig | _Default | None = DEFAULT_GOVERNOR,
+    budget_usd: float | None = None,
+    governor_random: Callable[[], float] = random.random,
     **session_options: Any,
 ) -> AsyncIterator[Fleet]:
     """A fleet of sessions with at most ``max_live`` CLIs at once.
@@ -564,6 +698,16 @@ async def open_fleet(
     :data:`SESSION_OPTIONS`), checked by name and type here. With ``pool=``, the pool's warm
     CLIs count against ``max_live`` (the pool must be smaller, and opened with
     ``user_input=True``: fleet sessions answer user input with ``FleetSession.answer()``).
+    ``governor``: the fleet's governor (``actors/fanout/governor.py``), on by default with
+    the settings of :class:`GovernorConfig` (they suit one API key): before an execution
+    starts it waits for the governor, which pauses starts for the whole fleet when the API
+    pushes back (a 429/529, a rejected rate limit), lowers the number of live sessions below
+    ``max_live`` while it does (and raises it again as turns succeed), spaces starts (4 a
+    second by default), and refuses starts once a budget is spent (``budget_exhausted``). Pass
+    a ``GovernorConfig`` to tune it (its ``max_live`` is replaced by the fleet's), or
+    ``None`` to turn it off. ``budget_usd``: the fleet's budget, spent by the exact cost of
+    each turn (a shortcut for ``GovernorConfig(budget_usd=...)``; needs the governor).
+    ``governor_random``: the source of the resume jitter (a seeded one in a test).
     An exception raised in the block comes out as itself.
     Leaving the block ends every session still waiting or running (aborted); to let running
     executions finish first, ``await fleet.drain(deadline)`` before leaving.
@@ -574,6 +718,20 @@ async def open_fleet(
     check_int("keep_finished", keep_finished, 0)
     check_number("idempotency_ttl", idempotency_ttl, above=0, allowed="seconds > 0")
     check_session_options(session_options)
+    if governor is DEFAULT_GOVERNOR:
+        governor = GovernorConfig(max_live=max_live)
+    if not (governor is None or isinstance(governor, GovernorConfig)):
+        raise InvalidParamsError(
+            "governor", governor, "a GovernorConfig, None (no governor) or DEFAULT_GOVERNOR"
+        )
+    if budget_usd is not None:
+        if governor is None:
+            raise InvalidParamsError(
+                "budget_usd", budget_usd, "None when governor=None (a budget needs the governor)"
+            )
+        governor = attrs.evolve(governor, budget_usd=budget_usd)
+    if not callable(governor_random):
+        raise InvalidParamsError("governor_random", governor_random, "a callable -> [0, 1)")
     pool = session_options.get("pool")
     if isinstance(pool, CLIPool) and pool.size >= max_live:
         raise InvalidParamsError(
@@ -591,7 +749,11 @@ async def open_fleet(
             keep_finished=keep_finished,
             session_options=session_options,
             idempotency_ttl=idempotency_ttl,
+            governor=governor,
+            governor_random=governor_random,
         )
+        if fleet._governor is not None:
+            nursery.start_soon(fleet._governor.run, name="fleet governor")
         try:
             yield fleet
         finally:

@@ -49,10 +49,13 @@ from claude_trio.protocol.session.events import (
     Aborted,
     Error,
     Event,
+    Passthrough,
     Result,
+    Retry,
     TurnStarted,
     UserInputRequest,
     UserInputResolved,
+    WarningEvent,
     is_terminal,
 )
 from claude_trio.protocol.session.lifecycle import Accepted, Rejected
@@ -77,7 +80,6 @@ class ReplayStatistics:
     max_bytes: int
 
 
-
 class SlotKeeper(Protocol):
     """What a :class:`FleetSession` asks of its fleet (``actors/fanout/fleet.py``'s ``Fleet``): the
     slots, and to be told when an execution ended and when its task is done."""
@@ -91,6 +93,10 @@ class SlotKeeper(Protocol):
     def _session_ended(self, session: FleetSession) -> None: ...
 
     def _finished_session(self, session: FleetSession, x: _Execution) -> None: ...
+
+    def _governed(self, x: _Execution, event: Event) -> None: ...
+
+    def _position(self, x: _Execution) -> int | None: ...
 
 
 def _outcome(event: Event) -> str:
@@ -116,7 +122,10 @@ class _Execution:
     seq_offset: int
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     slot: trio.Event = attrs.field(factory=trio.Event)  # granted a slot
-    requested: bool = False  # asked the fleet's SlotQueue for a slot
+    requested: bool = False  # asked the fleet for a start (its governor, or its SlotQueue)
+    slot_asked: bool = False  # asked the fleet's SlotQueue for a slot
+    #: The governor refused to start it: its final event (code ``budget_exhausted``).
+    refusal: Error | None = None
     #: Its task was spawned: at once for a continued execution that waits for the previous
     #: one's CLI, else when it is granted a slot (a session waiting in the queue has no task).
     has_task: bool = False
@@ -156,6 +165,7 @@ class FleetSession:
         label: str | None,
         replay_buffer: int,
         replay_bytes: int,
+        priority: int = 0,
     ) -> None:
         self.id = str(uuid_module.uuid4())
         #: The parameters of the current execution (a continued one resumes the conversation).
@@ -164,6 +174,8 @@ class FleetSession:
         self.owner = owner
         #: The starter's name for it (``Fleet.start(label=...)``), for listings.
         self.label = label
+        #: Its priority for the fleet's governor (higher starts first).
+        self.priority = priority
         #: The CLI's own session id once it reported one (for ``resume_session_id``).
         self.claude_session_id: str | None = None
         #: Wall-clock seconds since the epoch: when it was started, when its last execution
@@ -193,6 +205,12 @@ class FleetSession:
     def ended(self) -> bool:
         """True once the current execution's final event is in the buffer."""
         return self._x.ended.is_set()
+
+    @property
+    def queue_position(self) -> int | None:
+        """Its place among the executions waiting for the fleet's governor to start them
+        (0: next); None when it does not wait there (running, ended, no governor)."""
+        return self._fleet._position(self._x)
 
     @property
     def executions(self) -> int:
@@ -318,6 +336,14 @@ class FleetSession:
         self._fleet._withdraw(self)
         self._close_execution(x)
 
+    def _refuse(self, x: _Execution, refusal: Error) -> None:
+        """The fleet's governor refused to start ``x``: it ends with ``refusal``."""
+        x.refusal = refusal
+        if x.has_task:  # a continued execution whose task waits for its start
+            x.scope.cancel()
+            return
+        self._close_execution(x)
+
     def subscribe(
         self, last_seq: int | None = None
     ) -> contextlib.AbstractAsyncContextManager[trio.abc.ReceiveChannel[Event]]:
@@ -425,13 +451,20 @@ class FleetSession:
                 self._pending[event.request_id] = entry
             case UserInputResolved():
                 self._pending.pop(event.request_id, None)
-            case Result() | Aborted():
+            case Result():
+                if event.session_id:
+                    self.claude_session_id = event.session_id
+                self._usage = add_usage(self._usage, event.usage)
+                self._fleet._governed(x, event)
+            case Aborted():
                 if event.session_id:
                     self.claude_session_id = event.session_id
                 if event.usage is not None:
                     self._usage = add_usage(self._usage, event.usage)
             case TurnStarted() if event.session_id:
                 self.claude_session_id = event.session_id
+            case Retry() | WarningEvent() | Passthrough():
+                self._fleet._governed(x, event)
             case _:
                 pass
         for subscription in list(self._subscribers):
@@ -480,6 +513,8 @@ class FleetSession:
                 finally:
                     if x.slot.is_set():
                         fleet._release_slot(self)
+                    elif x.refusal is not None:
+                        pass  # the governor refused it: it waits nowhere
                     elif x.requested:
                         fleet._withdraw(self)
         except Exception as exc:  # one session's failure must not take the fleet down
@@ -493,6 +528,8 @@ class FleetSession:
         """The execution is over and its CLI gone (or it never had one): its final event if
         it has none yet, its end, and its slot's bookkeeping."""
         never_ran = x.session is None
+        if x.refusal is not None:
+            self._publish_final(x, x.refusal)
         self._publish_final(
             x,
             Aborted(

@@ -558,6 +558,7 @@ class _Client:
                 "allow_env": policy.allow_env,
             },
             cluster=None if host.cluster is None else dict(host.cluster),
+            governor=host.governor,
         )
 
     async def _listing(self) -> tuple[SessionInfo, ...]:

@@ -26,6 +26,7 @@ from claude_trio.protocol.config.subagents import SubagentDefinition, subagent_f
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.scope import SCOPE_ENFORCEMENTS, SETTING_SOURCES
 from claude_trio.protocol.extensions.skills import InlineSkill
+from claude_trio.protocol.fanout.governor import GovernorConfig
 
 EXIT_OK = 0
 EXIT_SESSION_ERROR = 1
@@ -169,6 +170,50 @@ def add_offline_option(command: argparse.ArgumentParser, what: str) -> None:
     command.add_argument("--offline", action="store_true", help=f"no API key, no network: {what}")
 
 
+def add_governor_options(command: argparse.ArgumentParser, *, budget: bool) -> None:
+    """The fleet governor's options (``actors/fanout/governor.py``): on by default with the
+    settings that suit one API key; ``--no-governor`` turns it off."""
+    command.add_argument(
+        "--no-governor",
+        action="store_true",
+        help="no fleet governor: sessions start as soon as a slot is free, and back off from "
+        "429/529 each on its own (by default starts pause together on a rate limit, and the "
+        "sessions running at once adapt to what the API accepts)",
+    )
+    command.add_argument(
+        "--starts-per-second",
+        type=_positive_float,
+        default=4.0,
+        metavar="N",
+        help="at most this many CLIs started a second (default 4)",
+    )
+    if budget:
+        command.add_argument(
+            "--fleet-budget",
+            type=_positive_float,
+            metavar="USD",
+            help="start no new execution once the fleet spent this much (exact, per turn)",
+        )
+        command.add_argument(
+            "--on-budget",
+            choices=("finish", "abort"),
+            default="finish",
+            help="at the fleet budget, let running executions finish (default) or abort them",
+        )
+
+
+def governor_config(args: argparse.Namespace) -> GovernorConfig | None:
+    """The governor of a command's fleet, from :func:`add_governor_options`' options."""
+    if args.no_governor:
+        return None
+    return GovernorConfig(
+        max_live=args.max_live,
+        starts_per_second=args.starts_per_second,
+        budget_usd=getattr(args, "fleet_budget", None),
+        on_budget=getattr(args, "on_budget", "finish"),
+    )
+
+
 def _add_prompt_options(run: argparse.ArgumentParser) -> None:
     """The options of a command that runs one prompt (``run``; ``record`` parses them to say
     that it became ``run --record``)."""
@@ -234,6 +279,7 @@ def add_fanout_commands(commands: Any) -> None:
     serve.add_argument(
         "--max-live", type=_positive_int, default=4, metavar="N", help="CLIs running at once"
     )
+    add_governor_options(serve, budget=True)
     serve.add_argument(
         "--replay-buffer",
         type=_positive_int,
@@ -376,6 +422,7 @@ def add_fanout_commands(commands: Any) -> None:
         help="retries of an item that hit 429, 529 or overloaded (default 4)",
     )
     batch.add_argument("--model", help="the model of items that do not name one")
+    add_governor_options(batch, budget=False)
     add_offline_option(batch, "the items run against the built-in scripted model")
 
 

@@ -58,10 +58,12 @@ from claude_trio.cli.args import (
     EXIT_SESSION_ERROR,
     EXIT_USAGE,
     NO_CREDENTIALS_MESSAGE,
+    governor_config,
     has_credentials,
 )
 from claude_trio.cli.logs import configure_logging
 from claude_trio.protocol.errors import InvalidParamsError, ServeUsageError
+from claude_trio.protocol.fanout.governor import GovernorConfig
 from claude_trio.protocol.fanout.remote import Principal, check_token
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,8 @@ class ServeConfig:
     redis: str | None = None
     command_timeout: float = 10.0
     idempotency_ttl: float = 24 * 3600.0
+    #: The fleet's governor (None: off); ``serve --redis`` does not use it yet.
+    governor: GovernorConfig | None = None
 
 
 def is_loopback(host: str) -> bool:
@@ -188,6 +192,7 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
         drain_grace=args.drain_grace,
         redis=getattr(args, "redis", None),
         command_timeout=getattr(args, "command_timeout", 10.0),
+        governor=governor_config(args),
     )
 
 
@@ -274,6 +279,7 @@ async def serve(config: ServeConfig, out: TextIO) -> int:
                 max_live=config.max_live,
                 replay_buffer=config.replay_buffer,
                 idempotency_ttl=config.idempotency_ttl,
+                governor=config.governor,
                 env=env,
             ) as fleet,
             open_block_nursery() as nursery,
@@ -413,4 +419,3 @@ def serve_command(args: argparse.Namespace) -> int:
             print(f"claude-trio serve: {exc}", file=errors)
             return EXIT_SESSION_ERROR
     return EXIT_OK
-

@@ -62,6 +62,7 @@ from claude_trio.protocol.errors import (
     WireError,
 )
 from claude_trio.protocol.fanout.follow import Follow
+from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.fanout.idempotency import check_idempotency_key
 from claude_trio.protocol.fanout.remote import check_token
 from claude_trio.protocol.fanout.wire import (
@@ -255,6 +256,14 @@ class GatewayClient:
             session.close()
             raise _follow_error(session_id, failure)
         return session
+
+    async def governor(self) -> GovernorFigures | None:
+        """The figures of the server's fleet governor now (its pause and when it resumes, the
+        effective concurrency, the budget spent), asked with a fresh ``hello``; None when the
+        server has no governor (or is a cluster's gateway, whose governor is not shared yet)."""
+        hello = await self._request(HelloOp(id=self._op_id()), HelloFrame)
+        self.hello = hello
+        return hello.governor
 
     async def list(self) -> tuple[SessionInfo, ...]:
         """The sessions the server lets this client's principal see, oldest first."""

@@ -79,6 +79,7 @@ __all__ = [
     "BudgetFigures",
     "BudgetReached",
     "GovernorConfig",
+    "GovernorFigures",
     "GovernorRules",
     "GovernorStatistics",
     "Idle",
@@ -180,14 +181,21 @@ def signal_of(event: Event) -> Signal | None:
     """What the rules read from a session's event (None: nothing for them).
 
     ``Retry`` -> :class:`RetryNotice`; a ``rate_limit`` warning or a ``rate_limit_event``
-    passthrough -> :class:`RateLimitNotice`, from the CLI's frame the event keeps (a warning
-    decoded from the wire has none, and gives nothing). A turn's ``Result`` goes to
-    :meth:`GovernorRules.turn_ended` instead (its cost and ``api_error_status``).
+    passthrough -> :class:`RateLimitNotice`, from the warning's ``rate_limit_status``,
+    ``resets_at`` and ``rate_limit_type`` (they survive the wire) or the CLI's frame it
+    keeps. A turn's ``Result`` goes to :meth:`GovernorRules.turn_ended` instead (its cost
+    and ``api_error_status``).
     """
     match event:
         case Retry():
             return RetryNotice(
                 error_status=event.error_status, delay_ms=event.delay_ms, error=event.error
+            )
+        case WarningEvent(code="rate_limit") if event.rate_limit_status is not None:
+            return RateLimitNotice(
+                status=event.rate_limit_status,
+                resets_at=event.resets_at,
+                rate_limit_type=event.rate_limit_type,
             )
         case WarningEvent(code="rate_limit") if isinstance(event.raw, sdk.RateLimitEvent):
             info = event.raw.rate_limit_info
@@ -318,6 +326,30 @@ class GovernorStatistics:
     spent_usd: float
     budget_usd: float | None
     overshoot_usd: float
+
+
+@attrs.frozen(kw_only=True)
+class GovernorFigures:
+    """A governor's figures for people and peers (``Fleet.statistics().governor``, the
+    gateway's ``hello``, in wall-clock time): the effective concurrency
+    ``limit`` (at most ``max_live``), executions ``running`` under it and ``waiting`` for a
+    start, whether starts are ``paused`` and until when (``resumes_at``, seconds since the
+    epoch), counts of starts, refusals and rejections seen, the fleet's spend and budget, the
+    overshoot past it, and the latest notice."""
+
+    limit: int
+    max_live: int
+    running: int
+    waiting: int
+    paused: bool
+    resumes_at: float | None
+    starts: int
+    refusals: int
+    rejections: int
+    spent_usd: float
+    budget_usd: float | None
+    overshoot_usd: float
+    last_notice: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------

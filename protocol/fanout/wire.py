@@ -26,7 +26,7 @@ Server -> client frames (each has ``"type"``)::
 
     {"type": "hello",           "id", "server", "protocol", "principal", "admin", "ops",
                                 "capabilities": {...}, "limits": {...}, "policy": {...},
-                                "cluster": {...} | null}
+                                "cluster": {...} | null, "governor": {...} | null}
     {"type": "opened",          "id", "session"}
     {"type": "continued",       "id", "session", "first_seq": int}
     {"type": "sessions",        "id", "sessions": [SessionInfo, ...]}

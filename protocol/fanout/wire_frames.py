@@ -26,6 +26,7 @@ from claude_trio.protocol.fanout.codec import (
     json_type,
     to_json_safe,
 )
+from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.session.events import Event
 from claude_trio.protocol.session.usage import Usage
 
@@ -108,6 +109,9 @@ class HelloFrame:
     #: A cluster's gateway (``serve --redis``): its workers alive now, their free and busy
     #: slots, and those degraded (``protocol/cluster/records.py`` rule 8); None for one process.
     cluster: Mapping[str, Any] | None = None
+    #: The figures of the fleet governor of the server (its pause, the effective concurrency,
+    #: the budget); None when it has none. Send ``hello`` again for fresh figures.
+    governor: GovernorFigures | None = None
     type: ClassVar[str] = "hello"
 
 

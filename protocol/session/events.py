@@ -460,6 +460,12 @@ class WarningEvent(EventBase):
 
     message: str
     code: str | None = None
+    rate_limit_status: str | None = None
+    """For ``code="rate_limit"``: the CLI's status (``allowed_warning``, ``rejected``)."""
+    resets_at: float | None = None
+    """For ``code="rate_limit"``: when the limit resets, seconds since the epoch."""
+    rate_limit_type: str | None = None
+    """For ``code="rate_limit"``: which limit (``five_hour``, ``seven_day``, ...)."""
     kind: ClassVar[str] = "warning"
 
 
@@ -559,6 +565,7 @@ ErrorCode = Literal[
     "config",  # bad options the CLI refused (root + bypassPermissions, ...)
     "callback",  # a user callback raised
     "internal",  # a bug of ours
+    "budget_exhausted",  # a fleet's governor refused the start: a budget is spent
 ]
 
 

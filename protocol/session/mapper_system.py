@@ -124,6 +124,9 @@ def rate_limit(message: sdk.RateLimitEvent) -> WarningEvent | Passthrough:
             f"rate limit status {info.status!r}"
             f" (type {info.rate_limit_type}, resets at {info.resets_at})"
         ),
+        rate_limit_status=info.status,
+        resets_at=None if info.resets_at is None else float(info.resets_at),
+        rate_limit_type=info.rate_limit_type,
         raw=message,
     )
 

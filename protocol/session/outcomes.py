@@ -130,6 +130,7 @@ _BY_ERROR_CODE = {
     "api_error": Outcome.API_ERROR,
     "internal": Outcome.INTERNAL,
     "callback": Outcome.INTERNAL,
+    "budget_exhausted": Outcome.BUDGET_EXCEEDED,
 }
 
 

@@ -109,7 +109,10 @@ async def test_the_cap_never_lets_more_than_max_live_clis_run_and_all_sessions_f
         for fs in sessions:
             await fs.wait_ended()
         await trio.testing.wait_all_tasks_blocked()
-        assert fleet.statistics() == type(stats)(live=0, waiting=0, finished=5)
+        stats = fleet.statistics()
+        assert (stats.live, stats.waiting, stats.finished) == (0, 0, 5)
+        assert stats.governor is not None  # on by default
+        assert (stats.governor.starts, stats.governor.running) == (5, 0)
     # 5 one-second sessions, 2 at a time, in start order: 3 rounds
     assert trio.current_time() - start == pytest.approx(3.0)
     assert peak == 2
@@ -158,7 +161,10 @@ async def test_a_session_queued_for_a_slot_has_no_task_until_it_gets_one(
         await cli.text("ok")
 
     fake = FakeCLI(one_second)
-    async with open_fleet(max_live=2, transport_factory=fake, config=CONFIG) as fleet:
+    # The slots alone (the governor's start spacing would hold the queue before them).
+    async with open_fleet(
+        max_live=2, transport_factory=fake, config=CONFIG, governor=None
+    ) as fleet:
         sessions = [await fleet.start(ExecuteParams(prompt=f"job {i}")) for i in range(6)]
         await trio.testing.wait_all_tasks_blocked()
         assert fleet.statistics() == FleetStatistics(live=2, waiting=4, finished=0)

@@ -132,6 +132,9 @@ async def test_a_remote_session_yields_the_classes_a_local_one_does() -> None:
             (info,) = await gw.list()
             assert (info.session, info.label, info.state) == (session.id, "greeting", "ended")
             assert gw.statistics().sessions == 1
+            governor = await gw.governor()  # the server's fleet governor, asked again
+            assert governor is not None
+            assert (governor.starts, governor.running, governor.paused) == (1, 0, False)
             del session  # nobody holds it (nor its events) any more: the client forgets it
             gc.collect()
             assert gw.statistics().sessions == 0

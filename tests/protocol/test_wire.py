@@ -11,6 +11,7 @@ from claude_trio.errors import WireError
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.config.subagents import SubagentDefinition
+from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.fanout.wire import (
     AbortOp,
     AnswerOp,
@@ -40,7 +41,15 @@ from claude_trio.protocol.fanout.wire import (
     params_from_json,
     params_to_json,
 )
-from claude_trio.protocol.session.events import Question, Result, TextDelta, UserInputRequest
+from claude_trio.protocol.session.events import (
+    Error,
+    Question,
+    Result,
+    Retry,
+    TextDelta,
+    UserInputRequest,
+    WarningEvent,
+)
 from claude_trio.protocol.session.usage import Usage
 
 FULL_PARAMS = ExecuteParams(
@@ -158,6 +167,57 @@ FRAMES: list[Frame] = [
         capabilities={"mid_turn_push": True, "thinking_modes": ["adaptive"]},
         limits={"max_sessions": 256, "ping_timeout": 20.0},
         policy={"remote_tools": "read-only", "allow_cwd": False},
+    ),
+    HelloFrame(
+        id="6g",
+        server="claude-trio 0.1.0",
+        protocol=1,
+        principal="alice",
+        admin=False,
+        ops=("hello",),
+        capabilities={},
+        limits={"max_live": 8},
+        policy={},
+        governor=GovernorFigures(
+            limit=3,
+            max_live=8,
+            running=3,
+            waiting=5,
+            paused=True,
+            resumes_at=1700000003.25,
+            starts=12,
+            refusals=1,
+            rejections=4,
+            spent_usd=0.5,
+            budget_usd=1.0,
+            overshoot_usd=0.0,
+            last_notice="paused: rate limit (API retry after 429), resumes 12:03:10",
+        ),
+    ),
+    EventFrame(
+        session="s",
+        event=WarningEvent(
+            message="rate limit status 'rejected'",
+            code="rate_limit",
+            rate_limit_status="rejected",
+            resets_at=1700000060.0,
+            rate_limit_type="five_hour",
+            seq=4,
+        ),
+    ),
+    EventFrame(
+        session="s",
+        event=Retry(attempt=2, max_retries=10, delay_ms=1500.0, error_status=529, seq=5),
+    ),
+    EventFrame(
+        session="s",
+        event=Error(
+            message="budget_exhausted: not started, the fleet spent $1.0000 of $1.0000",
+            code="budget_exhausted",
+            detail='{"scope": "fleet"}',
+            phase="init",
+            seq=1,
+        ),
     ),
     ContinuedFrame(id="7", session="s", first_seq=12),
     SessionsFrame(

@@ -1,0 +1,129 @@
+"""Benchmark: the fleet governor against a rate-limited account, side by side in one run.
+
+The real ``claude`` CLI against the Messages API double with ``RateLimits(max_concurrent=K)``
+(a request above K at once is answered 429 with ``retry-after``), ``run_batch`` of ``items``
+items at ``max_live`` through ``open_fleet``: with its governor (the default) and without
+(``governor=None``: every session backs off on its own, as before). Each turn streams for
+about ``turn`` seconds. Per side: wall time, the model requests answered and the 429s served
+(the double's statistics), CPU seconds (this process and the CLIs, reaped children), and the
+ratio to the ideal: ``items x turn / K`` plus the CLI's start-up (one session alone, minus its
+turn), the time an account taking K requests at once needs at best.
+"""
+
+from __future__ import annotations
+
+import collections
+import resource
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from claude_trio import ExecuteParams
+from claude_trio.actors.fanout.fleet import DEFAULT_GOVERNOR, open_fleet
+from claude_trio.batch import BatchItem, RetryPolicy, run_batch
+from claude_trio.testing.hermetic import hermetic_env
+from claude_trio.testing.model_double import ModelDouble, RateLimits, Reply, Rule, Script
+
+TARGET_429_SHARE = 0.10
+TARGET_WALL_RATIO = 1.25
+
+
+def _reply(turn: float) -> Reply:
+    # N deltas plus about five other SSE events, each after event_delay: ~turn seconds.
+    deltas = 15
+    return Reply.text("x" * deltas, chunk_size=1, event_delay=turn / (deltas + 5))
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+async def _side(
+    *, governed: bool, items: int, max_live: int, k: int, turn: float, root: Path
+) -> dict[str, Any]:
+    async with trio.open_nursery() as nursery:
+        double = ModelDouble(
+            Script([Rule(reply=_reply(turn), times=None)]),
+            rate_limits=RateLimits(max_concurrent=k, retry_after=1.0),
+        )
+        await nursery.start(double.serve)
+        work = root / ("governed" if governed else "ungoverned")
+        work.mkdir()
+        env = hermetic_env(double.base_url, work / "cli", sandbox=True)
+        batch = [
+            BatchItem(key=f"k{i}", params=ExecuteParams(prompt=f"item {i}", cwd=str(work)))
+            for i in range(items)
+        ]
+        start, cpu = time.perf_counter(), _cpu()
+        async with open_fleet(
+            max_live=max_live, env=env, governor=DEFAULT_GOVERNOR if governed else None
+        ) as fleet:
+            report = await run_batch(batch, fleet, max_live=max_live, retry=RetryPolicy())
+            figures = fleet.statistics().governor
+        wall, cpu = time.perf_counter() - start, _cpu() - cpu
+        stats = double.rate_limit_statistics()
+        nursery.cancel_scope.cancel()
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "ok": report.progress.done,
+        "answered": stats.admitted,
+        "rejected": stats.rejected_429,
+        "limit": None if figures is None else figures.limit,
+        "failures": collections.Counter(
+            (r.error or "?").split(":")[0] for r in report.results if not r.ok
+        ),
+    }
+
+
+async def _startup(turn: float, root: Path) -> float:
+    """One session alone, its wall time minus its turn: the CLI's start-up."""
+    side = await _side(governed=False, items=1, max_live=1, k=1, turn=turn, root=root / "alone")
+    return max(0.0, side["wall"] - turn)
+
+
+async def _run(items: int, max_live: int, k: int, turn: float) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-governor-") as tmp:
+        root = Path(tmp)
+        (root / "alone").mkdir()
+        startup = await _startup(turn, root)
+        ideal = items * turn / k + startup
+        print(
+            f"  {items} items, max_live={max_live}, K={k} requests at once, {turn:g} s turns; "
+            f"ideal {items} x {turn:g} / {k} + start-up {startup:.1f} s = {ideal:.1f} s"
+        )
+        for governed in (True, False):
+            side = await _side(
+                governed=governed, items=items, max_live=max_live, k=k, turn=turn, root=root
+            )
+            requests = side["answered"] + side["rejected"]
+            share = side["rejected"] / requests if requests else 0.0
+            name = "with governor   " if governed else "without governor"
+            limit = "" if side["limit"] is None else f", limit at the end {side['limit']}"
+            failed = ", ".join(f"{n} {kind}" for kind, n in side["failures"].most_common())
+            limit += f"; failed: {failed}" if failed else ""
+            print(
+                f"  {name}: {side['ok']}/{items} ok, wall {side['wall']:.1f} s "
+                f"({side['wall'] / ideal:.2f}x ideal), {side['rejected']} 429s of {requests} "
+                f"requests ({share:.0%}), CPU {side['cpu']:.1f} s{limit}"
+            )
+            if governed:
+                print(
+                    f"    targets: 429s <= {TARGET_429_SHARE:.0%}: "
+                    f"{'met' if share <= TARGET_429_SHARE else 'NOT met'}; wall <= "
+                    f"{TARGET_WALL_RATIO}x ideal: "
+                    f"{'met' if side['wall'] <= TARGET_WALL_RATIO * ideal else 'NOT met'}"
+                )
+
+
+def run(*, items: int = 40, max_live: int = 8, k: int = 2, turn: float = 1.0) -> None:
+    trio.run(_run, items, max_live, k, turn)
+
+
+if __name__ == "__main__":
+    run()
