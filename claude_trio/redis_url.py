@@ -8,6 +8,11 @@ check off; coredis alone would skip it). A URL without a password uses ``REDISCL
 the environment when set (the variable ``redis-cli`` reads), so the password need not appear on
 a command line.
 
+A Redis Cluster is named by the scheme ``redis+cluster://host:port`` (``rediss+cluster://``
+for TLS, with the same query options): ``host:port`` is any one of its masters, the client
+discovers the others and follows each key to the node that serves its hash slot
+(``coredis.RedisCluster``). A cluster has no database numbers, so the URL names none.
+
 :func:`open_redis` asks the server for a PING before handing the client out, so a wrong CA, a
 refused password or a closed port stops a command at once with :class:`RedisUnavailableError`
 saying which, rather than a traceback or a gateway that waits for a Redis it cannot use.
@@ -26,21 +31,33 @@ import trio
 
 from claude_trio.protocol.errors import RedisUnavailableError, RedisUsageError
 
-__all__ = ["check_redis_url", "open_redis"]
+__all__ = ["check_redis_url", "is_cluster_url", "open_redis"]
 
 PASSWORD_ENV = "REDISCLI_AUTH"
 # How long the first PING may take: a server that accepts the connection and never answers
 # (a wrong port, a proxy) fails the command instead of hanging it.
 FIRST_PING_TIMEOUT = 10.0
+_CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+
+
+def is_cluster_url(url: str) -> bool:
+    """Whether ``url`` names a Redis Cluster (``redis+cluster://``, ``rediss+cluster://``)."""
+    return urlsplit(url).scheme in _CLUSTER_SCHEMES
 
 
 def check_redis_url(url: str) -> None:
-    """``RedisUsageError`` unless ``url`` is a redis:// or rediss:// URL with a host."""
+    """``RedisUsageError`` unless ``url`` is a redis:// or rediss:// URL with a host (or a
+    cluster's ``redis+cluster://host:port``)."""
     parts = urlsplit(url)
-    if parts.scheme not in ("redis", "rediss", "unix"):
+    if parts.scheme not in ("redis", "rediss", "unix", *_CLUSTER_SCHEMES):
         raise RedisUsageError(
             f"--redis {_shown(url)}: not a Redis URL; use redis://host:port/db "
-            "(rediss:// for TLS)"
+            "(rediss:// for TLS, redis+cluster://host:port for a Redis Cluster)"
+        )
+    if parts.scheme in _CLUSTER_SCHEMES and parts.path.strip("/") not in ("", "0"):
+        raise RedisUsageError(
+            f"--redis {_shown(url)}: a Redis Cluster has only database 0; "
+            "drop the /db from the URL"
         )
     if parts.scheme != "unix" and not parts.hostname:
         raise RedisUsageError(f"--redis {_shown(url)}: the URL names no host")
@@ -61,7 +78,8 @@ def _shown(url: str) -> str:
 
 @asynccontextmanager
 async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> AsyncIterator[Any]:
-    """An open ``coredis.Redis`` client (responses decoded) for ``url``, closed after."""
+    """An open ``coredis.Redis`` client (responses decoded) for ``url``, closed after; a
+    ``coredis.RedisCluster`` for a ``redis+cluster://`` URL."""
     import coredis
 
     check_redis_url(url)
@@ -70,7 +88,13 @@ async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> Asyn
     if urlsplit(url).password is None and environ.get(PASSWORD_ENV):
         kwargs["password"] = environ[PASSWORD_ENV]
     problem: str | None = None
-    async with coredis.Redis.from_url(_with_hostname_check(url), **kwargs) as client:
+    scheme = urlsplit(url).scheme
+    target = _with_hostname_check(url)
+    factory: Any = coredis.Redis
+    if scheme in _CLUSTER_SCHEMES:
+        target = urlsplit(target)._replace(scheme=_CLUSTER_SCHEMES[scheme], path="").geturl()
+        factory = coredis.RedisCluster
+    async with factory.from_url(target, **kwargs) as client:
         try:
             with trio.fail_after(FIRST_PING_TIMEOUT):
                 await client.ping()
@@ -85,7 +109,7 @@ async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> Asyn
 
 def _with_hostname_check(url: str) -> str:
     parts = urlsplit(url)
-    if parts.scheme != "rediss" or "ssl_check_hostname" in parse_qs(parts.query):
+    if parts.scheme not in ("rediss", "rediss+cluster") or "ssl_check_hostname" in parse_qs(parts.query):
         return url
     query = f"{parts.query}&ssl_check_hostname=true" if parts.query else "ssl_check_hostname=true"
     return parts._replace(query=query).geturl()
