@@ -109,7 +109,8 @@ async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> Asyn
 
 def _with_hostname_check(url: str) -> str:
     parts = urlsplit(url)
-    if parts.scheme not in ("rediss", "rediss+cluster") or "ssl_check_hostname" in parse_qs(parts.query):
+    tls = parts.scheme in ("rediss", "rediss+cluster")
+    if not tls or "ssl_check_hostname" in parse_qs(parts.query):
         return url
     query = f"{parts.query}&ssl_check_hostname=true" if parts.query else "ssl_check_hostname=true"
     return parts._replace(query=query).geturl()

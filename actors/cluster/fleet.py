@@ -32,6 +32,7 @@ import coredis
 import coredis.exceptions
 import trio
 
+from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet import (
     FleetStatistics,
@@ -63,13 +64,10 @@ from claude_trio.protocol.cluster.records import (
     is_final,
     seq_of_id,
 )
-from claude_trio.protocol.cluster.scripts import ENQUEUE_SCRIPT
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
-from claude_trio.protocol.config.resume import START_ONLY
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
-    IdempotencyConflictError,
     InvalidParamsError,
     LocalProtocolError,
     RemoteProtocolError,
@@ -295,24 +293,6 @@ class RedisSession:
             )
 
 
-@attrs.frozen(kw_only=True)
-class _Claim:
-    """An idempotency key of a request, whose it is, and the request's digest."""
-
-    key: str
-    scope: str
-    op: str
-    digest: str
-
-    def session_of(self, stored: str) -> str:
-        """The session of a stored claim (``"<sid> <op> <digest>"``) of this key;
-        ``IdempotencyConflictError`` when it was made by another request."""
-        sid, _, rest = stored.partition(" ")
-        if rest != f"{self.op} {self.digest}":
-            raise IdempotencyConflictError(self.key, self.op)
-        return sid
-
-
 WORKERS_MAX = 100
 """Workers a ``hello`` looks at: the ones that heartbeated last."""
 
@@ -333,8 +313,8 @@ class RedisFleet:
     ) -> None:
         self.redis = redis
         self.idempotency_ttl = idempotency_ttl
-        self._enqueue_script = redis.register_script(ENQUEUE_SCRIPT)
         self.keys = keys
+        self._once = IdempotentEnqueue(redis, keys, self._call, idempotency_ttl)
         self.command_timeout = command_timeout
         self._nursery = nursery
         self._block_ms = max(1, int(block * 1000))
@@ -517,10 +497,12 @@ class RedisFleet:
     ) -> RedisSession:
         """Record a new session and append its job; the first free worker runs it.
 
-        ``idempotency_key``: the key's claim is written in the same script as the record and
-        the job, so an open with a key any gateway of the cluster recorded (for the same
-        principal) returns that session and appends nothing; with other params or label it
-        raises ``IdempotencyConflictError``. Keys expire after ``idempotency_ttl`` seconds."""
+        ``idempotency_key``: the key's claim is written before the record and the job (each
+        in its own hash slot, ``protocol/cluster/scripts.py``), so an open with a key any
+        gateway of the cluster recorded (for the same principal) returns that session and
+        appends nothing the first request finished (what it left undone, this one finishes);
+        with other params or label it raises ``IdempotencyConflictError``. Keys expire after
+        ``idempotency_ttl`` seconds."""
         if not isinstance(params, ExecuteParams):
             raise InvalidParamsError("params", params, "an ExecuteParams")
         if label is not None and not (isinstance(label, str) and label and "\x00" not in label):
@@ -543,7 +525,7 @@ class RedisFleet:
         if idempotency_key is None:
             await self._enqueue(record, job)
             return RedisSession(self, record)
-        claim = _Claim(
+        claim = Claim(
             key=idempotency_key,
             scope=principal or "",
             op="open",
@@ -565,17 +547,18 @@ class RedisFleet:
         nothing."""
         session = await self.get(session_id)
         record = session.record
-        claim: _Claim | None = None
+        claim: Claim | None = None
         if idempotency_key is not None:
             check_idempotency_key(idempotency_key)
-            claim = _Claim(
+            claim = Claim(
                 key=idempotency_key,
                 scope=record.principal or "",
                 op="continue",
                 digest=continue_digest(session_id, prompt),
             )
-            if await self._claimed(claim) is not None:
-                return session
+            stored = await self._once.claimed(claim)
+            if stored is not None:
+                return await self._continued(session, claim, stored, prompt)
         if record.state == "live":
             record = await self._settled(session)
         if record.state != "ended":
@@ -588,32 +571,7 @@ class RedisFleet:
                 f"session {session_id!r} has no conversation to continue: its CLI never "
                 "reported a session id; start a new session instead"
             )
-        params = {
-            **record.params,
-            "prompt": prompt,
-            "resume_session_id": record.claude_session_id,
-            # As a local fleet's continue (resume.continuation): a fork, a chosen id, a
-            # truncation address the first start only, and the first prompt's images are in
-            # the conversation already.
-            **START_ONLY,
-            "images": [],
-        }
-        record = attrs.evolve(
-            record,
-            state="waiting",
-            executions=record.executions + 1,
-            first_seq=record.last_seq + 1,
-            ended_at=None,
-            abort_requested=False,
-            worker="",
-        )
-        job = Job(
-            kind="continue",
-            session=session_id,
-            params=params,
-            after_seq=record.last_seq,
-            execution=record.executions,
-        )
+        record, job = continuation(record, prompt)
         if claim is None:
             await self._enqueue(record, job)
         else:
@@ -626,49 +584,28 @@ class RedisFleet:
                 )
         return RedisSession(self, record)
 
-    async def _claimed(self, claim: _Claim) -> str | None:
-        """The session the claim's key created, or None when the key is new."""
-        key = self.keys.idempotency(claim.scope, claim.key)
-        stored = await self._call(lambda: self.redis.get(key))
-        return None if stored is None else claim.session_of(stored)
+    async def _continued(
+        self, session: RedisSession, claim: Claim, stored: tuple[str, str], prompt: str
+    ) -> RedisSession:
+        """A continue whose key was claimed before: finish what the first request left
+        undone (the recovery rule of ``protocol/cluster/scripts.py``), then the session."""
+        record = session.record
+        expected = stored[1]
+        if record.state == "ended" and str(record.executions) == expected:
+            # The first request claimed the key and wrote nothing more: write it now.
+            record, job = continuation(record, prompt)
+            await self._once.once(record, job, claim, expected=expected)
+        else:
+            await self._once.append_pending(record.session)
+        return await self.get(record.session)
 
     async def _enqueue_once(
-        self, record: SessionRecord, job: Job, claim: _Claim, *, expected: str
+        self, record: SessionRecord, job: Job, claim: Claim, *, expected: str
     ) -> tuple[bool, str] | None:
-        """``_enqueue`` under an idempotency key, in one script (``ENQUEUE_SCRIPT``):
-        ``(True, record's id)`` when the key was new (then all is written), ``(False, the
-        session the key created)`` when it was not, None when the session changed meanwhile
-        (nothing written)."""
-        keys = self.keys
-        sid = record.session
-        fields = record.to_fields()
-        args: list[str | int | float] = [
-            f"{sid} {claim.op} {claim.digest}",
-            max(1, int(self.idempotency_ttl * 1000)),
-            record.created_at,
-            sid,
-            expected,
-            len(fields),
-        ]
-        for name, value in fields.items():
-            args += [name, value]
-        for name, value in job.to_fields().items():
-            args += [name, value]
-        redis_keys = [
-            keys.idempotency(claim.scope, claim.key),
-            keys.session(sid),
-            keys.sessions_index,
-            keys.jobs,
-        ]
-        code, stored = await self._call(
-            lambda: self._enqueue_script(keys=redis_keys, args=args)
-        )
-        if int(code) < 0:
-            return None
-        created = claim.session_of(str(stored))
-        if int(code) == 1:
-            self._records[sid] = record
-        return int(code) == 1, created
+        created = await self._once.once(record, job, claim, expected=expected)
+        if created is not None and created[0]:
+            self._records[record.session] = record
+        return created
 
     async def _enqueue(self, record: SessionRecord, job: Job) -> None:
         keys = self.keys

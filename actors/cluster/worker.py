@@ -387,7 +387,11 @@ class Worker:
         sid = job.session
         # Rule 7: the token first, so that a worker that had it before writes nothing more
         # (and, for a move, the stream read below cannot change under us).
-        token = await self._writes.take(sid)
+        token = await self._writes.take(sid, job.execution, entry_id)
+        if token == -2:  # a second copy of a job (an open retried): one copy runs
+            log.warning("worker %s: job %s is a copy of one that ran: skipped", self.id, entry_id)
+            await self._ack(entry_id)
+            return
         if token < 0:  # nobody can follow a session without a record: nothing to tell
             log.error("worker %s: job %s: session %s has no record", self.id, entry_id, sid)
             await self._ack(entry_id)

@@ -27,8 +27,8 @@
 * ``open_redis_cluster`` runs a real three-master Redis Cluster the same way; its ``url`` is a
   ``redis+cluster://`` URL (:mod:`claude_trio.testing.redis_cluster`).
 * pytest fixtures (registered automatically): ``fake_cli``, ``fake_cli_factory``,
-  ``scripted_session``, ``model_double``, ``hermetic``, ``redis_server``, ``redis_cluster``, ``event_contract``,
-  ``replay_cassette``; and
+  ``scripted_session``, ``model_double``, ``hermetic``, ``redis_server``, ``redis_cluster``,
+  ``event_contract``, ``replay_cassette``; and
   ``claude_trio.testing.pytest_plugin.assert_contract``.
 """
 

@@ -19,7 +19,12 @@ from pathlib import Path
 import attrs
 import trio
 
-from claude_trio.testing.redis_server import RedisServer, RedisServerError, open_redis_server
+from claude_trio.testing.redis_server import (
+    RedisServer,
+    RedisServerError,
+    _free_port,
+    open_redis_server,
+)
 
 __all__ = ["RedisClusterNodes", "open_redis_cluster"]
 
@@ -68,6 +73,17 @@ async def _wait_formed(binary: str, cluster: RedisClusterNodes) -> None:
     )
 
 
+def _cluster_args(node_dir: Path) -> tuple[str, ...]:
+    return (
+        "--cluster-enabled", "yes",
+        "--cluster-config-file", str(node_dir / "nodes.conf"),
+        "--cluster-node-timeout", "5000",
+        # The bus port of its own (by default the port + 10000, which may be taken or
+        # past 65535).
+        "--cluster-port", str(_free_port()),
+    )  # fmt: skip
+
+
 @asynccontextmanager
 async def open_redis_cluster(
     directory: str | os.PathLike[str], *, masters: int = 3
@@ -90,11 +106,7 @@ async def open_redis_cluster(
                 await stack.enter_async_context(
                     open_redis_server(
                         node_dir,
-                        extra_args=(
-                            "--cluster-enabled", "yes",
-                            "--cluster-config-file", str(node_dir / "nodes.conf"),
-                            "--cluster-node-timeout", "5000",
-                        ),  # fmt: skip
+                        extra_args=_cluster_args(node_dir),
                     )
                 )
             )
@@ -105,5 +117,3 @@ async def open_redis_cluster(
         )  # fmt: skip
         await _wait_formed(binary, cluster)
         yield cluster
-
-

@@ -10,7 +10,6 @@ from functools import partial
 from typing import Any
 
 import attrs
-import coredis
 import trio
 
 from claude_trio import serve_gateway
