@@ -136,21 +136,31 @@ class IdempotentEnqueue:
         if not fresh and sid != record.session:
             record = attrs.evolve(record, session=sid)
             job = attrs.evolve(job, session=sid, params=record.params)
-        pending = json.dumps({"job": job.to_fields(), "score": record.created_at})
-        fields = record.to_fields()
-        args: list[str | int | float] = [expected, pending, len(fields)]
-        for name, value in fields.items():
-            args += [name, value]
-        written, _ = await self._call(
-            lambda: self._pending_script(keys=[keys.session(sid)], args=args)
-        )
-        if int(written) == 0:
+        written = await self._write_pending(record, job, expected)
+        if written == 0:
             if fresh:  # the session changed meanwhile: nothing written, the key forgotten
                 await self._call(lambda: self._unclaim_script(keys=[idem], args=[mine]))
                 return None
             return False, sid  # the first request finished: nothing left to do
         await self.append_pending(sid)
         return fresh, sid
+
+    async def _write_pending(self, record: SessionRecord, job: Job, expected: str) -> int:
+        """Step 2: the record with the job it waits for, if the session is as expected
+        (``PENDING_SCRIPT``'s code)."""
+        pending = json.dumps({"job": job.to_fields(), "score": record.created_at})
+        fields = record.to_fields()
+        args: list[str | int | float] = [expected, pending, len(fields)]
+        for name, value in fields.items():
+            args += [name, value]
+        key = self.keys.session(record.session)
+        written, _ = await self._call(lambda: self._pending_script(keys=[key], args=args))
+        return int(written)
+
+    async def _appended(self, sid: str, pending: str) -> None:
+        """Step 4: the record no longer waits for ``pending`` (it is in the jobs stream)."""
+        key = self.keys.session(sid)
+        await self._call(lambda: self._appended_script(keys=[key], args=[pending]))
 
     async def append_pending(self, sid: str) -> None:
         """Append the job the session's record waits for (``pending_job``), if any: steps 3
@@ -169,6 +179,6 @@ class IdempotentEnqueue:
         async def append() -> None:
             await self.redis.zadd(keys.sessions_index, {sid: score})
             await self.redis.xadd(keys.jobs, job_fields)
-            await self._appended_script(keys=[keys.session(sid)], args=[pending])
 
         await self._call(append)
+        await self._appended(sid, pending)
