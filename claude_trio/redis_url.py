@@ -31,7 +31,7 @@ import trio
 
 from claude_trio.protocol.errors import RedisUnavailableError, RedisUsageError
 
-__all__ = ["check_redis_url", "is_cluster_url", "open_redis"]
+__all__ = ["check_redis_url", "is_cluster_url", "open_redis", "persistence_warning"]
 
 PASSWORD_ENV = "REDISCLI_AUTH"
 # How long the first PING may take: a server that accepts the connection and never answers
@@ -105,6 +105,56 @@ async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> Asyn
             yield client
     if problem is not None:
         raise RedisUnavailableError(f"cannot use Redis at {_shown(url)}: {problem}")
+
+
+PERSISTENCE_NODES_MAX = 64
+"""The masters of a Redis Cluster whose persistence a start checks."""
+
+
+async def persistence_warning(
+    client: Any, url: str, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """One line saying that the Redis ``client`` (opened from ``url``) keeps nothing across a
+    restart (neither ``appendonly yes`` nor a ``save`` schedule), and what to do; None when
+    it persists, or when it does not let ``CONFIG GET`` tell (managed services often do not).
+    On a Redis Cluster every master is asked (each through its own connection)."""
+    import coredis
+
+    try:
+        if is_cluster_url(url):
+            nodes = [n for n in await client.cluster_nodes() if "master" in n["flags"]]
+            configs = []
+            for node in nodes[:PERSISTENCE_NODES_MAX]:
+                node_url = _node_url(url, str(node["host"]), int(node["port"]))
+                async with open_redis(node_url, environ) as one:
+                    configs.append((f"{node['host']}:{node['port']}", await _persistence(one)))
+        else:
+            parts = urlsplit(url)
+            configs = [(f"{parts.hostname}:{parts.port or 6379}", await _persistence(client))]
+    except (coredis.exceptions.RedisError, RedisUnavailableError):
+        return None
+    bare = [where for where, persists in configs if not persists]
+    if not bare:
+        return None
+    return (
+        f"Redis at {', '.join(bare)} has no persistence (appendonly no, no save schedule): a "
+        "restart loses every job, session record and event stream; turn on the append-only "
+        "file (appendonly yes in redis.conf, or CONFIG SET appendonly yes)"
+    )
+
+
+async def _persistence(client: Any) -> bool:
+    config = await client.config_get(["appendonly", "save"])
+    return bool(config.get("appendonly") == "yes" or config.get("save", "").strip())
+
+
+def _node_url(url: str, host: str, port: int) -> str:
+    """``url`` (a cluster's) for one of its nodes: same credentials and options."""
+    parts = urlsplit(url)
+    scheme = _CLUSTER_SCHEMES.get(parts.scheme, parts.scheme)
+    userinfo, _, _ = parts.netloc.rpartition("@")
+    netloc = f"{userinfo}@{host}:{port}" if userinfo else f"{host}:{port}"
+    return parts._replace(scheme=scheme, netloc=netloc, path="/0").geturl()
 
 
 def _with_hostname_check(url: str) -> str:
