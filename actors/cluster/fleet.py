@@ -455,9 +455,45 @@ class RedisFleet:
 
     async def load(self, owner: Hashable) -> HostLoad:
         """The statistics over the sessions this gateway has seen, their records read again
-        when they had not ended (see ``statistics``)."""
+        when they had not ended (see ``statistics``); for a gateway's client (a
+        ``GatewayOwner``), its counts over the whole cluster, read from Redis (every gateway
+        sees the same: the per-client limits hold cluster-wide)."""
         await self._refresh_active()
-        return HostLoad(total=self.statistics(), owner=self.owner_statistics(owner))
+        if isinstance(owner, GatewayOwner):
+            mine = await self._owner_load(owner)
+        else:
+            mine = self.owner_statistics(owner)
+        return HostLoad(total=self.statistics(), owner=mine)
+
+    async def _owner_load(self, owner: GatewayOwner) -> OwnerStatistics:
+        """The client's sessions not ended, counted from its set in Redis (``owned``): each
+        member's record state is read; the ended (or gone) ones leave the set."""
+        keys = self.keys
+        owned = keys.owned(owner.principal, owner.host)
+
+        async def read() -> tuple[list[str], list[str | None]]:
+            members = sorted(await self.redis.smembers(owned))
+            async with self.redis.pipeline(transaction=False) as pipe:
+                got = [pipe.hget(keys.session(sid), "state") for sid in members]
+            return members, [await request for request in got]
+
+        members, states = await self._call(read)
+        done = [sid for sid, state in zip(members, states, strict=True) if state in (None, "ended")]
+        if done:
+            await self._call(lambda: self.redis.srem(owned, done))
+        return OwnerStatistics(
+            live=sum(state == "live" for state in states),
+            waiting=sum(state == "waiting" for state in states),
+            active=sum(state in ("live", "waiting") for state in states),
+        )
+
+    async def _own(self, record: SessionRecord) -> None:
+        """Count the session as its client's, once its record is written (a count that reads
+        no record would remove it)."""
+        if record.principal is None:
+            return
+        owned = self.keys.owned(record.principal, record.host)
+        await self._call(lambda: self.redis.sadd(owned, [record.session]))
 
     async def describe(self) -> HostDescription:
         """A ``hello``'s view of the cluster: its replay bound and its workers' summary."""
@@ -524,6 +560,7 @@ class RedisFleet:
         job = Job(kind="open", session=sid, params=record.params)
         if idempotency_key is None:
             await self._enqueue(record, job)
+            await self._own(record)
             return RedisSession(self, record)
         claim = Claim(
             key=idempotency_key,
@@ -534,6 +571,7 @@ class RedisFleet:
         created = await self._enqueue_once(record, job, claim, expected="")
         if created is None:  # a record under a fresh uuid: never in practice
             raise LocalProtocolError(f"session {sid} exists already: open it again")
+        await self._own(attrs.evolve(record, session=created[1]))
         if created == (True, sid):
             return RedisSession(self, record)
         return await self.get(created[1])
@@ -582,6 +620,7 @@ class RedisFleet:
                     f"session {session_id!r} was continued by another request meanwhile: "
                     "push to it, or wait for its end before continuing it"
                 )
+        await self._own(record)
         return RedisSession(self, record)
 
     async def _continued(
@@ -597,6 +636,7 @@ class RedisFleet:
             await self._once.once(record, job, claim, expected=expected)
         else:
             await self._once.append_pending(record.session)
+        await self._own(record)
         return await self.get(record.session)
 
     async def _enqueue_once(
