@@ -23,8 +23,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid as uuid_module
-from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -33,6 +34,7 @@ import coredis.exceptions
 import trio
 
 from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
+from claude_trio.actors.cluster.owned import own, owner_load
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet import (
     FleetStatistics,
@@ -91,7 +93,9 @@ __all__ = ["ClusterUnavailableError", "RedisFleet", "RedisSession", "open_redis_
 log = logging.getLogger("claude_trio.cluster")
 
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
-LISTING_MAX = 1000
+LISTING_MAX = 100_000
+"""The most sessions ``list`` shows (the newest), read from Redis in pages of ``LISTING_PAGE``."""
+LISTING_PAGE = 1000
 # A live session whose final event is stored already is marked ended by its worker's next
 # write: continue_() waits for that this long at most, reading the record this often.
 SETTLE_WAIT = 5.0
@@ -365,22 +369,60 @@ class RedisFleet:
 
     async def refresh(self, session_id: str | None) -> None:
         """Read the session's record (or, for ``None``, the listing) from Redis."""
-        keys = self.keys
         if session_id is None:
-            ids = await self._call(lambda: self.redis.zrange(keys.sessions_index, -LISTING_MAX, -1))
-            listed = tuple(ids)
             # Each record is replaced in place, never dropped first: an attach whose own refresh
             # ended while this one waits on Redis must still find its session (test:
             # test_concurrent_refreshes_never_hide_a_session). At the end, the records known
             # before that are not listed go; one added meanwhile (a start) stays.
             before = set(self._records)
-            for sid in listed:
-                await self._read(sid)
+            listed = await self._read_listing()
             self._listed = listed
             unlisted = before - set(listed)
             self._records = {s: r for s, r in self._records.items() if s not in unlisted}
             return
         await self._read(session_id)
+
+    async def _read_listing(self) -> tuple[str, ...]:
+        """The newest ``LISTING_MAX`` sessions, oldest first, their records read in pages of
+        ``LISTING_PAGE`` (one round trip a page)."""
+        keys = self.keys
+        newest_first: list[str] = []
+        seen: set[str] = set()
+        start = 0
+        while len(newest_first) < LISTING_MAX:
+            page = await self._call(
+                partial(
+                    self.redis.zrange,
+                    keys.sessions_index,
+                    start,
+                    start + LISTING_PAGE - 1,
+                    rev=True,
+                )
+            )
+            # A session opened meanwhile moves the ranks by one: seen ones are skipped.
+            fresh = [sid for sid in page if sid not in seen][: LISTING_MAX - len(newest_first)]
+            seen.update(fresh)
+            await self._read_page(fresh)
+            newest_first += fresh
+            if len(page) < LISTING_PAGE:
+                break
+            start += LISTING_PAGE
+        return tuple(reversed(newest_first))
+
+    async def _read_page(self, sids: list[str]) -> None:
+        """``_read`` for many sessions in one round trip."""
+        keys = self.keys
+
+        async def read() -> list[tuple[Any, Any]]:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                got = [
+                    (pipe.hgetall(keys.session(sid)), pipe.xrange(keys.events(sid), count=1))
+                    for sid in sids
+                ]
+            return [(await fields, await first) for fields, first in got]
+
+        for sid, (fields, first) in zip(sids, await self._call(read), strict=True):
+            self._keep(sid, fields, first)
 
     async def _refresh_active(self) -> None:
         """Read again the records of the sessions this gateway saw not ended (what the
@@ -420,6 +462,12 @@ class RedisFleet:
     async def _read(self, sid: str) -> None:
         keys = self.keys
         fields = await self._call(lambda: self.redis.hgetall(keys.session(sid)))
+        first = await self._call(lambda: self.redis.xrange(keys.events(sid), count=1))
+        self._keep(sid, fields, first)
+
+    def _keep(self, sid: str, fields: Mapping[str, str], first: Any) -> None:
+        """Keep the record read for ``sid`` (forget it when Redis holds none) and its oldest
+        stored seq."""
         if not fields:
             self._records.pop(sid, None)  # gone from Redis: forgotten here too
             return
@@ -429,7 +477,6 @@ class RedisFleet:
             log.error("cluster: session %s has a broken record: %s", sid, exc)
             self._records.pop(sid, None)
             return
-        first = await self._call(lambda: self.redis.xrange(keys.events(sid), count=1))
         self._oldest[sid] = seq_of_id(first[0].identifier) if first else None
 
     # -- the session-host interface (actors/fanout/hosts.py) ---------------------------------------
@@ -449,7 +496,8 @@ class RedisFleet:
         return RedisSession(self, record)
 
     async def list(self) -> tuple[SessionInfo, ...]:
-        """The newest ``LISTING_MAX`` sessions of the cluster, oldest first, read now."""
+        """The newest ``LISTING_MAX`` (100,000) sessions of the cluster, oldest first, read
+        now, a page of ``LISTING_PAGE`` records per round trip."""
         await self.refresh(None)
         return tuple(session.info() for session in self.sessions())
 
@@ -460,40 +508,10 @@ class RedisFleet:
         sees the same: the per-client limits hold cluster-wide)."""
         await self._refresh_active()
         if isinstance(owner, GatewayOwner):
-            mine = await self._owner_load(owner)
+            mine = await owner_load(self.redis, self.keys, self._call, owner)
         else:
             mine = self.owner_statistics(owner)
         return HostLoad(total=self.statistics(), owner=mine)
-
-    async def _owner_load(self, owner: GatewayOwner) -> OwnerStatistics:
-        """The client's sessions not ended, counted from its set in Redis (``owned``): each
-        member's record state is read; the ended (or gone) ones leave the set."""
-        keys = self.keys
-        owned = keys.owned(owner.principal, owner.host)
-
-        async def read() -> tuple[list[str], list[str | None]]:
-            members = sorted(await self.redis.smembers(owned))
-            async with self.redis.pipeline(transaction=False) as pipe:
-                got = [pipe.hget(keys.session(sid), "state") for sid in members]
-            return members, [await request for request in got]
-
-        members, states = await self._call(read)
-        done = [sid for sid, state in zip(members, states, strict=True) if state in (None, "ended")]
-        if done:
-            await self._call(lambda: self.redis.srem(owned, done))
-        return OwnerStatistics(
-            live=sum(state == "live" for state in states),
-            waiting=sum(state == "waiting" for state in states),
-            active=sum(state in ("live", "waiting") for state in states),
-        )
-
-    async def _own(self, record: SessionRecord) -> None:
-        """Count the session as its client's, once its record is written (a count that reads
-        no record would remove it)."""
-        if record.principal is None:
-            return
-        owned = self.keys.owned(record.principal, record.host)
-        await self._call(lambda: self.redis.sadd(owned, [record.session]))
 
     async def describe(self) -> HostDescription:
         """A ``hello``'s view of the cluster: its replay bound and its workers' summary."""
@@ -560,7 +578,7 @@ class RedisFleet:
         job = Job(kind="open", session=sid, params=record.params)
         if idempotency_key is None:
             await self._enqueue(record, job)
-            await self._own(record)
+            await own(self.redis, self.keys, self._call, record)
             return RedisSession(self, record)
         claim = Claim(
             key=idempotency_key,
@@ -571,7 +589,7 @@ class RedisFleet:
         created = await self._enqueue_once(record, job, claim, expected="")
         if created is None:  # a record under a fresh uuid: never in practice
             raise LocalProtocolError(f"session {sid} exists already: open it again")
-        await self._own(attrs.evolve(record, session=created[1]))
+        await own(self.redis, self.keys, self._call, attrs.evolve(record, session=created[1]))
         if created == (True, sid):
             return RedisSession(self, record)
         return await self.get(created[1])
@@ -620,7 +638,7 @@ class RedisFleet:
                     f"session {session_id!r} was continued by another request meanwhile: "
                     "push to it, or wait for its end before continuing it"
                 )
-        await self._own(record)
+        await own(self.redis, self.keys, self._call, record)
         return RedisSession(self, record)
 
     async def _continued(
@@ -636,7 +654,7 @@ class RedisFleet:
             await self._once.once(record, job, claim, expected=expected)
         else:
             await self._once.append_pending(record.session)
-        await self._own(record)
+        await own(self.redis, self.keys, self._call, record)
         return await self.get(record.session)
 
     async def _enqueue_once(
