@@ -35,6 +35,7 @@ import trio
 
 from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
 from claude_trio.actors.cluster.owned import own, owner_load
+from claude_trio.actors.cluster.questions import pending_questions
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet import (
     FleetStatistics,
@@ -719,6 +720,17 @@ class RedisFleet:
         await trio.lowlevel.checkpoint()
         stream = self.keys.events(sid)
         last = after
+        if after >= first_seq:  # the client skips part of this execution: its open questions first
+            try:
+                asked = await pending_questions(
+                    self.redis, self.keys, sid, first_seq=first_seq, through=after,
+                    limit=self._replay_buffer,
+                )  # fmt: skip
+            except REDIS_ERRORS as exc:
+                subscription._drop(f"the cluster is unavailable: {exc}")
+                return
+            for event in asked:
+                subscription._offer(Entry(event=event, size=entry_size(event)))
         while not subscription.closed:
             if subscription.queued >= batch:
                 await trio.sleep(0.01)  # the subscriber is behind: read on when it catches up

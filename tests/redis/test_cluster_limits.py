@@ -1,5 +1,6 @@
-"""What a cluster counts in Redis rather than per gateway: a client's sessions (the per-client
-limits hold across every gateway of the cluster), on a real three-master Redis Cluster."""
+"""What a cluster keeps in Redis rather than per gateway, on a real three-master Redis
+Cluster: a client's sessions (the per-client limits hold across every gateway of the
+cluster), and a session's pending questions (re-shown to a client of any gateway)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from cluster_kit import TOKEN, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.actors.cluster.fleet import open_redis_fleet
+from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.owners import GatewayOwner
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import RemoteOpError
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.fanout.remote import GatewayLimits
+from claude_trio.protocol.session.events import Result, UserInputRequest
 from claude_trio.redis_url import open_redis
-from claude_trio.testing import FakeCLI, FakeTurn, RedisClusterNodes
+from claude_trio.testing import FakeCLI, FakeTurn, RedisClusterNodes, conformance_cli
 
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
 KEYS = RedisKeys()
@@ -84,3 +87,37 @@ async def test_the_per_client_limit_holds_across_gateways(
             script.release.set()
     assert refused.value.code == "limit_reached"
     assert "already has 2 sessions not ended" in str(refused.value)
+
+
+async def test_a_pending_question_is_shown_again_to_a_client_that_attaches_past_it(
+    redis_cluster: RedisClusterNodes,
+) -> None:
+    url = redis_cluster.url
+    with trio.fail_after(60):
+        async with (
+            open_redis(url) as redis,
+            open_worker(url, conformance_cli()),
+            open_redis_fleet(redis, block=0.2) as one,
+            open_redis_fleet(redis, block=0.2) as two,
+        ):
+            session = await one.open(ExecuteParams(prompt="ask"))
+            async with session.subscribe() as events:
+                async for event in events:
+                    if isinstance(event, UserInputRequest):
+                        asked = event
+                        break
+            # Another gateway's client that saw everything up to the question attaches.
+            again = await two.get(session.id)
+            async with again.subscribe(asked.seq) as events:
+                first = await events.receive()
+                answered = await again.answer(asked.request_id, {"Which color?": "red"})
+                rest = [event async for event in events]
+            # Attaching past the answered question shows it no more.
+            async with again.subscribe(asked.seq) as events:
+                after_answer = [event async for event in events]
+    assert first == asked
+    assert answered == AnswerAccepted(request_id=asked.request_id)
+    assert isinstance(rest[-1], Result)
+    assert rest[-1].text == "answered red"
+    assert not any(isinstance(event, UserInputRequest) for event in after_answer)
+    assert after_answer == rest
