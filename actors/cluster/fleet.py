@@ -8,7 +8,7 @@ was just read. ``open`` and ``continue_`` append a job for the workers
 (``protocol/cluster/records.py`` rule 1); ``subscribe`` follows the session's event stream from any
 seq (rule 2), so a client may reconnect to any gateway and get an exact replay; ``push``, ``answer``
 and ``abort`` go to the worker running the session (rule 4) and wait for its outcome at most
-``command_timeout``. A cluster's sessions take no live controls (``live_controls()`` is ``None``).
+``command_timeout``; so do the live controls (``set_model``, ``set_permission_mode``).
 
 Channels: each subscription is fed by a follower task in the fleet's nursery, which reads the
 stream only while the subscriber's queue is below half full (so a replay never overflows it)
@@ -33,6 +33,7 @@ import coredis
 import coredis.exceptions
 import trio
 
+from claude_trio.actors.cluster.controls import ClusterControls
 from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
 from claude_trio.actors.cluster.owned import own, owner_load
 from claude_trio.actors.cluster.questions import pending_questions
@@ -191,9 +192,10 @@ class RedisSession:
     def _has_ended(self) -> bool:
         return self._now.state == "ended"
 
-    def live_controls(self) -> None:
-        """None: a cluster's worker takes no live controls from a gateway."""
-        return None
+    def live_controls(self) -> ClusterControls:
+        """The session's live controls (``set_model``, ``set_permission_mode``): each is a
+        command to the worker that runs it (``actors/cluster/controls.py``)."""
+        return ClusterControls(self)
 
     def _detach(self, subscription: Subscription) -> None:
         pass  # its follower sees ``closed`` and stops

@@ -46,6 +46,7 @@ import coredis
 import coredis.exceptions
 import trio
 
+from claude_trio.actors.cluster.controls import apply_control
 from claude_trio.actors.cluster.writes import FencedWrites, _FencedOut
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.fleet import Fleet, FleetSession, ResyncRequired
@@ -747,6 +748,8 @@ class Worker:
             case "abort":
                 await local.abort()
                 return Outcome(ok=True)
+            case "set_model" | "set_permission_mode":
+                return await apply_control(local, command)
 
 
 async def serve_worker(
