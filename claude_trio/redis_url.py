@@ -120,6 +120,7 @@ async def persistence_warning(
     On a Redis Cluster every master is asked (each through its own connection)."""
     import coredis
 
+    await trio.lowlevel.checkpoint()
     try:
         if is_cluster_url(url):
             nodes = [n for n in await client.cluster_nodes() if "master" in n["flags"]]

@@ -11,9 +11,12 @@ session raises it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from claude_trio.protocol.cluster.records import Command, Outcome
+import trio
+
+from claude_trio.protocol.cluster.records import Command, Outcome, SessionRecord
 from claude_trio.protocol.errors import (
     ControlFailedError,
     ControlRefusedError,
@@ -21,7 +24,6 @@ from claude_trio.protocol.errors import (
 )
 
 if TYPE_CHECKING:
-    from claude_trio.actors.cluster.fleet import RedisSession
     from claude_trio.actors.fanout.fleet_session import FleetSession
     from claude_trio.protocol.config.permissions import PermissionMode
 
@@ -32,6 +34,7 @@ _FAILED = "control failed: "
 
 async def apply_control(local: FleetSession, command: Command) -> Outcome:
     """The worker's side: apply a live-control command to its local session."""
+    await trio.lowlevel.checkpoint()
     try:
         if command.kind == "set_model":
             await local.set_model(command.answer)
@@ -45,10 +48,19 @@ async def apply_control(local: FleetSession, command: Command) -> Outcome:
 
 
 class ClusterControls:
-    """The gateway's side: a cluster session's live controls (``LiveControls``)."""
+    """The gateway's side: a cluster session's live controls (``LiveControls``). ``read``
+    reads the session's record from Redis now; ``command`` sends a command to the worker
+    named in a record and returns its outcome (``RedisFleet``'s)."""
 
-    def __init__(self, session: RedisSession) -> None:
-        self._session = session
+    def __init__(
+        self,
+        session_id: str,
+        read: Callable[[], Awaitable[SessionRecord]],
+        command: Callable[[SessionRecord, Command], Awaitable[Outcome]],
+    ) -> None:
+        self._session_id = session_id
+        self._read = read
+        self._command = command
 
     async def set_model(self, model: str | None) -> None:
         """``Session.set_model`` on the worker that runs the session."""
@@ -59,17 +71,14 @@ class ClusterControls:
         await self._send("set_permission_mode", mode)
 
     async def _send(self, kind: Any, value: object) -> None:
-        session = self._session
-        fleet = session.fleet
-        await fleet.refresh(session.id)
-        record = session._now
+        record = await self._read()
         if record.state != "live":
             raise ControlRefusedError(
                 f"{kind}: the execution "
                 + ("has ended" if record.state == "ended" else "has not started yet")
             )
-        outcome = await fleet._command(
-            record, Command(kind=kind, session=session.id, reply="", answer=value)
+        outcome = await self._command(
+            record, Command(kind=kind, session=self._session_id, reply="", answer=value)
         )
         if outcome.ok:
             return

@@ -195,7 +195,12 @@ class RedisSession:
     def live_controls(self) -> ClusterControls:
         """The session's live controls (``set_model``, ``set_permission_mode``): each is a
         command to the worker that runs it (``actors/cluster/controls.py``)."""
-        return ClusterControls(self)
+
+        async def read() -> SessionRecord:
+            await self.fleet.refresh(self.id)
+            return self._now
+
+        return ClusterControls(self.id, read, self.fleet._command)
 
     def _detach(self, subscription: Subscription) -> None:
         pass  # its follower sees ``closed`` and stops
@@ -388,6 +393,7 @@ class RedisFleet:
     async def _read_listing(self) -> tuple[str, ...]:
         """The newest ``LISTING_MAX`` sessions, oldest first, their records read in pages of
         ``LISTING_PAGE`` (one round trip a page)."""
+        await trio.lowlevel.checkpoint()
         keys = self.keys
         newest_first: list[str] = []
         seen: set[str] = set()

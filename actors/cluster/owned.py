@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import coredis
+import trio
 
 from claude_trio.actors.fanout.fleet import OwnerStatistics
 from claude_trio.actors.fanout.owners import GatewayOwner
@@ -57,6 +58,7 @@ async def own(
 ) -> None:
     """Count the session as its client's, once its record is written (a count that reads no
     record would remove it)."""
+    await trio.lowlevel.checkpoint()
     if record.principal is None:
         return
     owned = keys.owned(record.principal, record.host)

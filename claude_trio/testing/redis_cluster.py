@@ -58,6 +58,7 @@ async def _cli(binary: str, *argv: str) -> str:
 
 
 async def _wait_formed(binary: str, cluster: RedisClusterNodes) -> None:
+    await trio.lowlevel.checkpoint()
     with trio.move_on_after(_FORM_TIMEOUT):
         while True:
             states = []
