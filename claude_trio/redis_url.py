@@ -8,6 +8,11 @@ check off; coredis alone would skip it). A URL without a password uses ``REDISCL
 the environment when set (the variable ``redis-cli`` reads), so the password need not appear on
 a command line.
 
+A Redis Cluster is named by the scheme ``redis+cluster://host:port`` (``rediss+cluster://``
+for TLS, with the same query options): ``host:port`` is any one of its masters, the client
+discovers the others and follows each key to the node that serves its hash slot
+(``coredis.RedisCluster``). A cluster has no database numbers, so the URL names none.
+
 :func:`open_redis` asks the server for a PING before handing the client out, so a wrong CA, a
 refused password or a closed port stops a command at once with :class:`RedisUnavailableError`
 saying which, rather than a traceback or a gateway that waits for a Redis it cannot use.
@@ -26,21 +31,33 @@ import trio
 
 from claude_trio.protocol.errors import RedisUnavailableError, RedisUsageError
 
-__all__ = ["check_redis_url", "open_redis"]
+__all__ = ["check_redis_url", "is_cluster_url", "open_redis", "persistence_warning"]
 
 PASSWORD_ENV = "REDISCLI_AUTH"
 # How long the first PING may take: a server that accepts the connection and never answers
 # (a wrong port, a proxy) fails the command instead of hanging it.
 FIRST_PING_TIMEOUT = 10.0
+_CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+
+
+def is_cluster_url(url: str) -> bool:
+    """Whether ``url`` names a Redis Cluster (``redis+cluster://``, ``rediss+cluster://``)."""
+    return urlsplit(url).scheme in _CLUSTER_SCHEMES
 
 
 def check_redis_url(url: str) -> None:
-    """``RedisUsageError`` unless ``url`` is a redis:// or rediss:// URL with a host."""
+    """``RedisUsageError`` unless ``url`` is a redis:// or rediss:// URL with a host (or a
+    cluster's ``redis+cluster://host:port``)."""
     parts = urlsplit(url)
-    if parts.scheme not in ("redis", "rediss", "unix"):
+    if parts.scheme not in ("redis", "rediss", "unix", *_CLUSTER_SCHEMES):
         raise RedisUsageError(
             f"--redis {_shown(url)}: not a Redis URL; use redis://host:port/db "
-            "(rediss:// for TLS)"
+            "(rediss:// for TLS, redis+cluster://host:port for a Redis Cluster)"
+        )
+    if parts.scheme in _CLUSTER_SCHEMES and parts.path.strip("/") not in ("", "0"):
+        raise RedisUsageError(
+            f"--redis {_shown(url)}: a Redis Cluster has only database 0; "
+            "drop the /db from the URL"
         )
     if parts.scheme != "unix" and not parts.hostname:
         raise RedisUsageError(f"--redis {_shown(url)}: the URL names no host")
@@ -61,7 +78,8 @@ def _shown(url: str) -> str:
 
 @asynccontextmanager
 async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> AsyncIterator[Any]:
-    """An open ``coredis.Redis`` client (responses decoded) for ``url``, closed after."""
+    """An open ``coredis.Redis`` client (responses decoded) for ``url``, closed after; a
+    ``coredis.RedisCluster`` for a ``redis+cluster://`` URL."""
     import coredis
 
     check_redis_url(url)
@@ -70,7 +88,13 @@ async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> Asyn
     if urlsplit(url).password is None and environ.get(PASSWORD_ENV):
         kwargs["password"] = environ[PASSWORD_ENV]
     problem: str | None = None
-    async with coredis.Redis.from_url(_with_hostname_check(url), **kwargs) as client:
+    scheme = urlsplit(url).scheme
+    target = _with_hostname_check(url)
+    factory: Any = coredis.Redis
+    if scheme in _CLUSTER_SCHEMES:
+        target = urlsplit(target)._replace(scheme=_CLUSTER_SCHEMES[scheme], path="").geturl()
+        factory = coredis.RedisCluster
+    async with factory.from_url(target, **kwargs) as client:
         try:
             with trio.fail_after(FIRST_PING_TIMEOUT):
                 await client.ping()
@@ -83,9 +107,61 @@ async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> Asyn
         raise RedisUnavailableError(f"cannot use Redis at {_shown(url)}: {problem}")
 
 
+PERSISTENCE_NODES_MAX = 64
+"""The masters of a Redis Cluster whose persistence a start checks."""
+
+
+async def persistence_warning(
+    client: Any, url: str, environ: Mapping[str, str] | None = None
+) -> str | None:
+    """One line saying that the Redis ``client`` (opened from ``url``) keeps nothing across a
+    restart (neither ``appendonly yes`` nor a ``save`` schedule), and what to do; None when
+    it persists, or when it does not let ``CONFIG GET`` tell (managed services often do not).
+    On a Redis Cluster every master is asked (each through its own connection)."""
+    import coredis
+
+    await trio.lowlevel.checkpoint()
+    try:
+        if is_cluster_url(url):
+            nodes = [n for n in await client.cluster_nodes() if "master" in n["flags"]]
+            configs = []
+            for node in nodes[:PERSISTENCE_NODES_MAX]:
+                node_url = _node_url(url, str(node["host"]), int(node["port"]))
+                async with open_redis(node_url, environ) as one:
+                    configs.append((f"{node['host']}:{node['port']}", await _persistence(one)))
+        else:
+            parts = urlsplit(url)
+            configs = [(f"{parts.hostname}:{parts.port or 6379}", await _persistence(client))]
+    except (coredis.exceptions.RedisError, RedisUnavailableError):
+        return None
+    bare = [where for where, persists in configs if not persists]
+    if not bare:
+        return None
+    return (
+        f"Redis at {', '.join(bare)} has no persistence (appendonly no, no save schedule): a "
+        "restart loses every job, session record and event stream; turn on the append-only "
+        "file (appendonly yes in redis.conf, or CONFIG SET appendonly yes)"
+    )
+
+
+async def _persistence(client: Any) -> bool:
+    config = await client.config_get(["appendonly", "save"])
+    return bool(config.get("appendonly") == "yes" or config.get("save", "").strip())
+
+
+def _node_url(url: str, host: str, port: int) -> str:
+    """``url`` (a cluster's) for one of its nodes: same credentials and options."""
+    parts = urlsplit(url)
+    scheme = _CLUSTER_SCHEMES.get(parts.scheme, parts.scheme)
+    userinfo, _, _ = parts.netloc.rpartition("@")
+    netloc = f"{userinfo}@{host}:{port}" if userinfo else f"{host}:{port}"
+    return parts._replace(scheme=scheme, netloc=netloc, path="/0").geturl()
+
+
 def _with_hostname_check(url: str) -> str:
     parts = urlsplit(url)
-    if parts.scheme != "rediss" or "ssl_check_hostname" in parse_qs(parts.query):
+    tls = parts.scheme in ("rediss", "rediss+cluster")
+    if not tls or "ssl_check_hostname" in parse_qs(parts.query):
         return url
     query = f"{parts.query}&ssl_check_hostname=true" if parts.query else "ssl_check_hostname=true"
     return parts._replace(query=query).geturl()

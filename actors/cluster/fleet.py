@@ -8,7 +8,7 @@ was just read. ``open`` and ``continue_`` append a job for the workers
 (``protocol/cluster/records.py`` rule 1); ``subscribe`` follows the session's event stream from any
 seq (rule 2), so a client may reconnect to any gateway and get an exact replay; ``push``, ``answer``
 and ``abort`` go to the worker running the session (rule 4) and wait for its outcome at most
-``command_timeout``. A cluster's sessions take no live controls (``live_controls()`` is ``None``).
+``command_timeout``; so do the live controls (``set_model``, ``set_permission_mode``).
 
 Channels: each subscription is fed by a follower task in the fleet's nursery, which reads the
 stream only while the subscriber's queue is below half full (so a replay never overflows it)
@@ -23,8 +23,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid as uuid_module
-from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -32,6 +33,10 @@ import coredis
 import coredis.exceptions
 import trio
 
+from claude_trio.actors.cluster.controls import ClusterControls
+from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
+from claude_trio.actors.cluster.owned import own, owner_load
+from claude_trio.actors.cluster.questions import pending_questions
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet import (
     FleetStatistics,
@@ -63,13 +68,10 @@ from claude_trio.protocol.cluster.records import (
     is_final,
     seq_of_id,
 )
-from claude_trio.protocol.cluster.scripts import ENQUEUE_SCRIPT
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
-from claude_trio.protocol.config.resume import START_ONLY
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
-    IdempotencyConflictError,
     InvalidParamsError,
     LocalProtocolError,
     RemoteProtocolError,
@@ -93,7 +95,9 @@ __all__ = ["ClusterUnavailableError", "RedisFleet", "RedisSession", "open_redis_
 log = logging.getLogger("claude_trio.cluster")
 
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
-LISTING_MAX = 1000
+LISTING_MAX = 100_000
+"""The most sessions ``list`` shows (the newest), read from Redis in pages of ``LISTING_PAGE``."""
+LISTING_PAGE = 1000
 # A live session whose final event is stored already is marked ended by its worker's next
 # write: continue_() waits for that this long at most, reading the record this often.
 SETTLE_WAIT = 5.0
@@ -188,9 +192,15 @@ class RedisSession:
     def _has_ended(self) -> bool:
         return self._now.state == "ended"
 
-    def live_controls(self) -> None:
-        """None: a cluster's worker takes no live controls from a gateway."""
-        return None
+    def live_controls(self) -> ClusterControls:
+        """The session's live controls (``set_model``, ``set_permission_mode``): each is a
+        command to the worker that runs it (``actors/cluster/controls.py``)."""
+
+        async def read() -> SessionRecord:
+            await self.fleet.refresh(self.id)
+            return self._now
+
+        return ClusterControls(self.id, read, self.fleet._command)
 
     def _detach(self, subscription: Subscription) -> None:
         pass  # its follower sees ``closed`` and stops
@@ -295,24 +305,6 @@ class RedisSession:
             )
 
 
-@attrs.frozen(kw_only=True)
-class _Claim:
-    """An idempotency key of a request, whose it is, and the request's digest."""
-
-    key: str
-    scope: str
-    op: str
-    digest: str
-
-    def session_of(self, stored: str) -> str:
-        """The session of a stored claim (``"<sid> <op> <digest>"``) of this key;
-        ``IdempotencyConflictError`` when it was made by another request."""
-        sid, _, rest = stored.partition(" ")
-        if rest != f"{self.op} {self.digest}":
-            raise IdempotencyConflictError(self.key, self.op)
-        return sid
-
-
 WORKERS_MAX = 100
 """Workers a ``hello`` looks at: the ones that heartbeated last."""
 
@@ -333,8 +325,8 @@ class RedisFleet:
     ) -> None:
         self.redis = redis
         self.idempotency_ttl = idempotency_ttl
-        self._enqueue_script = redis.register_script(ENQUEUE_SCRIPT)
         self.keys = keys
+        self._once = IdempotentEnqueue(redis, keys, self._call, idempotency_ttl)
         self.command_timeout = command_timeout
         self._nursery = nursery
         self._block_ms = max(1, int(block * 1000))
@@ -385,22 +377,61 @@ class RedisFleet:
 
     async def refresh(self, session_id: str | None) -> None:
         """Read the session's record (or, for ``None``, the listing) from Redis."""
-        keys = self.keys
         if session_id is None:
-            ids = await self._call(lambda: self.redis.zrange(keys.sessions_index, -LISTING_MAX, -1))
-            listed = tuple(ids)
             # Each record is replaced in place, never dropped first: an attach whose own refresh
             # ended while this one waits on Redis must still find its session (test:
             # test_concurrent_refreshes_never_hide_a_session). At the end, the records known
             # before that are not listed go; one added meanwhile (a start) stays.
             before = set(self._records)
-            for sid in listed:
-                await self._read(sid)
+            listed = await self._read_listing()
             self._listed = listed
             unlisted = before - set(listed)
             self._records = {s: r for s, r in self._records.items() if s not in unlisted}
             return
         await self._read(session_id)
+
+    async def _read_listing(self) -> tuple[str, ...]:
+        """The newest ``LISTING_MAX`` sessions, oldest first, their records read in pages of
+        ``LISTING_PAGE`` (one round trip a page)."""
+        await trio.lowlevel.checkpoint()
+        keys = self.keys
+        newest_first: list[str] = []
+        seen: set[str] = set()
+        start = 0
+        while len(newest_first) < LISTING_MAX:
+            page = await self._call(
+                partial(
+                    self.redis.zrange,
+                    keys.sessions_index,
+                    start,
+                    start + LISTING_PAGE - 1,
+                    rev=True,
+                )
+            )
+            # A session opened meanwhile moves the ranks by one: seen ones are skipped.
+            fresh = [sid for sid in page if sid not in seen][: LISTING_MAX - len(newest_first)]
+            seen.update(fresh)
+            await self._read_page(fresh)
+            newest_first += fresh
+            if len(page) < LISTING_PAGE:
+                break
+            start += LISTING_PAGE
+        return tuple(reversed(newest_first))
+
+    async def _read_page(self, sids: list[str]) -> None:
+        """``_read`` for many sessions in one round trip."""
+        keys = self.keys
+
+        async def read() -> list[tuple[Any, Any]]:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                got = [
+                    (pipe.hgetall(keys.session(sid)), pipe.xrange(keys.events(sid), count=1))
+                    for sid in sids
+                ]
+            return [(await fields, await first) for fields, first in got]
+
+        for sid, (fields, first) in zip(sids, await self._call(read), strict=True):
+            self._keep(sid, fields, first)
 
     async def _refresh_active(self) -> None:
         """Read again the records of the sessions this gateway saw not ended (what the
@@ -440,6 +471,12 @@ class RedisFleet:
     async def _read(self, sid: str) -> None:
         keys = self.keys
         fields = await self._call(lambda: self.redis.hgetall(keys.session(sid)))
+        first = await self._call(lambda: self.redis.xrange(keys.events(sid), count=1))
+        self._keep(sid, fields, first)
+
+    def _keep(self, sid: str, fields: Mapping[str, str], first: Any) -> None:
+        """Keep the record read for ``sid`` (forget it when Redis holds none) and its oldest
+        stored seq."""
         if not fields:
             self._records.pop(sid, None)  # gone from Redis: forgotten here too
             return
@@ -449,7 +486,6 @@ class RedisFleet:
             log.error("cluster: session %s has a broken record: %s", sid, exc)
             self._records.pop(sid, None)
             return
-        first = await self._call(lambda: self.redis.xrange(keys.events(sid), count=1))
         self._oldest[sid] = seq_of_id(first[0].identifier) if first else None
 
     # -- the session-host interface (actors/fanout/hosts.py) ---------------------------------------
@@ -469,15 +505,22 @@ class RedisFleet:
         return RedisSession(self, record)
 
     async def list(self) -> tuple[SessionInfo, ...]:
-        """The newest ``LISTING_MAX`` sessions of the cluster, oldest first, read now."""
+        """The newest ``LISTING_MAX`` (100,000) sessions of the cluster, oldest first, read
+        now, a page of ``LISTING_PAGE`` records per round trip."""
         await self.refresh(None)
         return tuple(session.info() for session in self.sessions())
 
     async def load(self, owner: Hashable) -> HostLoad:
         """The statistics over the sessions this gateway has seen, their records read again
-        when they had not ended (see ``statistics``)."""
+        when they had not ended (see ``statistics``); for a gateway's client (a
+        ``GatewayOwner``), its counts over the whole cluster, read from Redis (every gateway
+        sees the same: the per-client limits hold cluster-wide)."""
         await self._refresh_active()
-        return HostLoad(total=self.statistics(), owner=self.owner_statistics(owner))
+        if isinstance(owner, GatewayOwner):
+            mine = await owner_load(self.redis, self.keys, self._call, owner)
+        else:
+            mine = self.owner_statistics(owner)
+        return HostLoad(total=self.statistics(), owner=mine)
 
     async def describe(self) -> HostDescription:
         """A ``hello``'s view of the cluster: its replay bound and its workers' summary."""
@@ -517,10 +560,12 @@ class RedisFleet:
     ) -> RedisSession:
         """Record a new session and append its job; the first free worker runs it.
 
-        ``idempotency_key``: the key's claim is written in the same script as the record and
-        the job, so an open with a key any gateway of the cluster recorded (for the same
-        principal) returns that session and appends nothing; with other params or label it
-        raises ``IdempotencyConflictError``. Keys expire after ``idempotency_ttl`` seconds."""
+        ``idempotency_key``: the key's claim is written before the record and the job (each
+        in its own hash slot, ``protocol/cluster/scripts.py``), so an open with a key any
+        gateway of the cluster recorded (for the same principal) returns that session and
+        appends nothing the first request finished (what it left undone, this one finishes);
+        with other params or label it raises ``IdempotencyConflictError``. Keys expire after
+        ``idempotency_ttl`` seconds."""
         if not isinstance(params, ExecuteParams):
             raise InvalidParamsError("params", params, "an ExecuteParams")
         if label is not None and not (isinstance(label, str) and label and "\x00" not in label):
@@ -542,8 +587,9 @@ class RedisFleet:
         job = Job(kind="open", session=sid, params=record.params)
         if idempotency_key is None:
             await self._enqueue(record, job)
+            await own(self.redis, self.keys, self._call, record)
             return RedisSession(self, record)
-        claim = _Claim(
+        claim = Claim(
             key=idempotency_key,
             scope=principal or "",
             op="open",
@@ -552,6 +598,7 @@ class RedisFleet:
         created = await self._enqueue_once(record, job, claim, expected="")
         if created is None:  # a record under a fresh uuid: never in practice
             raise LocalProtocolError(f"session {sid} exists already: open it again")
+        await own(self.redis, self.keys, self._call, attrs.evolve(record, session=created[1]))
         if created == (True, sid):
             return RedisSession(self, record)
         return await self.get(created[1])
@@ -565,17 +612,18 @@ class RedisFleet:
         nothing."""
         session = await self.get(session_id)
         record = session.record
-        claim: _Claim | None = None
+        claim: Claim | None = None
         if idempotency_key is not None:
             check_idempotency_key(idempotency_key)
-            claim = _Claim(
+            claim = Claim(
                 key=idempotency_key,
                 scope=record.principal or "",
                 op="continue",
                 digest=continue_digest(session_id, prompt),
             )
-            if await self._claimed(claim) is not None:
-                return session
+            stored = await self._once.claimed(claim)
+            if stored is not None:
+                return await self._continued(session, claim, stored, prompt)
         if record.state == "live":
             record = await self._settled(session)
         if record.state != "ended":
@@ -588,32 +636,7 @@ class RedisFleet:
                 f"session {session_id!r} has no conversation to continue: its CLI never "
                 "reported a session id; start a new session instead"
             )
-        params = {
-            **record.params,
-            "prompt": prompt,
-            "resume_session_id": record.claude_session_id,
-            # As a local fleet's continue (resume.continuation): a fork, a chosen id, a
-            # truncation address the first start only, and the first prompt's images are in
-            # the conversation already.
-            **START_ONLY,
-            "images": [],
-        }
-        record = attrs.evolve(
-            record,
-            state="waiting",
-            executions=record.executions + 1,
-            first_seq=record.last_seq + 1,
-            ended_at=None,
-            abort_requested=False,
-            worker="",
-        )
-        job = Job(
-            kind="continue",
-            session=session_id,
-            params=params,
-            after_seq=record.last_seq,
-            execution=record.executions,
-        )
+        record, job = continuation(record, prompt)
         if claim is None:
             await self._enqueue(record, job)
         else:
@@ -624,51 +647,32 @@ class RedisFleet:
                     f"session {session_id!r} was continued by another request meanwhile: "
                     "push to it, or wait for its end before continuing it"
                 )
+        await own(self.redis, self.keys, self._call, record)
         return RedisSession(self, record)
 
-    async def _claimed(self, claim: _Claim) -> str | None:
-        """The session the claim's key created, or None when the key is new."""
-        key = self.keys.idempotency(claim.scope, claim.key)
-        stored = await self._call(lambda: self.redis.get(key))
-        return None if stored is None else claim.session_of(stored)
+    async def _continued(
+        self, session: RedisSession, claim: Claim, stored: tuple[str, str], prompt: str
+    ) -> RedisSession:
+        """A continue whose key was claimed before: finish what the first request left
+        undone (the recovery rule of ``protocol/cluster/scripts.py``), then the session."""
+        record = session.record
+        expected = stored[1]
+        if record.state == "ended" and str(record.executions) == expected:
+            # The first request claimed the key and wrote nothing more: write it now.
+            record, job = continuation(record, prompt)
+            await self._once.once(record, job, claim, expected=expected)
+        else:
+            await self._once.append_pending(record.session)
+        await own(self.redis, self.keys, self._call, record)
+        return await self.get(record.session)
 
     async def _enqueue_once(
-        self, record: SessionRecord, job: Job, claim: _Claim, *, expected: str
+        self, record: SessionRecord, job: Job, claim: Claim, *, expected: str
     ) -> tuple[bool, str] | None:
-        """``_enqueue`` under an idempotency key, in one script (``ENQUEUE_SCRIPT``):
-        ``(True, record's id)`` when the key was new (then all is written), ``(False, the
-        session the key created)`` when it was not, None when the session changed meanwhile
-        (nothing written)."""
-        keys = self.keys
-        sid = record.session
-        fields = record.to_fields()
-        args: list[str | int | float] = [
-            f"{sid} {claim.op} {claim.digest}",
-            max(1, int(self.idempotency_ttl * 1000)),
-            record.created_at,
-            sid,
-            expected,
-            len(fields),
-        ]
-        for name, value in fields.items():
-            args += [name, value]
-        for name, value in job.to_fields().items():
-            args += [name, value]
-        redis_keys = [
-            keys.idempotency(claim.scope, claim.key),
-            keys.session(sid),
-            keys.sessions_index,
-            keys.jobs,
-        ]
-        code, stored = await self._call(
-            lambda: self._enqueue_script(keys=redis_keys, args=args)
-        )
-        if int(code) < 0:
-            return None
-        created = claim.session_of(str(stored))
-        if int(code) == 1:
-            self._records[sid] = record
-        return int(code) == 1, created
+        created = await self._once.once(record, job, claim, expected=expected)
+        if created is not None and created[0]:
+            self._records[record.session] = record
+        return created
 
     async def _enqueue(self, record: SessionRecord, job: Job) -> None:
         keys = self.keys
@@ -724,6 +728,17 @@ class RedisFleet:
         await trio.lowlevel.checkpoint()
         stream = self.keys.events(sid)
         last = after
+        if after >= first_seq:  # the client skips part of this execution: its open questions first
+            try:
+                asked = await pending_questions(
+                    self.redis, self.keys, sid, first_seq=first_seq, through=after,
+                    limit=self._replay_buffer,
+                )  # fmt: skip
+            except REDIS_ERRORS as exc:
+                subscription._drop(f"the cluster is unavailable: {exc}")
+                return
+            for event in asked:
+                subscription._offer(Entry(event=event, size=entry_size(event)))
         while not subscription.closed:
             if subscription.queued >= batch:
                 await trio.sleep(0.01)  # the subscriber is behind: read on when it catches up

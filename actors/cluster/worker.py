@@ -46,6 +46,7 @@ import coredis
 import coredis.exceptions
 import trio
 
+from claude_trio.actors.cluster.controls import apply_control
 from claude_trio.actors.cluster.writes import FencedWrites, _FencedOut
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.fleet import Fleet, FleetSession, ResyncRequired
@@ -387,7 +388,11 @@ class Worker:
         sid = job.session
         # Rule 7: the token first, so that a worker that had it before writes nothing more
         # (and, for a move, the stream read below cannot change under us).
-        token = await self._writes.take(sid)
+        token = await self._writes.take(sid, job.execution, entry_id)
+        if token == -2:  # a second copy of a job (an open retried): one copy runs
+            log.warning("worker %s: job %s is a copy of one that ran: skipped", self.id, entry_id)
+            await self._ack(entry_id)
+            return
         if token < 0:  # nobody can follow a session without a record: nothing to tell
             log.error("worker %s: job %s: session %s has no record", self.id, entry_id, sid)
             await self._ack(entry_id)
@@ -743,6 +748,8 @@ class Worker:
             case "abort":
                 await local.abort()
                 return Outcome(ok=True)
+            case "set_model" | "set_permission_mode":
+                return await apply_control(local, command)
 
 
 async def serve_worker(

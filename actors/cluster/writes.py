@@ -73,12 +73,15 @@ class FencedWrites:
         self._record_script = redis.register_script(RECORD_SCRIPT)
         self._push_script = redis.register_script(PUSH_SCRIPT)
 
-    async def take(self, sid: str) -> int:
-        """Take the session: its record's epoch grows by one and the new value is this
-        worker's token for it (-1: the session has no record)."""
+    async def take(self, sid: str, execution: int, entry_id: str) -> int:
+        """Take the session for the job ``entry_id`` of its ``execution``: its record's epoch
+        grows by one and the new value is this worker's token for it (-1: the session has no
+        record; -2: another copy of the job started that execution, or the session is past
+        it: run nothing)."""
         keys = self._keys
         token = await self._retrying(
-            "claim", lambda: self._take_script(keys=[keys.session(sid)])
+            "claim",
+            lambda: self._take_script(keys=[keys.session(sid)], args=[execution, entry_id]),
         )
         return int(token)
 

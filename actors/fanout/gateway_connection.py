@@ -487,8 +487,7 @@ class _Client:
     ) -> None:
         """A live control (``protocol/fanout/remote.py``, rule 8): ``reply`` once the CLI confirmed
         it; otherwise an error frame saying why (the policy, a bad value, the session has
-        stopped, the CLI refused or did not answer, its host offers no live controls: a
-        cluster's worker)."""
+        stopped, the CLI refused or did not answer, its host offers no live controls)."""
         await trio.lowlevel.checkpoint()
         controls = session.live_controls()
         if controls is None:

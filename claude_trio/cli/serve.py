@@ -340,7 +340,7 @@ async def serve_cluster(config: ServeConfig, out: TextIO) -> int:  # noqa: ASYNC
 async def _serve_cluster(config: ServeConfig, out: TextIO) -> int:
     """``serve_cluster``'s work."""
     from claude_trio.actors.cluster.fleet import open_redis_fleet
-    from claude_trio.redis_url import open_redis
+    from claude_trio.redis_url import open_redis, persistence_warning
 
     assert config.redis is not None
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -360,6 +360,8 @@ async def _serve_cluster(config: ServeConfig, out: TextIO) -> int:
                 print(f"token: {config.token}", file=out)
                 print(f"  clients: export {TOKEN_ENV}={config.token}", file=out)
             print("sessions run on the workers of the Redis cluster", file=out)
+            if warning := await persistence_warning(redis, config.redis):
+                log.warning(warning, extra={"event": "no_persistence"})
             out.flush()
             log.info(
                 "serve: listening on %s:%d (cluster)",

@@ -34,7 +34,7 @@ from claude_trio.cli.args import (
 from claude_trio.cli.logs import configure_logging
 from claude_trio.cli.serve import _sessions_env
 from claude_trio.protocol.errors import RedisUnavailableError, RedisUsageError
-from claude_trio.redis_url import check_redis_url, open_redis
+from claude_trio.redis_url import check_redis_url, open_redis, persistence_warning
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,8 @@ async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
                 )
             )
             print(f"claude-trio worker {worker.id}: running up to {args.max_live} CLIs", file=out)
+            if warning := await persistence_warning(redis, args.redis):
+                log.warning(warning, extra={"event": "no_persistence"})
             out.flush()
             log.info(
                 "worker %s: started",

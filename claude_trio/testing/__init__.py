@@ -24,9 +24,11 @@
 * ``open_redis_server`` runs a real ``redis-server`` on a free loopback port, in a directory of
   its own, for the Redis mode's tests; with ``tls=RedisTLS(...)`` it serves TLS only and its
   ``url`` is a ``rediss://`` URL trusting the given CA (:mod:`claude_trio.testing.redis_server`).
+* ``open_redis_cluster`` runs a real three-master Redis Cluster the same way; its ``url`` is a
+  ``redis+cluster://`` URL (:mod:`claude_trio.testing.redis_cluster`).
 * pytest fixtures (registered automatically): ``fake_cli``, ``fake_cli_factory``,
-  ``scripted_session``, ``model_double``, ``hermetic``, ``redis_server``, ``event_contract``,
-  ``replay_cassette``; and
+  ``scripted_session``, ``model_double``, ``hermetic``, ``redis_server``, ``redis_cluster``,
+  ``event_contract``, ``replay_cassette``; and
   ``claude_trio.testing.pytest_plugin.assert_contract``.
 """
 
@@ -92,6 +94,7 @@ from claude_trio.testing.host_conformance import (
     conformance_cli,
     run_host_conformance,
 )
+from claude_trio.testing.redis_cluster import RedisClusterNodes, open_redis_cluster
 from claude_trio.testing.redis_server import (
     RedisServer,
     RedisServerError,
@@ -122,6 +125,7 @@ __all__ = [
     "PendingRequest",
     "RateLimitStatistics",
     "RateLimits",
+    "RedisClusterNodes",
     "RedisServer",
     "RedisServerError",
     "RedisTLS",
@@ -151,6 +155,7 @@ __all__ = [
     "is_subagent",
     "load_cassette",
     "open_model_double",
+    "open_redis_cluster",
     "open_redis_server",
     "prompt_stream",
     "prompt_too_long",

@@ -7,7 +7,8 @@ without the entry point, add ``pytest_plugins = ["claude_trio.testing.pytest_plu
 ``scripted_session(script, "prompt")`` opens a real session over a fresh fake CLI in one line.
 ``model_double`` serves a scripted Messages API on 127.0.0.1 in the test's nursery (pytest-trio),
 and ``hermetic`` is the env that points the real bundled CLI at it.
-``redis_server`` runs a real ``redis-server`` on a free loopback port for the test.
+``redis_server`` runs a real ``redis-server`` on a free loopback port for the test, and
+``redis_cluster`` a real three-master Redis Cluster (its ``url`` is ``redis+cluster://``).
 ``replay_cassette(path, **kwargs)`` is :func:`~claude_trio.testing.replay` (a transport
 factory playing a cassette back) that fails the test at teardown when the test wrote what the
 cassette did not record, or did not write what it did.
@@ -36,6 +37,7 @@ from claude_trio.protocol.session.events import Event
 from claude_trio.testing.cassette import Replay, replay
 from claude_trio.testing.contract import ContractRecorder
 from claude_trio.testing.fake_cli import FakeCLI
+from claude_trio.testing.redis_cluster import RedisClusterNodes, open_redis_cluster
 from claude_trio.testing.redis_server import RedisServer, open_redis_server
 
 if TYPE_CHECKING:
@@ -132,6 +134,15 @@ async def redis_server(tmp_path: Any) -> AsyncIterator[RedisServer]:
     keeping nothing on disk; stopped at teardown. ``redis_server.url`` is what to connect to."""
     async with open_redis_server(tmp_path / "redis") as server:
         yield server
+
+
+@pytest.fixture
+async def redis_cluster(tmp_path: Any) -> AsyncIterator[RedisClusterNodes]:
+    """A real three-master Redis Cluster (no replicas) on free 127.0.0.1 ports, its files under
+    ``tmp_path``, keeping nothing on disk; stopped at teardown. ``redis_cluster.url``
+    (``redis+cluster://``) is what to connect to, with ``claude_trio.redis_url.open_redis``."""
+    async with open_redis_cluster(tmp_path / "redis-cluster") as cluster:
+        yield cluster
 
 
 @pytest.fixture

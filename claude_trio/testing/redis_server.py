@@ -65,8 +65,10 @@ class RedisServer:
         password: str | None,
         persist: bool,
         tls: RedisTLS | None = None,
+        extra_args: tuple[str, ...] = (),
     ):
         self.binary = binary
+        self.extra_args = extra_args
         self.directory = directory
         self.password = password
         self.persist = persist
@@ -117,7 +119,7 @@ class RedisServer:
             argv += ["--appendonly", "no"]
         if self.password:
             argv += ["--requirepass", self.password]
-        return argv
+        return argv + list(self.extra_args)
 
     async def start(self) -> None:
         """Start the server (on its port, or on a free one the first time) and wait until it
@@ -192,9 +194,10 @@ async def open_redis_server(
     password: str | None = None,
     persist: bool = False,
     tls: RedisTLS | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> AsyncIterator[RedisServer]:
     """Run ``redis-server`` in ``directory`` on a free 127.0.0.1 port for the block (TLS only,
-    when ``tls`` is given)."""
+    when ``tls`` is given; ``extra_args`` are added to its command line)."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RedisServerError(
@@ -204,7 +207,12 @@ async def open_redis_server(
     path = trio.Path(directory)
     await path.mkdir(parents=True, exist_ok=True)
     server = RedisServer(
-        binary=binary, directory=Path(path), password=password, persist=persist, tls=tls
+        binary=binary,
+        directory=Path(path),
+        password=password,
+        persist=persist,
+        tls=tls,
+        extra_args=extra_args,
     )
     await server.start()
     try:

@@ -117,6 +117,12 @@ class RedisKeys:
         ``""`` for none) created, and the request's digest (a string, set to expire)."""
         return f"{self.prefix}:idem:{{{_q(scope)}:{_q(key)}}}"
 
+    def owned(self, principal: str, host: str) -> str:
+        """The set of the sessions a client (a gateway principal from one address) opened or
+        continued and that had not ended when last counted: the per-client limits count it on
+        every gateway (members that ended are removed as they are counted)."""
+        return f"{self.prefix}:owned:{{{_q(principal)}}}:{_q(host)}"
+
     def pushes(self, session_id: str) -> str:
         """The pushes accepted in the session's current execution (for a move)."""
         return f"{self.prefix}:pushes:{{{_q(session_id)}}}"

@@ -70,7 +70,8 @@ __all__ = [
 
 SessionState = Literal["waiting", "live", "ended"]
 JobKind = Literal["open", "continue"]
-CommandKind = Literal["push", "answer", "abort"]
+CommandKind = Literal["push", "answer", "abort", "set_model", "set_permission_mode"]
+COMMAND_KINDS = ("push", "answer", "abort", "set_model", "set_permission_mode")
 
 
 def event_id(seq: int) -> str:
@@ -156,7 +157,8 @@ class Job:
 @attrs.frozen(kw_only=True)
 class Command:
     """An op for the worker that runs ``session``; its :class:`Outcome` goes to ``reply``.
-    A push carries its ``text`` and ``images`` (as base64 in the entry)."""
+    A push carries its ``text`` and ``images`` (as base64 in the entry); a live control
+    (``set_model``, ``set_permission_mode``) its value in ``answer``."""
 
     kind: CommandKind
     session: str
@@ -184,7 +186,7 @@ class Command:
     @classmethod
     def from_fields(cls, fields: Mapping[str, str]) -> Command:
         kind = _field(fields, "kind", "command")
-        if kind not in ("push", "answer", "abort"):
+        if kind not in COMMAND_KINDS:
             raise RemoteProtocolError(f"command: unknown kind {kind!r}")
         try:
             answer = json.loads(fields.get("answer", "null"))

@@ -12,7 +12,9 @@ record or record a push, whatever it still believes.
 What each script guarantees:
 
 * ``TAKE_SCRIPT``: the epoch grows by exactly one per take, atomically; a session without a
-  record is never created (-1).
+  record is never created (-1); the record keeps which job entry started the execution
+  (``job``: ``"<execution> <entry id>"``), and a second copy of that execution's job, or a
+  job of an execution the record is past, is refused (-2: acknowledge it, run nothing).
 * ``STORE_SCRIPT``: a batch of events is appended in one round trip, each with its seq as the
   entry id, so an event already stored is refused by Redis and skipped (rule 2: storing twice
   is harmless); each entry carries the token that stored it; the record's fields (its last
@@ -21,28 +23,56 @@ What each script guarantees:
   for the current token.
 * ``PUSH_SCRIPT``: an accepted push is recorded (to be delivered again after a move) only for
   the current token.
-* ``ENQUEUE_SCRIPT`` (a gateway's ``open`` or ``continue`` with an idempotency key): the key's
-  claim, the session record, its place in the index and its job are written together or not
-  at all, and only when the key is new; a key already claimed returns its claim (the session
-  it created) and writes nothing, so no retry of the request, on any gateway, runs it twice.
+* ``CLAIM_SCRIPT``, ``PENDING_SCRIPT``, ``APPENDED_SCRIPT``, ``UNCLAIM_SCRIPT`` (a gateway's
+  ``open`` or ``continue`` with an idempotency key; ``actors/cluster/fleet.py``): the key's
+  claim lives in the key's own hash slot, the session record in the session's, the jobs
+  stream and the index in theirs, so no one script can write them all on Redis Cluster.
+  Instead: (1) ``CLAIM_SCRIPT`` records the key (only when new; otherwise it returns the
+  earlier claim); (2) ``PENDING_SCRIPT`` writes the record together with the job it waits for
+  (``pending_job``), only when the session is as the request expects; (3) the gateway adds the
+  session to the index and appends the job; (4) ``APPENDED_SCRIPT`` clears ``pending_job``.
+  The recovery rule: a retry that finds the claim runs (2)-(4) again for the claimed session;
+  (2) writes nothing when the record is there already and returns its ``pending_job`` when
+  the job may not have been appended, which the retry appends. A job can so be appended
+  twice (a gateway dies between (3) and (4), or two retries race), never lost; the workers
+  run one of the copies: ``TAKE_SCRIPT`` refuses a job of an execution whose other job was
+  taken already, or of an execution the session is past.
 
-Each script but ``ENQUEUE_SCRIPT`` touches only keys tagged ``{sid}`` (one hash slot: they run
-on Redis Cluster too); ``ENQUEUE_SCRIPT`` also writes the index and the jobs stream, so it needs
-one Redis (on Redis Cluster those keys would have to share the key's slot).
 The worker registers them (``actors/cluster/worker.py``); their KEYS and ARGV are in each
 constant's docstring.
 """
 
 from __future__ import annotations
 
-__all__ = ["ENQUEUE_SCRIPT", "PUSH_SCRIPT", "RECORD_SCRIPT", "STORE_SCRIPT", "TAKE_SCRIPT"]
+__all__ = [
+    "APPENDED_SCRIPT",
+    "CLAIM_SCRIPT",
+    "PENDING_SCRIPT",
+    "PUSH_SCRIPT",
+    "RECORD_SCRIPT",
+    "STORE_SCRIPT",
+    "TAKE_SCRIPT",
+    "UNCLAIM_SCRIPT",
+]
 
 TAKE_SCRIPT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if #ARGV >= 2 then
+  local at = tonumber(redis.call('HGET', KEYS[1], 'executions') or '1')
+  if tonumber(ARGV[1]) < at then return -2 end
+  local started = redis.call('HGET', KEYS[1], 'job')
+  local mine = ARGV[1] .. ' ' .. ARGV[2]
+  if started and started ~= mine and string.match(started, '^(%d+) ') == ARGV[1] then
+    return -2
+  end
+  redis.call('HSET', KEYS[1], 'job', mine)
+end
 return redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 """
-"""KEYS: record. The new token (-1: no such session); the record names the new owner with
-the first write that token allows (``live``, or the move)."""
+"""KEYS: record; ARGV: the job's execution and entry id. The new token (-1: no such
+session; -2: a copy of a job another entry started, or of an execution the session is
+past); the record names the new owner with the first write that token allows (``live``, or
+the move)."""
 
 STORE_SCRIPT = """
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
@@ -77,24 +107,44 @@ return 1
 """
 """KEYS: record, pushes; ARGV: token, the accepted push."""
 
-ENQUEUE_SCRIPT = """
+CLAIM_SCRIPT = """
 local claim = redis.call('GET', KEYS[1])
 if claim then return {0, claim} end
-if ARGV[5] == '' then
-  if redis.call('EXISTS', KEYS[2]) == 1 then return {-1, ''} end
-elseif redis.call('HGET', KEYS[2], 'state') ~= 'ended'
-    or redis.call('HGET', KEYS[2], 'executions') ~= ARGV[5] then
-  return {-1, ''}
-end
-local n = tonumber(ARGV[6])
-redis.call('HSET', KEYS[2], unpack(ARGV, 7, 6 + 2 * n))
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-redis.call('XADD', KEYS[4], '*', unpack(ARGV, 7 + 2 * n))
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return {1, ARGV[1]}
 """
-"""KEYS: idempotency key, record, sessions index, jobs; ARGV: the claim to store, its time to
-live (ms), the index score, the session id, the executions the record must have ended
-(``''``: an open, the record must not exist), n, n x (record field, value), then the job's
-fields. Returns ``{1, claim}`` (written), ``{0, claim}`` (the key's earlier claim, nothing
-written) or ``{-1, ''}`` (the session changed meanwhile: nothing written)."""
+"""KEYS: idempotency key; ARGV: the claim, its time to live (ms). ``{1, claim}`` (the key
+was new: claimed now) or ``{0, the earlier claim}`` (nothing written)."""
+
+UNCLAIM_SCRIPT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+"""KEYS: idempotency key; ARGV: the claim. Forgets the claim if it is still this one (the
+request it was made for wrote nothing: the session had changed)."""
+
+PENDING_SCRIPT = """
+local pending = redis.call('HGET', KEYS[1], 'pending_job')
+if pending then return {2, pending} end
+if ARGV[1] == '' then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {0, ''} end
+elseif redis.call('HGET', KEYS[1], 'state') ~= 'ended'
+    or redis.call('HGET', KEYS[1], 'executions') ~= ARGV[1] then
+  return {0, ''}
+end
+local n = tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'pending_job', ARGV[2], unpack(ARGV, 4, 3 + 2 * n))
+return {1, ARGV[2]}
+"""
+"""KEYS: record; ARGV: the executions the record must have ended (``''``: an open, the
+record must not exist), the pending job (JSON), n, n x (record field, value). ``{1, job}``
+(written now), ``{2, the job}`` (written before, its job perhaps not appended: append it)
+or ``{0, ''}`` (the record is not as expected: nothing written)."""
+
+APPENDED_SCRIPT = """
+if redis.call('HGET', KEYS[1], 'pending_job') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'pending_job')
+end
+return 1
+"""
+"""KEYS: record; ARGV: the pending job that was appended."""

@@ -10,13 +10,13 @@ from functools import partial
 from typing import Any
 
 import attrs
-import coredis
 import trio
 
 from claude_trio import serve_gateway
 from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
 from claude_trio.actors.cluster.worker import Worker, WorkerConfig, serve_worker
 from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.redis_url import open_redis
 from claude_trio.testing import FakeCLI
 
 TOKEN = "cluster-test-token-0123456789"
@@ -35,7 +35,7 @@ async def open_worker(
 ) -> AsyncIterator[RunningWorker]:
     """One worker with its own Redis client and fleet; cancel ``.scope`` to kill it."""
     async with (
-        coredis.Redis.from_url(url, decode_responses=True) as redis,
+        open_redis(url) as redis,
         open_fleet(max_live=max_live, transport_factory=fake, **fleet) as fleet_,
         trio.open_nursery() as nursery,
     ):
@@ -68,7 +68,7 @@ async def open_gateway(
     if "tokens" not in options:
         options.setdefault("token", TOKEN)
     async with (
-        coredis.Redis.from_url(url, decode_responses=True) as redis,
+        open_redis(url) as redis,
         open_redis_fleet(redis, command_timeout=command_timeout, block=0.2) as fleet,
         trio.open_nursery() as nursery,
     ):

@@ -2,7 +2,8 @@
 processes (the real CLI against the built-in offline model) and two ``claude-trio serve
 --redis`` processes on 127.0.0.1, driven with the client.
 
-A batch of 30 sessions is spread over the workers; one worker is killed with SIGKILL while a
+It runs on one ``redis-server`` and on a three-master Redis Cluster. A batch of 30 sessions
+is spread over the workers; one worker is killed with SIGKILL while a
 session it runs is in a turn, right after a push to it was accepted: that session finishes on
 another worker, its stream read through the *other* gateway is exact apart from the declared
 move event, the push is delivered, every job is acknowledged exactly once, nothing hangs.
@@ -19,6 +20,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import coredis
@@ -34,7 +36,8 @@ from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import SessionRecord, decode_event, is_final
 from claude_trio.protocol.session.events import Event, Result
 from claude_trio.protocol.session.lifecycle import Accepted
-from claude_trio.testing import RedisServer
+from claude_trio.redis_url import open_redis
+from claude_trio.testing import RedisServer, open_redis_cluster, open_redis_server
 
 pytestmark = pytest.mark.e2e
 
@@ -89,7 +92,7 @@ async def node(tmp_path: Path, name: str, *argv: str, ready: bytes) -> AsyncIter
                 await process.wait()
 
 
-async def records(redis: coredis.Redis[str], ids: list[str]) -> dict[str, SessionRecord]:
+async def records(redis: Any, ids: list[str]) -> dict[str, SessionRecord]:
     out = {}
     for sid in ids:
         fields = await redis.hgetall(KEYS.session(sid))
@@ -103,10 +106,21 @@ async def drain(session: RemoteSession, into: list[Event]) -> None:
         into.append(event)
 
 
+@pytest.fixture(params=["redis-server", "redis-cluster"])
+async def redis_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """One ``redis-server``, or a three-master Redis Cluster (``redis+cluster://``)."""
+    if request.param == "redis-server":
+        async with open_redis_server(tmp_path / "redis") as server:
+            yield server.url
+    else:
+        async with open_redis_cluster(tmp_path / "redis-cluster") as cluster:
+            yield cluster.url
+
+
 async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, redis_url: str
 ) -> None:
-    url = redis_server.url
+    url = redis_url
     work = tmp_path / "work"
     work.mkdir()
     async with AsyncExitStack() as stack:
@@ -137,9 +151,7 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
             next(li for li in g.stdout.splitlines() if "listening on" in li).split("on ", 1)[1]
             for g in gateways
         ]
-        redis = await stack.enter_async_context(
-            coredis.Redis.from_url(url, decode_responses=True)
-        )
+        redis = await stack.enter_async_context(open_redis(url))
         one = await stack.enter_async_context(connect_gateway(urls[0], token=TOKEN, config=CLIENT))
         two = await stack.enter_async_context(connect_gateway(urls[1], token=TOKEN, config=CLIENT))
 
@@ -234,6 +246,8 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
     )
     # One end per execution, the killed worker's unfinished one excepted.
     assert ended_lines == 30
+    # The test's Redis keeps nothing on disk: every worker said so when it started.
+    assert all(log_events(w, "no_persistence") for w in workers)
 
 
 def log_events(node_: Node, event: str) -> list[dict[str, object]]:

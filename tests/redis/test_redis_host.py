@@ -24,9 +24,11 @@ from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.protocol.session.usage import ZERO_USAGE
+from claude_trio.redis_url import open_redis
 from claude_trio.testing import (
     FakeCLI,
     FakeTurn,
+    RedisClusterNodes,
     RedisServer,
     conformance_cli,
     run_host_conformance,
@@ -110,7 +112,7 @@ def _hosts(url: str, fake: FakeCLI) -> dict[str, HostMaker]:
     async def redis_fleet() -> AsyncIterator[SessionHost]:
         async with (
             open_worker(url, fake),
-            coredis.Redis.from_url(url, decode_responses=True) as redis,
+            open_redis(url) as redis,
             open_redis_fleet(redis, block=0.2) as fleet,
         ):
             yield fleet
@@ -138,7 +140,18 @@ async def test_usage_and_listing_figures_are_the_same_on_every_host(
     """One conversation (two executions; the second holds its turn until a push comes) run on
     a local fleet, a client of a gateway over one, a Redis fleet and a client of a cluster's
     gateway: the handle's usage and every figure of its listing are the same."""
-    url = redis_server.url
+    await _same_figures_on_every_host(redis_server.url)
+
+
+async def test_usage_and_listing_figures_are_the_same_on_a_redis_cluster(
+    redis_cluster: RedisClusterNodes,
+) -> None:
+    """As above, the cluster's Redis being a three-master Redis Cluster: the usage ``list``
+    shows is the sum of the events' usage, as on a local fleet."""
+    await _same_figures_on_every_host(redis_cluster.url)
+
+
+async def _same_figures_on_every_host(url: str) -> None:
 
     async def run(host: SessionHost) -> tuple[Any, dict[str, Any]]:
         handle = await host.open(ExecuteParams(prompt="say:one"), label="same")
