@@ -37,6 +37,7 @@ from typing import Any
 import attrs
 import trio
 from acp import schema
+from acp.helpers import SessionUpdate
 from pydantic import BaseModel
 
 from claude_trio.actors.fanout.hosts import SessionHandle, SessionHost
@@ -139,7 +140,7 @@ class _Agent:
         async with self._write_lock:
             await self._out.send_all(line)
 
-    async def _notify(self, session_id: str, update: schema.SessionUpdate) -> None:
+    async def _notify(self, session_id: str, update: SessionUpdate) -> None:
         note = schema.SessionNotification(session_id=session_id, update=update)
         await self._write(jsonrpc.encode_notification("session/update", note))
 
@@ -158,6 +159,7 @@ class _Agent:
     # -- input ---------------------------------------------------------------------------------
 
     async def dispatch(self, line: bytes) -> None:
+        await trio.lowlevel.checkpoint()
         try:
             message = jsonrpc.decode_line(line)
         except JsonRpcError as exc:
@@ -235,13 +237,14 @@ class _Agent:
         return session
 
     async def _set_mode(self, params: schema.SetSessionModeRequest) -> BaseModel:
+        await trio.lowlevel.checkpoint()
         session = self._session(params.session_id)
         if params.mode_id not in PERMISSION_MODES:
             raise JsonRpcError(
                 INVALID_PARAMS,
                 f"no mode {params.mode_id!r}; one of {', '.join(PERMISSION_MODES)}",
             )
-        mode: PermissionMode = params.mode_id  # type: ignore[assignment]
+        mode: PermissionMode = params.mode_id
         session.mode = mode
         controls = _live_controls(session.handle) if session.running else None
         if controls is not None:
@@ -351,6 +354,7 @@ class _Agent:
     ) -> None:
         """Show one event to the editor; a pending approval is asked (``asks`` is None for a
         replay of a finished session: nothing is pending there)."""
+        await trio.lowlevel.checkpoint()
         if session.last_seq is not None and event.seq <= session.last_seq:
             if not isinstance(event, UserInputRequest):
                 return  # a pending question shown again ahead of a replay
@@ -366,9 +370,9 @@ class _Agent:
             session.asking[event.request_id] = scope
             asks.start_soon(self._ask, session, handle, event, scope)
         elif isinstance(event, UserInputResolved):
-            scope = session.asking.pop(event.request_id, None)
-            if scope is not None:
-                scope.cancel()  # resolved elsewhere: the editor's answer is dropped
+            resolved = session.asking.pop(event.request_id, None)
+            if resolved is not None:
+                resolved.cancel()  # resolved elsewhere: the editor's answer is dropped
 
     async def _ask(
         self,
@@ -396,7 +400,7 @@ class _Agent:
                         answer = {"decision": "deny", "message": "The editor's answer was invalid."}
                     else:
                         answer = permission_answer(chosen)
-            session.asking.pop(request.request_id, None)
+            del session.asking[request.request_id]
             with trio.CancelScope(shield=True):
                 await handle.answer(request.request_id, answer)
 
@@ -422,22 +426,36 @@ def _new_id() -> str:
     return str(uuid.uuid4())
 
 
-async def _lines(stream: trio.abc.ReceiveStream) -> Any:
-    buffer = bytearray()
-    while True:
-        chunk = await stream.receive_some(65536)
-        if not chunk:
-            if buffer.strip():
-                yield bytes(buffer)
-            return
-        buffer += chunk
-        while (end := buffer.find(b"\n")) >= 0:
-            line = bytes(buffer[:end])
-            del buffer[: end + 1]
-            if line.strip():
-                yield line
-        if len(buffer) > MAX_LINE:
-            raise JsonRpcError(INVALID_REQUEST, f"a line longer than {MAX_LINE} bytes")
+class _LineReader:
+    """Lines of a byte stream, the newline dropped; blank lines skipped."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buffer = bytearray()
+        self._eof = False
+
+    async def next_line(self) -> bytes | None:
+        """The next line (None at the end of the stream)."""
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                if line.strip():
+                    await trio.lowlevel.checkpoint()
+                    return line
+                continue
+            if self._eof:
+                await trio.lowlevel.checkpoint()
+                line = bytes(self._buffer)
+                self._buffer.clear()
+                return line if line.strip() else None
+            if len(self._buffer) > MAX_LINE:
+                raise JsonRpcError(INVALID_REQUEST, f"a line longer than {MAX_LINE} bytes")
+            chunk = await self._stream.receive_some(65536)
+            if not chunk:
+                self._eof = True
+            self._buffer += chunk
 
 
 async def serve_editor(
@@ -463,6 +481,7 @@ async def serve_editor(
             permission_mode=permission_mode,
             version=version,
         )
-        async for line in _lines(stdin):
+        lines = _LineReader(stdin)
+        while (line := await lines.next_line()) is not None:
             await agent.dispatch(line)
         nursery.cancel_scope.cancel()

@@ -46,7 +46,8 @@ def prompt_parts(blocks: Sequence[Any]) -> tuple[str, tuple[ImageInput, ...]]:
                 texts.append(f"(see {uri})")
             case _:
                 raise InvalidParamsError(
-                    "prompt", getattr(block, "type", type(block).__name__),
+                    "prompt",
+                    getattr(block, "type", type(block).__name__),
                     "text, image, resource or resource_link blocks",
                 )
     return "\n\n".join(t for t in texts if t), tuple(images)

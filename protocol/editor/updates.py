@@ -31,6 +31,7 @@ from typing import Any, Literal
 import attrs
 from acp import schema
 from acp.helpers import (
+    SessionUpdate,
     plan_entry,
     start_tool_call,
     text_block,
@@ -64,12 +65,12 @@ from claude_trio.protocol.session.events import (
 )
 
 __all__ = [
+    "AGENT_NAME",
     "ALLOW_ALWAYS",
     "ALLOW_ONCE",
-    "AGENT_NAME",
     "MODE_DESCRIPTIONS",
-    "REJECT_ONCE",
     "REJECTED_MESSAGE",
+    "REJECT_ONCE",
     "TurnFailed",
     "UpdateMapper",
     "initialize_response",
@@ -109,7 +110,9 @@ def initialize_response(version: str | None = None) -> schema.InitializeResponse
             ),
             mcp_capabilities=schema.McpCapabilities(http=True, sse=True),
         ),
-        agent_info=schema.Implementation(name=AGENT_NAME, title="claude-trio", version=version or "0"),
+        agent_info=schema.Implementation(
+            name=AGENT_NAME, title="claude-trio", version=version or "0"
+        ),
     )
 
 
@@ -124,8 +127,9 @@ def session_modes(current: PermissionMode) -> schema.SessionModeState:
     return schema.SessionModeState(
         current_mode_id=current,
         available_modes=[
-            schema.SessionMode(id=mode, name=MODE_DESCRIPTIONS[mode][0],
-                               description=MODE_DESCRIPTIONS[mode][1])
+            schema.SessionMode(
+                id=mode, name=MODE_DESCRIPTIONS[mode][0], description=MODE_DESCRIPTIONS[mode][1]
+            )
             for mode in PERMISSION_MODES
         ],
     )
@@ -253,7 +257,7 @@ class UpdateMapper:
     #: Messages whose text or thinking already went out as deltas.
     _streamed: set[str] = attrs.field(factory=set)
 
-    def updates(self, event: Event) -> list[schema.SessionUpdate]:  # noqa: C901 - one table
+    def updates(self, event: Event) -> list[SessionUpdate]:
         if event.is_subagent:
             return []
         match event:
@@ -266,7 +270,7 @@ class UpdateMapper:
             case AssistantMessage(message=message):
                 if message.message_id is not None and message.message_id in self._streamed:
                     return []
-                out: list[schema.SessionUpdate] = []
+                out: list[SessionUpdate] = []
                 for block in message.content:
                     if isinstance(block, TextContent) and block.text:
                         out.append(update_agent_message_text(block.text))
@@ -333,7 +337,9 @@ def stop_reason(terminal: Event, *, cancelled: bool = False) -> schema.StopReaso
 # -- tool approvals -------------------------------------------------------------------------------
 
 
-def permission_request(session_id: str, request: UserInputRequest) -> schema.RequestPermissionRequest:
+def permission_request(
+    session_id: str, request: UserInputRequest
+) -> schema.RequestPermissionRequest:
     """A tool approval (``user_input_request`` of source ``tool_permission``) as
     ``session/request_permission``: allow once, allow always (for the session), reject."""
     name = request.tool_name or "tool"

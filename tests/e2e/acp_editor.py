@@ -78,9 +78,10 @@ async def open_agent(
     editor: Editor, *args: str, env: Mapping[str, str] | None = None
 ) -> AsyncIterator[tuple[Any, schema.InitializeResponse]]:
     """``claude-trio acp ARGS`` started and initialized; yields the connection and its answer."""
-    async with spawn_agent_process(
-        editor, *COMMAND, *args, env=dict(env or agent_env())
-    ) as (conn, process):
+    async with spawn_agent_process(editor, *COMMAND, *args, env=dict(env or agent_env())) as (
+        conn,
+        process,
+    ):
         try:
             init = await asyncio.wait_for(
                 conn.initialize(protocol_version=PROTOCOL_VERSION), timeout=60

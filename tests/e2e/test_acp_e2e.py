@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, schema, text_block
-
 from acp_editor import Editor, open_agent
 
 pytestmark = pytest.mark.e2e
@@ -77,11 +76,14 @@ def test_a_tool_approval_is_the_editors_choice_and_the_model_sees_it(
     (request,) = editor.permissions
     assert [o.kind for o in request.options] == ["allow_once", "allow_always", "reject_once"]
     call = request.tool_call
-    assert call.kind == "edit" and call.title == f"Write {target}"
+    assert call.kind == "edit"
+    assert call.title == f"Write {target}"
     (diff,) = call.content or []
     assert isinstance(diff, schema.FileEditToolCallContent)
     assert (diff.path, diff.old_text, diff.new_text) == (
-        str(target), None, "written by the offline model\n"
+        str(target),
+        None,
+        "written by the offline model\n",
     )
     assert target.exists() is written
     updates = [u for _s, u in editor.updates if isinstance(u, schema.ToolCallProgress)]
@@ -104,7 +106,7 @@ def test_cancel_mid_tool_answers_cancelled_and_nothing_runs_after(tmp_path: Path
             prompt = asyncio.create_task(
                 _prompt(conn, new.session_id, f"#bash touch {started}; sleep 3; touch {after}")
             )
-            while not started.exists():
+            while not started.exists():  # noqa: ASYNC110 (a file another process makes)
                 await asyncio.sleep(0.02)
             await conn.cancel(session_id=new.session_id)
             done = await prompt
