@@ -36,7 +36,7 @@ from claude_trio.cli.args import (
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import ClaudeTrioError
 
-__all__ = ["acp_command", "acp_usage_problem", "session_params"]
+__all__ = ["acp_command", "acp_usage_problem", "remote_session_params", "session_params"]
 
 TOKEN_ENV = "CLAUDE_TRIO_TOKEN"
 
@@ -59,11 +59,22 @@ def acp_usage_problem(args: argparse.Namespace, environ: Any = os.environ) -> st
 def session_params(**fields: Any) -> ExecuteParams:
     """A session's parameters from what the editor said (prompt, cwd, MCP servers, mode,
     images). An empty MCP list is left out, so a gateway's policy is not asked about it."""
+    return ExecuteParams(**_without_empty(fields))
+
+
+def remote_session_params(**fields: Any) -> ExecuteParams:
+    """With ``--remote``: the same without the editor's folder, which names a folder of the
+    editor's machine; the server runs the session in its own (``serve --cwd-root``)."""
+    fields.pop("cwd", None)
+    return ExecuteParams(**_without_empty(fields))
+
+
+def _without_empty(fields: dict[str, Any]) -> dict[str, Any]:
     if not fields.get("mcp_servers"):
         fields.pop("mcp_servers", None)
     if not fields.get("images"):
         fields.pop("images", None)
-    return ExecuteParams(**fields)
+    return fields
 
 
 @asynccontextmanager
@@ -96,7 +107,7 @@ async def _serve(args: argparse.Namespace, stdin_fd: int, stdout_fd: int) -> Non
             host,
             stdin,
             stdout,
-            make_params=session_params,
+            make_params=session_params if args.remote is None else remote_session_params,
             permission_mode=args.permission_mode,
             version=_version(),
         )

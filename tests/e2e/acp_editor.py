@@ -38,6 +38,7 @@ class Editor:
     permissions: list[schema.RequestPermissionRequest] = attrs.field(factory=list)
     asked: asyncio.Event = attrs.field(factory=asyncio.Event)
     tool_started: asyncio.Event = attrs.field(factory=asyncio.Event)
+    first_chunk: asyncio.Event = attrs.field(factory=asyncio.Event)
 
     async def request_permission(
         self, options: Any, session_id: str, tool_call: Any, **kwargs: Any
@@ -58,6 +59,8 @@ class Editor:
         self.updates.append((session_id, update))
         if isinstance(update, schema.ToolCallStart):
             self.tool_started.set()
+        if isinstance(update, schema.AgentMessageChunk | schema.AgentThoughtChunk):
+            self.first_chunk.set()
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -91,3 +94,38 @@ async def open_agent(
             if process.returncode is None:
                 process.terminate()
                 await process.wait()
+
+
+TOKEN = "a-token-chosen-on-purpose-0123456789"
+
+
+@asynccontextmanager
+async def open_server(*args: str) -> AsyncIterator[str]:
+    """A real ``claude-trio serve --offline --port 0 ARGS``; yields its URL."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "claude_trio.cli",
+        "serve",
+        "--offline",
+        "--port",
+        "0",
+        *args,
+        env=agent_env({"CLAUDE_TRIO_TOKEN": TOKEN}),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        while True:
+            line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+            assert line, "claude-trio serve ended before it listened"
+            if "listening on ws://" in line:
+                url = line.split("listening on ", 1)[1].strip()
+                break
+        yield url
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            await process.wait()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, schema, text_block
-from acp_editor import Editor, open_agent
+from acp_editor import TOKEN, Editor, agent_env, open_agent, open_server
 
 pytestmark = pytest.mark.e2e
 
@@ -160,3 +160,38 @@ def test_load_replays_a_finished_session(tmp_path: Path) -> None:
     run(scenario)
     assert first.text() == "Let me plan this first.You said: remember me"
     assert "plan" in first.kinds()
+
+
+def test_remote_sessions_outlive_the_editor_killed_mid_turn(tmp_path: Path) -> None:
+    first, second = Editor(), Editor()
+    env = agent_env({"CLAUDE_TRIO_TOKEN": TOKEN})
+
+    async def scenario() -> None:
+        async with open_server() as url:
+            async with open_agent(first, "--remote", url, env=env) as (conn, _init):
+                new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+                prompt = asyncio.create_task(
+                    conn.prompt(session_id=new.session_id, prompt=[text_block("survive me")])
+                )
+                await asyncio.wait_for(first.first_chunk.wait(), TURN)
+                # the editor (and its agent process) go away in the middle of the turn
+            prompt.cancel()
+            async with open_agent(second, "--remote", url, env=env) as (conn, _init):
+                await asyncio.wait_for(
+                    conn.load_session(cwd=str(tmp_path), session_id=new.session_id, mcp_servers=[]),
+                    TURN,
+                )
+                # the load shows the turn so far; a running turn goes on streaming: wait for
+                # its end, then the conversation continues in the same session
+                while "You said: survive me" not in second.text():  # noqa: ASYNC110
+                    await asyncio.sleep(0.05)
+                loaded = second.text()
+                again = await _prompt(conn, new.session_id, "and now?")
+                assert again.stop_reason == "end_turn"
+
+        assert loaded == "Let me plan this first.You said: survive me"
+        assert second.text() == loaded + (
+            "Let me plan this first.You said: and now? (earlier in this conversation: survive me)"
+        )
+
+    run(scenario)
