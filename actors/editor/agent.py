@@ -21,6 +21,9 @@ session id, which is how ``session/load`` finds it again, on a gateway after the
 restarted too), and each later prompt continues its conversation (``host.continue_``). A prompt
 follows the session's events from the last one it showed, maps each to ``session/update``
 notifications and answers with the stop reason of the execution's final event.
+The model is a session config option of category ``model`` (``session/set_config_option``),
+as the permission mode is the session's mode: each applies to the session's first prompt, and
+to a running turn where the host has live controls (a local fleet).
 ``session/cancel`` aborts the execution (the stop kills the tools the CLI started, so nothing
 runs after it) and the prompt answers ``cancelled``. A tool approval becomes
 ``session/request_permission``; the editor's choice is the approval's answer. When the approval
@@ -56,9 +59,12 @@ from claude_trio.protocol.editor.jsonrpc import (
 )
 from claude_trio.protocol.editor.prompts import mcp_servers, prompt_parts
 from claude_trio.protocol.editor.updates import (
+    MODEL_CHOICES,
+    MODEL_OPTION,
     TurnFailed,
     UpdateMapper,
     initialize_response,
+    model_option,
     permission_answer,
     permission_request,
     session_modes,
@@ -80,7 +86,7 @@ MAX_LINE = 50 * 1024 * 1024
 
 ParamsFactory = Callable[..., ExecuteParams]
 """Builds a session's parameters: ``factory(prompt=..., cwd=..., mcp_servers=...,
-permission_mode=..., images=...)``."""
+permission_mode=..., model=..., images=...)``."""
 
 _LABEL_PREFIX = "acp:"
 
@@ -93,6 +99,7 @@ class _Session:
     cwd: str
     mcp: dict[str, dict[str, Any]]
     mode: PermissionMode
+    model: str | None = None
     host_id: str | None = None
     last_seq: int | None = None
     mapper: UpdateMapper = attrs.field(factory=UpdateMapper)
@@ -190,6 +197,7 @@ class _Agent:
             "session/load": self._load,
             "session/prompt": self._prompt,
             "session/set_mode": self._set_mode,
+            "session/set_config_option": self._set_config_option,
         }
         handler = handlers.get(request.method)
         try:
@@ -226,7 +234,11 @@ class _Agent:
             mode=self._mode,
         )
         self._sessions[session.id] = session
-        return schema.NewSessionResponse(session_id=session.id, modes=session_modes(session.mode))
+        return schema.NewSessionResponse(
+            session_id=session.id,
+            modes=session_modes(session.mode),
+            config_options=[model_option(session.model)],
+        )
 
     def _session(self, session_id: str) -> _Session:
         session = self._sessions.get(session_id)
@@ -250,6 +262,23 @@ class _Agent:
         if controls is not None:
             await controls.set_permission_mode(mode)
         return schema.SetSessionModeResponse()
+
+    async def _set_config_option(
+        self, params: schema.SetSessionConfigOptionSelectRequest
+    ) -> BaseModel:
+        await trio.lowlevel.checkpoint()
+        session = self._session(params.session_id)
+        if params.config_id != MODEL_OPTION:
+            raise JsonRpcError(INVALID_PARAMS, f"no config option {params.config_id!r}; 'model'")
+        if params.value not in MODEL_CHOICES:
+            raise JsonRpcError(
+                INVALID_PARAMS, f"no model {params.value!r}; one of {', '.join(MODEL_CHOICES)}"
+            )
+        session.model = None if params.value == "default" else params.value
+        controls = _live_controls(session.handle) if session.running else None
+        if controls is not None:
+            await controls.set_model(session.model)
+        return schema.SetSessionConfigOptionResponse(config_options=[model_option(session.model)])
 
     async def _load(self, params: schema.LoadSessionRequest) -> BaseModel:
         info = await self._find(params.session_id)
@@ -279,7 +308,9 @@ class _Agent:
             ready = trio.Event()
             self._nursery.start_soon(self._follow_running, session, handle, info.last_seq, ready)
             await ready.wait()
-        return schema.LoadSessionResponse(modes=session_modes(session.mode))
+        return schema.LoadSessionResponse(
+            modes=session_modes(session.mode), config_options=[model_option(session.model)]
+        )
 
     async def _follow_running(
         self, session: _Session, handle: SessionHandle, upto: int, ready: trio.Event
@@ -316,6 +347,7 @@ class _Agent:
                         cwd=session.cwd,
                         mcp_servers=session.mcp,
                         permission_mode=session.mode,
+                        model=session.model,
                         images=images,
                     ),
                     label=_LABEL_PREFIX + session.id,

@@ -72,8 +72,9 @@ def remote_session_params(**fields: Any) -> ExecuteParams:
 def _without_empty(fields: dict[str, Any]) -> dict[str, Any]:
     if not fields.get("mcp_servers"):
         fields.pop("mcp_servers", None)
-    if not fields.get("images"):
-        fields.pop("images", None)
+    for optional in ("images", "model"):
+        if not fields.get(optional):
+            fields.pop(optional, None)
     return fields
 
 

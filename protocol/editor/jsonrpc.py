@@ -52,6 +52,7 @@ AGENT_REQUESTS: Mapping[str, type[BaseModel]] = {
     "session/load": schema.LoadSessionRequest,
     "session/prompt": schema.PromptRequest,
     "session/set_mode": schema.SetSessionModeRequest,
+    "session/set_config_option": schema.SetSessionConfigOptionSelectRequest,
 }
 
 #: The notifications the agent reads, with the schema type of their params.

@@ -45,6 +45,7 @@ from acp.helpers import (
     update_user_message_text,
 )
 
+from claude_trio.protocol.config.models import CLI_FAMILY_ALIASES
 from claude_trio.protocol.config.permissions import PERMISSION_MODES, PermissionMode
 from claude_trio.protocol.session.events import (
     Aborted,
@@ -68,12 +69,15 @@ __all__ = [
     "AGENT_NAME",
     "ALLOW_ALWAYS",
     "ALLOW_ONCE",
+    "MODEL_CHOICES",
+    "MODEL_OPTION",
     "MODE_DESCRIPTIONS",
     "REJECTED_MESSAGE",
     "REJECT_ONCE",
     "TurnFailed",
     "UpdateMapper",
     "initialize_response",
+    "model_option",
     "permission_answer",
     "permission_request",
     "session_modes",
@@ -131,6 +135,32 @@ def session_modes(current: PermissionMode) -> schema.SessionModeState:
                 id=mode, name=MODE_DESCRIPTIONS[mode][0], description=MODE_DESCRIPTIONS[mode][1]
             )
             for mode in PERMISSION_MODES
+        ],
+    )
+
+
+MODEL_OPTION = "model"
+"""The id of the session's model, a config option (the protocol's model selection)."""
+
+MODEL_CHOICES: tuple[str, ...] = ("default", *sorted(CLI_FAMILY_ALIASES))
+"""The models offered: the CLI's default, and its families (the newest model of each)."""
+
+
+def model_option(model: str | None) -> schema.SessionConfigOptionSelect:
+    """The model as a select config option of category ``model`` (``None``: the default)."""
+    return schema.SessionConfigOptionSelect(
+        id=MODEL_OPTION,
+        name="Model",
+        category="model",
+        type="select",
+        current_value=model or "default",
+        options=[
+            schema.SessionConfigSelectOption(
+                value=choice,
+                name="Default" if choice == "default" else choice.capitalize(),
+                description="The CLI's default model" if choice == "default" else None,
+            )
+            for choice in MODEL_CHOICES
         ],
     )
 

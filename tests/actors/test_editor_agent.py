@@ -257,7 +257,7 @@ async def test_mistakes_get_json_rpc_errors() -> None:
         assert "no session 'x' on this host" in (await wire.receive())["error"]["message"]
 
 
-async def test_a_mode_chosen_before_the_first_prompt_is_the_sessions() -> None:
+async def test_a_mode_and_model_chosen_before_the_first_prompt_are_the_sessions() -> None:
     host = ScriptedHost()
     async with open_wire(host, mode="acceptEdits") as wire:
         await wire.send(
@@ -281,6 +281,13 @@ async def test_a_mode_chosen_before_the_first_prompt_is_the_sessions() -> None:
             }
         )
         assert "no mode 'yolo'" in (await wire.receive())["error"]["message"]
+        assert new["configOptions"][0]["currentValue"] == "default"
+        choose = {"sessionId": new["sessionId"], "configId": "model", "value": "haiku"}
+        await wire.send({"id": 5, "method": "session/set_config_option", "params": choose})
+        assert (await wire.receive())["result"]["configOptions"][0]["currentValue"] == "haiku"
+        wrong = {**choose, "value": "gpt"}
+        await wire.send({"id": 6, "method": "session/set_config_option", "params": wrong})
+        assert "no model 'gpt'" in (await wire.receive())["error"]["message"]
         await wire.send(
             {
                 "id": 4,
@@ -294,3 +301,4 @@ async def test_a_mode_chosen_before_the_first_prompt_is_the_sessions() -> None:
         host.handle.add(result(1))
         assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
     assert host.opened[0][0].permission_mode == "plan"
+    assert host.opened[0][0].model == "haiku"

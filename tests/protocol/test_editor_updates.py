@@ -17,6 +17,7 @@ from claude_trio.protocol.editor.updates import (
     TurnFailed,
     UpdateMapper,
     initialize_response,
+    model_option,
     permission_answer,
     permission_request,
     session_modes,
@@ -338,3 +339,11 @@ def test_jsonrpc_lines() -> None:
         "id": 4,
         "error": {"code": -32602, "message": "bad"},
     }
+
+
+def test_the_model_is_a_select_config_option_of_category_model() -> None:
+    option = jsonrpc.dump(model_option(None))
+    assert (option["id"], option["category"], option["type"]) == ("model", "model", "select")
+    assert option["currentValue"] == "default"
+    assert [o["value"] for o in option["options"]] == ["default", "haiku", "opus", "sonnet"]
+    assert jsonrpc.dump(model_option("opus"))["currentValue"] == "opus"
