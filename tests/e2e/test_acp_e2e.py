@@ -42,6 +42,12 @@ def test_a_prompt_streams_thinking_text_and_the_plan_and_ends_the_turn(tmp_path:
             new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             assert new.modes.current_mode_id == "default"
             assert "bypassPermissions" in {mode.id for mode in new.modes.available_modes}
+            (model,) = new.config_options or []
+            assert (model.category, model.current_value) == ("model", "default")
+            chosen = await conn.set_config_option(
+                config_id="model", session_id=new.session_id, value="haiku"
+            )
+            assert chosen.config_options[0].current_value == "haiku"
             done = await _prompt(conn, new.session_id, "what is trio?")
             assert done.stop_reason == "end_turn"
 
