@@ -52,7 +52,6 @@ from claude_trio.protocol.editor.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
-    JsonRpcError,
     Notification,
     Request,
     Response,
@@ -61,7 +60,6 @@ from claude_trio.protocol.editor.prompts import mcp_servers, prompt_parts
 from claude_trio.protocol.editor.updates import (
     MODEL_CHOICES,
     MODEL_OPTION,
-    TurnFailed,
     UpdateMapper,
     initialize_response,
     model_option,
@@ -69,8 +67,9 @@ from claude_trio.protocol.editor.updates import (
     permission_request,
     session_modes,
     stop_reason,
+    turn_failed,
 )
-from claude_trio.protocol.errors import ClaudeTrioError
+from claude_trio.protocol.errors import ClaudeTrioError, EditorRequestError
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.events import (
     Event,
@@ -169,7 +168,7 @@ class _Agent:
         await trio.lowlevel.checkpoint()
         try:
             message = jsonrpc.decode_line(line)
-        except JsonRpcError as exc:
+        except EditorRequestError as exc:
             await self._write(jsonrpc.encode_error(exc.id, exc.code, exc.message))
             return
         match message:
@@ -178,7 +177,7 @@ class _Agent:
             case Notification(method="session/cancel"):
                 try:
                     cancel = jsonrpc.parse_params(schema.CancelNotification, message.params)
-                except JsonRpcError:
+                except EditorRequestError:
                     return  # a notification gets no answer, even an error
                 self._cancel(cancel.session_id)
             case Notification():
@@ -202,14 +201,14 @@ class _Agent:
         handler = handlers.get(request.method)
         try:
             if handler is None:
-                raise JsonRpcError(METHOD_NOT_FOUND, f"no method {request.method!r}")
+                raise EditorRequestError(METHOD_NOT_FOUND, f"no method {request.method!r}")
             params = jsonrpc.parse_params(
                 jsonrpc.AGENT_REQUESTS[request.method], request.params, id=request.id
             )
             result = await handler(params)
-        except JsonRpcError as exc:
+        except EditorRequestError as exc:
             await self._write(jsonrpc.encode_error(request.id, exc.code, exc.message))
-        except (ClaudeTrioError, TurnFailed) as exc:
+        except ClaudeTrioError as exc:
             code = INVALID_PARAMS if isinstance(exc, ValueError) else INTERNAL_ERROR
             await self._write(jsonrpc.encode_error(request.id, code, str(exc)))
         else:
@@ -243,7 +242,7 @@ class _Agent:
     def _session(self, session_id: str) -> _Session:
         session = self._sessions.get(session_id)
         if session is None:
-            raise JsonRpcError(
+            raise EditorRequestError(
                 INVALID_PARAMS, f"no session {session_id!r} (session/new or session/load it first)"
             )
         return session
@@ -252,7 +251,7 @@ class _Agent:
         await trio.lowlevel.checkpoint()
         session = self._session(params.session_id)
         if params.mode_id not in PERMISSION_MODES:
-            raise JsonRpcError(
+            raise EditorRequestError(
                 INVALID_PARAMS,
                 f"no mode {params.mode_id!r}; one of {', '.join(PERMISSION_MODES)}",
             )
@@ -269,9 +268,11 @@ class _Agent:
         await trio.lowlevel.checkpoint()
         session = self._session(params.session_id)
         if params.config_id != MODEL_OPTION:
-            raise JsonRpcError(INVALID_PARAMS, f"no config option {params.config_id!r}; 'model'")
+            raise EditorRequestError(
+                INVALID_PARAMS, f"no config option {params.config_id!r}; 'model'"
+            )
         if params.value not in MODEL_CHOICES:
-            raise JsonRpcError(
+            raise EditorRequestError(
                 INVALID_PARAMS, f"no model {params.value!r}; one of {', '.join(MODEL_CHOICES)}"
             )
         session.model = None if params.value == "default" else params.value
@@ -283,7 +284,7 @@ class _Agent:
     async def _load(self, params: schema.LoadSessionRequest) -> BaseModel:
         info = await self._find(params.session_id)
         if info is None:
-            raise JsonRpcError(
+            raise EditorRequestError(
                 INVALID_PARAMS,
                 f"no session {params.session_id!r} on this host (it ran elsewhere, or the host "
                 "forgot it)",
@@ -335,7 +336,7 @@ class _Agent:
     async def _prompt(self, params: schema.PromptRequest) -> BaseModel:
         session = self._session(params.session_id)
         if session.running:
-            raise JsonRpcError(INVALID_REQUEST, "a prompt is already running in this session")
+            raise EditorRequestError(INVALID_REQUEST, "a prompt is already running in this session")
         text, images = prompt_parts(params.prompt)
         session.running = True
         session.cancelled = False
@@ -355,7 +356,7 @@ class _Agent:
                 session.host_id = handle.id
             else:
                 if images:
-                    raise JsonRpcError(
+                    raise EditorRequestError(
                         INVALID_PARAMS,
                         "images go with a session's first prompt only (start a new session)",
                     )
@@ -370,7 +371,7 @@ class _Agent:
                             terminal = event
                 asks.cancel_scope.cancel()
             if terminal is None:
-                raise TurnFailed("the session's events ended without a final event")
+                raise turn_failed("the session's events ended without a final event")
             return schema.PromptResponse(
                 stop_reason=stop_reason(terminal, cancelled=session.cancelled)
             )
@@ -428,7 +429,7 @@ class _Agent:
                         chosen = jsonrpc.parse_params(
                             schema.RequestPermissionResponse, response.result
                         )
-                    except JsonRpcError:
+                    except EditorRequestError:
                         answer = {"decision": "deny", "message": "The editor's answer was invalid."}
                     else:
                         answer = permission_answer(chosen)
@@ -483,7 +484,7 @@ class _LineReader:
                 self._buffer.clear()
                 return line if line.strip() else None
             if len(self._buffer) > MAX_LINE:
-                raise JsonRpcError(INVALID_REQUEST, f"a line longer than {MAX_LINE} bytes")
+                raise EditorRequestError(INVALID_REQUEST, f"a line longer than {MAX_LINE} bytes")
             chunk = await self._stream.receive_some(65536)
             if not chunk:
                 self._eof = True

@@ -1,7 +1,7 @@
 """JSON-RPC 2.0 as the Agent Client Protocol frames it: one JSON object per line on stdio.
 
 :func:`decode_line` turns a line into a :class:`Request`, :class:`Notification` or
-:class:`Response` (or raises :class:`JsonRpcError` with the code to answer); the ``encode_*``
+:class:`Response` (or raises :class:`EditorRequestError` with the code to answer); the ``encode_*``
 functions make the lines this side writes. The params of a request are validated against the
 package's schema type of the method in :data:`AGENT_REQUESTS` by the caller
 (:func:`parse_params`), so a malformed message gets ``-32602 Invalid params`` naming the field.
@@ -17,6 +17,8 @@ import attrs
 from acp import schema
 from pydantic import BaseModel, ValidationError
 
+from claude_trio.protocol.errors import EditorRequestError
+
 __all__ = [
     "AGENT_NOTIFICATIONS",
     "AGENT_REQUESTS",
@@ -25,7 +27,6 @@ __all__ = [
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
-    "JsonRpcError",
     "Notification",
     "Request",
     "Response",
@@ -63,17 +64,6 @@ AGENT_NOTIFICATIONS: Mapping[str, type[BaseModel]] = {
 Id = int | str
 
 
-class JsonRpcError(Exception):
-    """A message this side answers with a JSON-RPC error (``code``, ``message``); ``id`` is the
-    request's when it could be read."""
-
-    def __init__(self, code: int, message: str, *, id: Id | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.id = id
-
-
 @attrs.frozen(kw_only=True)
 class Request:
     id: Id
@@ -95,26 +85,29 @@ class Response:
 
 
 def decode_line(line: bytes | str) -> Request | Notification | Response:
-    """One line of the peer's output, decoded (``JsonRpcError`` when it is not JSON-RPC 2.0)."""
+    """One line of the peer's output, decoded (``EditorRequestError`` when it is not
+    JSON-RPC 2.0)."""
     try:
         message = json.loads(line)
     except ValueError as exc:
-        raise JsonRpcError(PARSE_ERROR, f"not JSON: {exc}") from None
+        raise EditorRequestError(PARSE_ERROR, f"not JSON: {exc}") from None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        raise JsonRpcError(INVALID_REQUEST, 'not a JSON-RPC 2.0 object ("jsonrpc": "2.0")')
+        raise EditorRequestError(INVALID_REQUEST, 'not a JSON-RPC 2.0 object ("jsonrpc": "2.0")')
     id_ = message.get("id")
     if id_ is not None and (isinstance(id_, bool) or not isinstance(id_, int | str)):
-        raise JsonRpcError(INVALID_REQUEST, "an id must be a number or a string")
+        raise EditorRequestError(INVALID_REQUEST, "an id must be a number or a string")
     method = message.get("method")
     if method is None:
         if id_ is None or ("result" in message) == ("error" in message):
-            raise JsonRpcError(INVALID_REQUEST, "a response needs an id and a result or an error")
+            raise EditorRequestError(
+                INVALID_REQUEST, "a response needs an id and a result or an error"
+            )
         error = message.get("error")
         if error is not None and not isinstance(error, dict):
-            raise JsonRpcError(INVALID_REQUEST, "a response's error must be an object")
+            raise EditorRequestError(INVALID_REQUEST, "a response's error must be an object")
         return Response(id=id_, result=message.get("result"), error=error)
     if not isinstance(method, str):
-        raise JsonRpcError(INVALID_REQUEST, "a method must be a string", id=id_)
+        raise EditorRequestError(INVALID_REQUEST, "a method must be a string", id=id_)
     params = message.get("params")
     if id_ is None:
         return Notification(method=method, params=params)
@@ -125,7 +118,8 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def parse_params(model: type[M], params: Any, *, id: Id | None = None) -> M:
-    """``params`` validated as ``model`` (``JsonRpcError(INVALID_PARAMS)`` naming the fields)."""
+    """``params`` validated as ``model`` (``EditorRequestError(INVALID_PARAMS)`` naming the
+    fields)."""
     try:
         return model.model_validate(params if params is not None else {})
     except ValidationError as exc:
@@ -133,7 +127,7 @@ def parse_params(model: type[M], params: Any, *, id: Id | None = None) -> M:
             f"{'.'.join(str(p) for p in error['loc']) or 'params'}: {error['msg']}"
             for error in exc.errors()
         )
-        raise JsonRpcError(INVALID_PARAMS, f"invalid params: {problems}", id=id) from None
+        raise EditorRequestError(INVALID_PARAMS, f"invalid params: {problems}", id=id) from None
 
 
 def dump(value: BaseModel | None) -> Any:

@@ -47,6 +47,8 @@ from acp.helpers import (
 
 from claude_trio.protocol.config.models import CLI_FAMILY_ALIASES
 from claude_trio.protocol.config.permissions import PERMISSION_MODES, PermissionMode
+from claude_trio.protocol.editor.jsonrpc import INTERNAL_ERROR
+from claude_trio.protocol.errors import EditorRequestError
 from claude_trio.protocol.session.events import (
     Aborted,
     AssistantMessage,
@@ -74,7 +76,6 @@ __all__ = [
     "MODE_DESCRIPTIONS",
     "REJECTED_MESSAGE",
     "REJECT_ONCE",
-    "TurnFailed",
     "UpdateMapper",
     "initialize_response",
     "model_option",
@@ -83,6 +84,7 @@ __all__ = [
     "session_modes",
     "stop_reason",
     "tool_kind",
+    "turn_failed",
 ]
 
 AGENT_NAME = "claude-trio"
@@ -336,8 +338,9 @@ class UpdateMapper:
 # -- the end of a prompt --------------------------------------------------------------------------
 
 
-class TurnFailed(Exception):
+def turn_failed(message: str) -> EditorRequestError:
     """The prompt's execution ended in an error: the editor gets it as the request's error."""
+    return EditorRequestError(INTERNAL_ERROR, message)
 
 
 def stop_reason(terminal: Event, *, cancelled: bool = False) -> schema.StopReason:
@@ -345,7 +348,8 @@ def stop_reason(terminal: Event, *, cancelled: bool = False) -> schema.StopReaso
 
     ``cancelled`` after ``session/cancel`` (or an ``aborted``); ``max_turn_requests`` when the
     turn limit ended it; the model's own ``max_tokens`` and ``refusal``; ``end_turn`` for any
-    other success. An error result or a fatal error raises :class:`TurnFailed` with its text.
+    other success. An error result or a fatal error raises
+    :class:`~claude_trio.protocol.errors.EditorRequestError` with its text.
     """
     if cancelled or isinstance(terminal, Aborted):
         return "cancelled"
@@ -358,10 +362,10 @@ def stop_reason(terminal: Event, *, cancelled: bool = False) -> schema.StopReaso
             return "refusal"
         if not terminal.is_error:
             return "end_turn"
-        raise TurnFailed("; ".join(terminal.errors) or terminal.text or terminal.subtype)
+        raise turn_failed("; ".join(terminal.errors) or terminal.text or terminal.subtype)
     if isinstance(terminal, Error):
-        raise TurnFailed(terminal.message)
-    raise TurnFailed(f"the execution ended with {terminal.kind}")
+        raise turn_failed(terminal.message)
+    raise turn_failed(f"the execution ended with {terminal.kind}")
 
 
 # -- tool approvals -------------------------------------------------------------------------------

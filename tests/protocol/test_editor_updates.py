@@ -14,7 +14,6 @@ from claude_trio.protocol.editor import jsonrpc
 from claude_trio.protocol.editor.prompts import mcp_servers, prompt_parts
 from claude_trio.protocol.editor.updates import (
     REJECTED_MESSAGE,
-    TurnFailed,
     UpdateMapper,
     initialize_response,
     model_option,
@@ -24,7 +23,7 @@ from claude_trio.protocol.editor.updates import (
     stop_reason,
     tool_kind,
 )
-from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.errors import EditorRequestError, InvalidParamsError
 from claude_trio.protocol.session.events import (
     Aborted,
     AssistantMessage,
@@ -217,9 +216,9 @@ def test_stop_reasons(terminal: Any, cancelled: bool, reason: str) -> None:
 
 
 def test_an_error_end_is_the_prompts_error() -> None:
-    with pytest.raises(TurnFailed, match="boom"):
+    with pytest.raises(EditorRequestError, match="boom"):
         stop_reason(result(subtype="error_during_execution", is_error=True, errors=("boom",)))
-    with pytest.raises(TurnFailed, match="the CLI died"):
+    with pytest.raises(EditorRequestError, match="the CLI died"):
         stop_reason(Error(message="the CLI died", code="cli_exited"))
 
 
@@ -326,10 +325,10 @@ def test_jsonrpc_lines() -> None:
         (b'{"jsonrpc":"2.0","id":true,"method":"x"}', jsonrpc.INVALID_REQUEST),
         (b'{"jsonrpc":"2.0","id":1}', jsonrpc.INVALID_REQUEST),
     ]:
-        with pytest.raises(jsonrpc.JsonRpcError) as caught:
+        with pytest.raises(EditorRequestError) as caught:
             jsonrpc.decode_line(bad)
         assert caught.value.code == code
-    with pytest.raises(jsonrpc.JsonRpcError, match="cwd") as caught:
+    with pytest.raises(EditorRequestError, match="cwd") as caught:
         jsonrpc.parse_params(schema.NewSessionRequest, {"mcpServers": []}, id=4)
     assert (caught.value.code, caught.value.id) == (jsonrpc.INVALID_PARAMS, 4)
     line = jsonrpc.encode_error(4, jsonrpc.INVALID_PARAMS, "bad")
