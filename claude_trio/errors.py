@@ -15,6 +15,7 @@ built-in base, kept for callers that catch those)::
     │   └── HookDecisionError (ValueError) ── a hook returned what its event cannot take
     ├── RemoteProtocolError ── the peer sent something we cannot understand
     │   └── WireError ── a websocket client's op the gateway refuses
+    ├── EditorRequestError ── `claude-trio acp` answers an editor's request with an error
     ├── CLIError ── the CLI could not start, died, or did not answer in time
     │   └── ControlFailedError ── the CLI refused a live control, or did not answer it
     ├── ClusterUnavailableError ── the cluster (Redis) does not answer: try again later

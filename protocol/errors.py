@@ -23,6 +23,7 @@ __all__ = [
     "ConnectionLostError",
     "ControlFailedError",
     "ControlRefusedError",
+    "EditorRequestError",
     "GatewayError",
     "GatewayRefusedError",
     "GatewayUnavailableError",
@@ -146,6 +147,18 @@ class WireError(RemoteProtocolError):
         self.message = message if len(message) <= 1000 else message[:999] + "\u2026"
         self.id = id
         super().__init__(f"{code}: {message}")
+
+
+class EditorRequestError(ClaudeTrioError):
+    """``claude-trio acp`` answers an editor's request with a JSON-RPC error: a message it
+    cannot read or refuses, or a prompt whose turn failed. ``code`` is the JSON-RPC error code,
+    ``id`` the request's (None when it could not be read)."""
+
+    def __init__(self, code: int, message: str, *, id: int | str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.id = id
 
 
 class CLIError(ClaudeTrioError):

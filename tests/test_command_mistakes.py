@@ -179,8 +179,31 @@ async def test_a_worker_whose_redis_cannot_be_reached_says_so_in_one_line() -> N
     assert "cannot use Redis at redis://127.0.0.1:1/0" in line
 
 
+async def test_acp_remote_mistakes_are_one_line_each() -> None:
+    both = await claude_trio("acp", "--remote", "ws://127.0.0.1:1/", "--offline")
+    assert both.returncode == 2
+    assert "--offline is for sessions run here" in one_error_line(both)
+    tokenless = await claude_trio("acp", "--remote", "ws://127.0.0.1:1/")
+    assert tokenless.returncode == 2
+    assert "CLAUDE_TRIO_TOKEN" in one_error_line(tokenless)
+    unreachable = await claude_trio(
+        "acp", "--remote", "ws://127.0.0.1:1/", env=command_env({"CLAUDE_TRIO_TOKEN": TOKEN})
+    )
+    assert unreachable.returncode == 1
+    assert "could not connect to the gateway at ws://127.0.0.1:1/" in one_error_line(unreachable)
+
+
+async def test_acp_without_credentials_says_how_to_get_them() -> None:
+    done = await claude_trio("acp")
+    assert done.returncode == 2
+    err = done.stderr.decode()
+    assert "Traceback" not in err
+    assert err.startswith("claude-trio: no credentials for the Anthropic API.")
+    assert done.stdout == b""
+
+
 def test_the_commands_under_audit_are_every_command() -> None:
     from claude_trio.cli import COMMANDS
 
     # A new command joins the audit above (an operator mistake of it gets a test here).
-    assert set(COMMANDS) == {"run", "demo", "record", "serve", "batch", "worker"}
+    assert set(COMMANDS) == {"run", "demo", "record", "serve", "batch", "worker", "acp"}

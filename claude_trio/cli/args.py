@@ -151,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_record_option(demo)
     add_offline_option(demo, "(always so for the demo)")
     add_fanout_commands(commands)
+    add_acp_command(commands)
     return parser
 
 
@@ -263,6 +264,34 @@ def _add_prompt_options(run: argparse.ArgumentParser) -> None:
         help="an Anthropic-compatible endpoint (becomes ANTHROPIC_BASE_URL for the CLI)",
     )
     _session_surface_arguments(run)
+
+
+def add_acp_command(commands: Any) -> None:
+    """``acp``: an Agent Client Protocol agent on stdio, for editors (``claude_trio.cli.acp``)."""
+    acp = commands.add_parser(
+        "acp",
+        help="be an Agent Client Protocol agent on stdio (for editors: Zed, JetBrains, ...)",
+        description="Speak the Agent Client Protocol on stdin/stdout, so an editor can run "
+        "Claude Code sessions: in a local fleet, or with --remote on a claude-trio server, "
+        "where they outlive the editor. Register it as an agent server in the editor.",
+    )
+    acp.add_argument(
+        "--remote",
+        type=_ws_url,
+        metavar="URL",
+        help="the sessions live on a claude-trio server (ws://host:port/; token in "
+        "CLAUDE_TRIO_TOKEN)",
+    )
+    acp.add_argument(
+        "--max-live", type=_positive_int, default=4, metavar="N", help="CLIs running at once"
+    )
+    acp.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        default="default",
+        help="the sessions' permission mode to start with (default: ask the editor)",
+    )
+    add_offline_option(acp, "every session talks to the built-in scripted model")
 
 
 def add_fanout_commands(commands: Any) -> None:

@@ -8,6 +8,11 @@ gateway's default read-only policy too, and touches nothing), then answers with 
 echoes the prompt - and, in a continued conversation, the prompts before it, which shows the
 model saw the earlier turns. It never asks a question, so unattended runs finish.
 
+To try tool approvals offline: a prompt with ``#write PATH`` makes the model write a short
+file at ``PATH`` with the ``Write`` tool instead of its todo list, and ``#bash COMMAND`` run
+``COMMAND`` (the rest of the line) with ``Bash``; its answer then quotes the start of the tool's
+result, so whoever drives it sees what the model saw (the file written, a denial, an error).
+
 To try retries offline: a prompt that contains ``#overloaded`` is answered ``529
 overloaded_error`` (with ``retry-after: 1``) the first time the model sees it, and normally
 after that; ``#rate-limited`` does the same with ``429 rate_limit_error``.
@@ -55,6 +60,10 @@ __all__ = [
 ]
 
 OVERLOADED_MARK = "#overloaded"
+WRITE_MARK = "#write "
+BASH_MARK = "#bash "
+#: What ``#write PATH`` writes.
+WRITTEN_TEXT = "written by the offline model\n"
 RATE_LIMITED_MARK = "#rate-limited"
 
 #: What every reply costs, in the double's usage (the CLI prices it as it would the model's).
@@ -117,6 +126,35 @@ def _prompts_and_tool_done(request: ModelRequest) -> tuple[list[str], bool]:
     return prompts, tool_after_last_prompt
 
 
+def _tool_request(prompt: str) -> tuple[str, dict[str, Any]] | None:
+    """The tool a ``#write`` / ``#bash`` prompt asks for (name, input), or None."""
+    for mark, name in ((WRITE_MARK, "Write"), (BASH_MARK, "Bash")):
+        if mark in prompt:
+            rest = prompt.split(mark, 1)[1].splitlines()[0].strip()
+            if name == "Write":
+                return name, {"file_path": rest, "content": WRITTEN_TEXT}
+            return name, {"command": rest, "description": "Run the command asked for"}
+    return None
+
+
+def _last_tool_result(request: ModelRequest) -> str | None:
+    """The text of the last tool result the model was sent (None: there is none)."""
+    for message in reversed(request.messages):
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            continue
+        for block in content:
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                inner = block.get("content")
+                if isinstance(inner, list):
+                    inner = " ".join(
+                        str(b.get("text", "")) for b in inner if isinstance(b, Mapping)
+                    )
+                error = "error: " if block.get("is_error") else ""
+                return error + str(inner)
+    return None
+
+
 def _shorten(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
@@ -139,6 +177,21 @@ class OfflineModel:
         failure = self._failure(prompt)
         if failure is not None:
             return failure
+        asked = _tool_request(prompt)
+        if not tool_done and asked is not None:
+            name, tool_input = asked
+            return Reply(
+                blocks=(
+                    ReplyText(text=f"Running {name} as asked."),
+                    ReplyToolUse(
+                        id=f"toolu_offline_{len(request.tool_uses) + 1:04d}",
+                        name=name,
+                        input=tool_input,
+                    ),
+                ),
+                usage=TOOL_USAGE,
+                chunk_size=12,
+            )
         if not tool_done:
             tool_id = f"toolu_offline_{len(request.tool_uses) + 1:04d}"
             todo = {
@@ -158,6 +211,8 @@ class OfflineModel:
                 chunk_size=12,
             )
         answer = f"You said: {_shorten(prompt)}"
+        if asked is not None:
+            answer += f" (the tool said: {_shorten(_last_tool_result(request) or '', 120)})"
         if len(prompts) > 1:
             earlier = "; ".join(_shorten(p, 80) for p in prompts[:-1])
             answer += f" (earlier in this conversation: {earlier})"

@@ -1,0 +1,520 @@
+"""``claude-trio acp``: an Agent Client Protocol agent on stdio, its sessions on a session host.
+
+Editors (Zed, JetBrains IDEs, Neovim plugins, ...) start an ACP agent as a child process and
+speak JSON-RPC to it, one JSON object per line on its stdin and stdout. :func:`serve_editor`
+is that agent, over any :class:`~claude_trio.actors.fanout.hosts.SessionHost`: a local fleet
+(the sessions live in this process) or a gateway client (``--remote``: they live on a
+``claude-trio serve``, and outlive the editor).
+
+**Why trio streams and not the package's connection classes.** The ``agent-client-protocol``
+package's ``AgentSideConnection`` runs on asyncio; under trio it would need a bridge
+(trio-asyncio), a second event loop for one newline-delimited JSON stream. The framing is a few
+lines (``protocol/editor/jsonrpc.py``), so the agent keeps it on trio's own streams and uses the
+package for what matters: every message read is validated with the package's pydantic schema
+types (a malformed one is answered ``-32602`` naming the field), and every message written is
+built from them (``protocol/editor/updates.py``). The tests drive this agent with the
+package's own asyncio ``ClientSideConnection``, as an editor would.
+
+One ACP session is one host session: ``session/new`` only records the working directory, MCP
+servers and mode; the first ``session/prompt`` opens the host session (labelled with the ACP
+session id, which is how ``session/load`` finds it again, on a gateway after the editor
+restarted too), and each later prompt continues its conversation (``host.continue_``). A prompt
+follows the session's events from the last one it showed, maps each to ``session/update``
+notifications and answers with the stop reason of the execution's final event.
+The model is a session config option of category ``model`` (``session/set_config_option``),
+as the permission mode is the session's mode: each applies to the session's first prompt, and
+to a running turn where the host has live controls (a local fleet).
+``session/cancel`` aborts the execution (the stop kills the tools the CLI started, so nothing
+runs after it) and the prompt answers ``cancelled``. A tool approval becomes
+``session/request_permission``; the editor's choice is the approval's answer. When the approval
+is resolved first by someone else (another client of the gateway, an expiry), the editor's
+request is dropped: its answer, when it comes, is ignored.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+import trio
+from acp import schema
+from acp.helpers import SessionUpdate
+from pydantic import BaseModel
+
+from claude_trio.actors.fanout.hosts import SessionHandle, SessionHost
+from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.permissions import PERMISSION_MODES, PermissionMode
+from claude_trio.protocol.editor import jsonrpc
+from claude_trio.protocol.editor.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Notification,
+    Request,
+    Response,
+)
+from claude_trio.protocol.editor.prompts import mcp_servers, prompt_parts
+from claude_trio.protocol.editor.updates import (
+    MODEL_CHOICES,
+    MODEL_OPTION,
+    UpdateMapper,
+    initialize_response,
+    model_option,
+    permission_answer,
+    permission_request,
+    session_modes,
+    stop_reason,
+    turn_failed,
+)
+from claude_trio.protocol.errors import ClaudeTrioError, EditorRequestError
+from claude_trio.protocol.fanout.wire import SessionInfo
+from claude_trio.protocol.session.events import (
+    Event,
+    UserInputRequest,
+    UserInputResolved,
+    is_terminal,
+)
+
+__all__ = ["MAX_LINE", "ParamsFactory", "serve_editor"]
+
+MAX_LINE = 50 * 1024 * 1024
+"""The longest line read from the editor (images travel inline, base64)."""
+
+ParamsFactory = Callable[..., ExecuteParams]
+"""Builds a session's parameters: ``factory(prompt=..., cwd=..., mcp_servers=...,
+permission_mode=..., model=..., images=...)``."""
+
+_LABEL_PREFIX = "acp:"
+
+
+@attrs.define(eq=False, kw_only=True)
+class _Session:
+    """One ACP session, as this agent knows it."""
+
+    id: str
+    cwd: str
+    mcp: dict[str, dict[str, Any]]
+    mode: PermissionMode
+    model: str | None = None
+    host_id: str | None = None
+    last_seq: int | None = None
+    mapper: UpdateMapper = attrs.field(factory=UpdateMapper)
+    handle: SessionHandle | None = None
+    running: bool = False
+    cancelled: bool = False
+    #: approval request id -> the scope of the task asking the editor
+    asking: dict[str, trio.CancelScope] = attrs.field(factory=dict)
+    seen_requests: set[str] = attrs.field(factory=set)
+
+
+@attrs.define(eq=False)
+class _Pending:
+    """A request this agent sent the editor, waiting for its response."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    response: Response | None = None
+
+
+class _Agent:
+    def __init__(
+        self,
+        host: SessionHost,
+        out: trio.abc.SendStream,
+        nursery: trio.Nursery,
+        *,
+        make_params: ParamsFactory,
+        permission_mode: PermissionMode,
+        version: str | None,
+    ) -> None:
+        self._host = host
+        self._out = out
+        self._write_lock = trio.Lock()
+        self._nursery = nursery
+        self._make_params = make_params
+        self._mode = permission_mode
+        self._version = version
+        self._sessions: dict[str, _Session] = {}
+        self._pending: dict[int, _Pending] = {}
+        self._ids = itertools.count(1)
+
+    # -- output --------------------------------------------------------------------------------
+
+    async def _write(self, line: bytes) -> None:
+        async with self._write_lock:
+            await self._out.send_all(line)
+
+    async def _notify(self, session_id: str, update: SessionUpdate) -> None:
+        note = schema.SessionNotification(session_id=session_id, update=update)
+        await self._write(jsonrpc.encode_notification("session/update", note))
+
+    async def _call(self, method: str, params: BaseModel) -> Response:
+        """Send the editor a request and wait for its response (cancel the wait to drop it)."""
+        id_ = next(self._ids)
+        pending = self._pending[id_] = _Pending()
+        try:
+            await self._write(jsonrpc.encode_request(id_, method, params))
+            await pending.done.wait()
+        finally:
+            del self._pending[id_]
+        assert pending.response is not None
+        return pending.response
+
+    # -- input ---------------------------------------------------------------------------------
+
+    async def dispatch(self, line: bytes) -> None:
+        await trio.lowlevel.checkpoint()
+        try:
+            message = jsonrpc.decode_line(line)
+        except EditorRequestError as exc:
+            await self._write(jsonrpc.encode_error(exc.id, exc.code, exc.message))
+            return
+        match message:
+            case Request():
+                self._nursery.start_soon(self._answer, message)
+            case Notification(method="session/cancel"):
+                try:
+                    cancel = jsonrpc.parse_params(schema.CancelNotification, message.params)
+                except EditorRequestError:
+                    return  # a notification gets no answer, even an error
+                self._cancel(cancel.session_id)
+            case Notification():
+                pass  # unknown notifications are ignored, as JSON-RPC asks
+            case Response():
+                pending = self._pending.get(message.id) if isinstance(message.id, int) else None
+                if pending is not None:  # else: a request we dropped, answered late
+                    pending.response = message
+                    pending.done.set()
+
+    async def _answer(self, request: Request) -> None:
+        handlers: Mapping[str, Callable[[Any], Any]] = {
+            "initialize": self._initialize,
+            "authenticate": self._authenticate,
+            "session/new": self._new,
+            "session/load": self._load,
+            "session/prompt": self._prompt,
+            "session/set_mode": self._set_mode,
+            "session/set_config_option": self._set_config_option,
+        }
+        handler = handlers.get(request.method)
+        try:
+            if handler is None:
+                raise EditorRequestError(METHOD_NOT_FOUND, f"no method {request.method!r}")
+            params = jsonrpc.parse_params(
+                jsonrpc.AGENT_REQUESTS[request.method], request.params, id=request.id
+            )
+            result = await handler(params)
+        except EditorRequestError as exc:
+            await self._write(jsonrpc.encode_error(request.id, exc.code, exc.message))
+        except ClaudeTrioError as exc:
+            code = INVALID_PARAMS if isinstance(exc, ValueError) else INTERNAL_ERROR
+            await self._write(jsonrpc.encode_error(request.id, code, str(exc)))
+        else:
+            await self._write(jsonrpc.encode_result(request.id, result))
+
+    # -- methods -------------------------------------------------------------------------------
+
+    async def _initialize(self, _params: schema.InitializeRequest) -> BaseModel:
+        await trio.lowlevel.checkpoint()
+        return initialize_response(self._version)
+
+    async def _authenticate(self, _params: schema.AuthenticateRequest) -> BaseModel:
+        await trio.lowlevel.checkpoint()
+        return schema.AuthenticateResponse()
+
+    async def _new(self, params: schema.NewSessionRequest) -> BaseModel:
+        await trio.lowlevel.checkpoint()
+        session = _Session(
+            id=_new_id(),
+            cwd=params.cwd,
+            mcp=mcp_servers(params.mcp_servers),
+            mode=self._mode,
+        )
+        self._sessions[session.id] = session
+        return schema.NewSessionResponse(
+            session_id=session.id,
+            modes=session_modes(session.mode),
+            config_options=[model_option(session.model)],
+        )
+
+    def _session(self, session_id: str) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise EditorRequestError(
+                INVALID_PARAMS, f"no session {session_id!r} (session/new or session/load it first)"
+            )
+        return session
+
+    async def _set_mode(self, params: schema.SetSessionModeRequest) -> BaseModel:
+        await trio.lowlevel.checkpoint()
+        session = self._session(params.session_id)
+        if params.mode_id not in PERMISSION_MODES:
+            raise EditorRequestError(
+                INVALID_PARAMS,
+                f"no mode {params.mode_id!r}; one of {', '.join(PERMISSION_MODES)}",
+            )
+        mode: PermissionMode = params.mode_id
+        session.mode = mode
+        controls = _live_controls(session.handle) if session.running else None
+        if controls is not None:
+            await controls.set_permission_mode(mode)
+        return schema.SetSessionModeResponse()
+
+    async def _set_config_option(
+        self, params: schema.SetSessionConfigOptionSelectRequest
+    ) -> BaseModel:
+        await trio.lowlevel.checkpoint()
+        session = self._session(params.session_id)
+        if params.config_id != MODEL_OPTION:
+            raise EditorRequestError(
+                INVALID_PARAMS, f"no config option {params.config_id!r}; 'model'"
+            )
+        if params.value not in MODEL_CHOICES:
+            raise EditorRequestError(
+                INVALID_PARAMS, f"no model {params.value!r}; one of {', '.join(MODEL_CHOICES)}"
+            )
+        session.model = None if params.value == "default" else params.value
+        controls = _live_controls(session.handle) if session.running else None
+        if controls is not None:
+            await controls.set_model(session.model)
+        return schema.SetSessionConfigOptionResponse(config_options=[model_option(session.model)])
+
+    async def _load(self, params: schema.LoadSessionRequest) -> BaseModel:
+        info = await self._find(params.session_id)
+        if info is None:
+            raise EditorRequestError(
+                INVALID_PARAMS,
+                f"no session {params.session_id!r} on this host (it ran elsewhere, or the host "
+                "forgot it)",
+            )
+        session = _Session(
+            id=params.session_id,
+            cwd=params.cwd,
+            mcp=mcp_servers(params.mcp_servers),
+            mode=self._mode,
+            host_id=info.session,
+        )
+        self._sessions[session.id] = session
+        handle = await self._host.get(info.session)
+        session.handle = handle
+        if info.state == "ended":
+            async with handle.subscribe(None) as events:
+                async for event in events:
+                    await self._show(session, handle, event, None)
+        else:
+            # A turn is running (the editor restarted mid-turn): what happened so far is the
+            # load; the rest follows as the turn goes on.
+            ready = trio.Event()
+            self._nursery.start_soon(self._follow_running, session, handle, info.last_seq, ready)
+            await ready.wait()
+        return schema.LoadSessionResponse(
+            modes=session_modes(session.mode), config_options=[model_option(session.model)]
+        )
+
+    async def _follow_running(
+        self, session: _Session, handle: SessionHandle, upto: int, ready: trio.Event
+    ) -> None:
+        session.running = True
+        try:
+            async with trio.open_nursery() as asks, handle.subscribe(None) as events:
+                async for event in events:
+                    await self._show(session, handle, event, asks)
+                    if event.seq >= upto:
+                        ready.set()
+        finally:
+            ready.set()
+            session.running = False
+
+    async def _find(self, session_id: str) -> SessionInfo | None:
+        for info in await self._host.list():
+            if info.label == _LABEL_PREFIX + session_id:
+                return info
+        return None
+
+    async def _prompt(self, params: schema.PromptRequest) -> BaseModel:
+        session = self._session(params.session_id)
+        if session.running:
+            raise EditorRequestError(INVALID_REQUEST, "a prompt is already running in this session")
+        text, images = prompt_parts(params.prompt)
+        session.running = True
+        session.cancelled = False
+        try:
+            if session.host_id is None:
+                handle = await self._host.open(
+                    self._make_params(
+                        prompt=text,
+                        cwd=session.cwd,
+                        mcp_servers=session.mcp,
+                        permission_mode=session.mode,
+                        model=session.model,
+                        images=images,
+                    ),
+                    label=_LABEL_PREFIX + session.id,
+                )
+                session.host_id = handle.id
+            else:
+                if images:
+                    raise EditorRequestError(
+                        INVALID_PARAMS,
+                        "images go with a session's first prompt only (start a new session)",
+                    )
+                handle = await self._host.continue_(session.host_id, text)
+            session.handle = handle
+            terminal: Event | None = None
+            async with trio.open_nursery() as asks:
+                async with handle.subscribe(session.last_seq) as events:
+                    async for event in events:
+                        await self._show(session, handle, event, asks)
+                        if is_terminal(event):
+                            terminal = event
+                asks.cancel_scope.cancel()
+            if terminal is None:
+                raise turn_failed("the session's events ended without a final event")
+            return schema.PromptResponse(
+                stop_reason=stop_reason(terminal, cancelled=session.cancelled)
+            )
+        finally:
+            session.running = False
+
+    async def _show(
+        self,
+        session: _Session,
+        handle: SessionHandle,
+        event: Event,
+        asks: trio.Nursery | None,
+    ) -> None:
+        """Show one event to the editor; a pending approval is asked (``asks`` is None for a
+        replay of a finished session: nothing is pending there)."""
+        await trio.lowlevel.checkpoint()
+        if session.last_seq is not None and event.seq <= session.last_seq:
+            if not isinstance(event, UserInputRequest):
+                return  # a pending question shown again ahead of a replay
+        else:
+            session.last_seq = event.seq
+        for update in session.mapper.updates(event):
+            await self._notify(session.id, update)
+        if isinstance(event, UserInputRequest) and asks is not None:
+            if event.request_id in session.seen_requests:
+                return
+            session.seen_requests.add(event.request_id)
+            scope = trio.CancelScope()
+            session.asking[event.request_id] = scope
+            asks.start_soon(self._ask, session, handle, event, scope)
+        elif isinstance(event, UserInputResolved):
+            resolved = session.asking.pop(event.request_id, None)
+            if resolved is not None:
+                resolved.cancel()  # resolved elsewhere: the editor's answer is dropped
+
+    async def _ask(
+        self,
+        session: _Session,
+        handle: SessionHandle,
+        request: UserInputRequest,
+        scope: trio.CancelScope,
+    ) -> None:
+        with scope:
+            if request.source != "tool_permission":
+                # The protocol has no questions nor forms for an agent to ask: no answer.
+                answer: Any = {} if request.source == "model-tool" else {"action": "decline"}
+            else:
+                response = await self._call(
+                    "session/request_permission", permission_request(session.id, request)
+                )
+                if response.error is not None:
+                    answer = {"decision": "deny", "message": "The editor could not answer."}
+                else:
+                    try:
+                        chosen = jsonrpc.parse_params(
+                            schema.RequestPermissionResponse, response.result
+                        )
+                    except EditorRequestError:
+                        answer = {"decision": "deny", "message": "The editor's answer was invalid."}
+                    else:
+                        answer = permission_answer(chosen)
+            del session.asking[request.request_id]
+            with trio.CancelScope(shield=True):
+                await handle.answer(request.request_id, answer)
+
+    def _cancel(self, session_id: str) -> None:
+        session = self._sessions.get(session_id)
+        if session is None or not session.running or session.handle is None:
+            return
+        session.cancelled = True
+        for scope in session.asking.values():
+            scope.cancel()
+        session.asking.clear()
+        self._nursery.start_soon(session.handle.abort)
+
+
+def _live_controls(handle: SessionHandle | None) -> Any:
+    controls = getattr(handle, "live_controls", None)
+    return controls() if callable(controls) else None
+
+
+def _new_id() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+class _LineReader:
+    """Lines of a byte stream, the newline dropped; blank lines skipped."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        self._buffer = bytearray()
+        self._eof = False
+
+    async def next_line(self) -> bytes | None:
+        """The next line (None at the end of the stream)."""
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                if line.strip():
+                    await trio.lowlevel.checkpoint()
+                    return line
+                continue
+            if self._eof:
+                await trio.lowlevel.checkpoint()
+                line = bytes(self._buffer)
+                self._buffer.clear()
+                return line if line.strip() else None
+            if len(self._buffer) > MAX_LINE:
+                raise EditorRequestError(INVALID_REQUEST, f"a line longer than {MAX_LINE} bytes")
+            chunk = await self._stream.receive_some(65536)
+            if not chunk:
+                self._eof = True
+            self._buffer += chunk
+
+
+async def serve_editor(
+    host: SessionHost,
+    stdin: trio.abc.ReceiveStream,
+    stdout: trio.abc.SendStream,
+    *,
+    make_params: ParamsFactory,
+    permission_mode: PermissionMode = "default",
+    version: str | None = None,
+) -> None:
+    """Be an ACP agent on ``stdin`` / ``stdout`` until the editor closes ``stdin``.
+
+    Sessions run on ``host``; ``make_params`` builds each one's parameters, sessions start in
+    ``permission_mode``. Returning cancels what is still running here: prompts in flight are
+    left to the host (a gateway's sessions go on; a local fleet's end with it)."""
+    async with trio.open_nursery() as nursery:
+        agent = _Agent(
+            host,
+            stdout,
+            nursery,
+            make_params=make_params,
+            permission_mode=permission_mode,
+            version=version,
+        )
+        lines = _LineReader(stdin)
+        while (line := await lines.next_line()) is not None:
+            await agent.dispatch(line)
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,304 @@
+"""The editor face's agent (``actors/editor/agent.py``) over a scripted host, in memory: what
+the editor is sent for each event and each request, under trio's virtual clock."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+
+from claude_trio.actors.editor.agent import serve_editor
+from claude_trio.actors.extensions.broker import AnswerAccepted
+from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.fanout.wire import SessionInfo
+from claude_trio.protocol.session.events import (
+    Aborted,
+    Event,
+    Result,
+    TextDelta,
+    UserInputRequest,
+    UserInputResolved,
+)
+from claude_trio.protocol.session.usage import Usage
+
+
+def result(seq: int) -> Result:
+    return Result(
+        seq=seq,
+        subtype="success",
+        is_error=False,
+        session_id="s",
+        usage=Usage(),
+        execution_usage=Usage(),
+        session_usage=Usage(),
+        final=True,
+    )
+
+
+@attrs.define(eq=False)
+class ScriptedHandle:
+    """One session whose events the test sends; answers and aborts recorded."""
+
+    id: str = "h1"
+    events: list[Event] = attrs.field(factory=list)
+    added: trio.Event = attrs.field(factory=trio.Event)
+    answers: list[tuple[str, Any]] = attrs.field(factory=list)
+    aborts: int = 0
+
+    def add(self, event: Event) -> None:
+        self.events.append(event)
+        self.added.set()
+        self.added = trio.Event()
+
+    @property
+    def usage(self) -> Usage:
+        return Usage()
+
+    async def push(self, text: str, *, images: Sequence[Any] = ()) -> Any:
+        raise NotImplementedError
+
+    async def answer(self, request_id: str, answer: Any) -> AnswerAccepted:
+        await trio.lowlevel.checkpoint()
+        self.answers.append((request_id, answer))
+        return AnswerAccepted(request_id=request_id)
+
+    async def abort(self) -> None:
+        await trio.sleep(0.03)  # the stop takes tens of milliseconds
+        self.aborts += 1
+        self.add(Aborted(seq=len(self.events) + 1))
+
+    @asynccontextmanager
+    async def subscribe(self, last_seq: int | None = None) -> AsyncIterator[Any]:
+        send, receive = trio.open_memory_channel[Event](100)
+
+        async def feed() -> None:
+            index = 0
+            while True:
+                while index < len(self.events):
+                    event = self.events[index]
+                    index += 1
+                    if last_seq is None or event.seq > last_seq:
+                        await send.send(event)
+                    if isinstance(event, Result | Aborted):
+                        await send.aclose()
+                        return
+                await self.added.wait()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(feed)
+            yield receive
+            nursery.cancel_scope.cancel()
+
+    async def result(self) -> Any:
+        raise NotImplementedError
+
+
+@attrs.define(eq=False)
+class ScriptedHost:
+    handle: ScriptedHandle = attrs.field(factory=ScriptedHandle)
+    opened: list[tuple[ExecuteParams, str | None]] = attrs.field(factory=list)
+
+    async def open(self, params: ExecuteParams, *, label: str | None = None, **_: Any) -> Any:
+        await trio.lowlevel.checkpoint()
+        self.opened.append((params, label))
+        return self.handle
+
+    async def continue_(self, session_id: str, prompt: str, **_: Any) -> Any:
+        raise NotImplementedError
+
+    async def get(self, session_id: str) -> Any:
+        await trio.lowlevel.checkpoint()
+        return self.handle
+
+    async def list(self) -> Sequence[SessionInfo]:
+        await trio.lowlevel.checkpoint()
+        return []
+
+
+@attrs.define(eq=False)
+class Wire:
+    """The editor's end: JSON lines out, JSON lines in."""
+
+    to_agent: trio.abc.SendStream
+    from_agent: trio.abc.ReceiveStream
+    buffer: bytearray = attrs.field(factory=bytearray)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.to_agent.send_all((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+
+    async def receive(self) -> dict[str, Any]:
+        while b"\n" not in self.buffer:
+            self.buffer += await self.from_agent.receive_some(65536)
+        line, _, rest = bytes(self.buffer).partition(b"\n")
+        self.buffer[:] = rest
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+
+@asynccontextmanager
+async def open_wire(host: ScriptedHost, mode: str = "default") -> AsyncIterator[Wire]:
+    to_agent, agent_in = trio.testing.memory_stream_one_way_pair()
+    agent_out, from_agent = trio.testing.memory_stream_one_way_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            lambda: serve_editor(
+                host,
+                agent_in,
+                agent_out,
+                make_params=ExecuteParams,
+                permission_mode=mode,  # type: ignore[arg-type]
+            )
+        )
+        yield Wire(to_agent=to_agent, from_agent=from_agent)
+        await to_agent.aclose()
+
+
+async def start_prompt(wire: Wire) -> str:
+    await wire.send({"id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}})
+    session_id: str = (await wire.receive())["result"]["sessionId"]
+    await wire.send(
+        {
+            "id": 2,
+            "method": "session/prompt",
+            "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]},
+        }
+    )
+    return session_id
+
+
+async def test_an_approval_answered_elsewhere_drops_the_editors_request() -> None:
+    host = ScriptedHost()
+    async with open_wire(host) as wire:
+        await start_prompt(wire)
+        ask = UserInputRequest(
+            seq=1,
+            request_id="r1",
+            source="tool_permission",
+            tool_name="Bash",
+            tool_input={"command": "make"},
+            tool_use_id="t1",
+        )
+        host.handle.add(ask)
+        asked = await wire.receive()
+        assert asked["method"] == "session/request_permission"
+        assert asked["params"]["toolCall"]["title"] == "`make`"
+        # another client answers first: the editor's request is dropped
+        host.handle.add(UserInputResolved(seq=2, request_id="r1", outcome="answered"))
+        host.handle.add(TextDelta(seq=3, text="done"))
+        host.handle.add(result(4))
+        chunk = await wire.receive()
+        assert chunk["params"]["update"]["content"]["text"] == "done"
+        assert await wire.receive() == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "result": {"stopReason": "end_turn"},
+        }
+        # the editor's late answer is ignored: nothing is answered twice
+        await wire.send(
+            {"id": asked["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}
+        )
+        await trio.testing.wait_all_tasks_blocked()
+    assert host.handle.answers == []
+    ((params, label),) = host.opened
+    assert (params.prompt, params.cwd, params.permission_mode) == ("go", "/w", "default")
+    assert label is not None
+    assert label.startswith("acp:")
+
+
+async def test_cancel_aborts_and_the_prompt_answers_cancelled_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    host = ScriptedHost()
+    async with open_wire(host) as wire:
+        session_id = await start_prompt(wire)
+        host.handle.add(TextDelta(seq=1, text="working"))
+        await wire.receive()
+        began = trio.current_time()
+        await wire.send({"method": "session/cancel", "params": {"sessionId": session_id}})
+        assert await wire.receive() == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "result": {"stopReason": "cancelled"},
+        }
+        assert trio.current_time() - began == 0.03  # the abort's own time, nothing more
+    assert host.handle.aborts == 1
+
+
+async def test_mistakes_get_json_rpc_errors() -> None:
+    host = ScriptedHost()
+    async with open_wire(host) as wire:
+        await wire.to_agent.send_all(b"not json\n")
+        assert (await wire.receive())["error"]["code"] == -32700
+        await wire.send({"id": 1, "method": "session/fly", "params": {}})
+        assert (await wire.receive())["error"] == {
+            "code": -32601,
+            "message": "no method 'session/fly'",
+        }
+        await wire.send({"id": 2, "method": "session/new", "params": {"mcpServers": []}})
+        error = (await wire.receive())["error"]
+        assert error["code"] == -32602
+        assert "cwd" in error["message"]
+        await wire.send(
+            {"id": 3, "method": "session/prompt", "params": {"sessionId": "x", "prompt": []}}
+        )
+        assert "no session 'x'" in (await wire.receive())["error"]["message"]
+        await wire.send(
+            {
+                "id": 4,
+                "method": "session/load",
+                "params": {"sessionId": "x", "cwd": "/", "mcpServers": []},
+            }
+        )
+        assert "no session 'x' on this host" in (await wire.receive())["error"]["message"]
+
+
+async def test_a_mode_and_model_chosen_before_the_first_prompt_are_the_sessions() -> None:
+    host = ScriptedHost()
+    async with open_wire(host, mode="acceptEdits") as wire:
+        await wire.send(
+            {"id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}}
+        )
+        new = (await wire.receive())["result"]
+        assert new["modes"]["currentModeId"] == "acceptEdits"
+        await wire.send(
+            {
+                "id": 2,
+                "method": "session/set_mode",
+                "params": {"sessionId": new["sessionId"], "modeId": "plan"},
+            }
+        )
+        assert (await wire.receive())["result"] == {}
+        await wire.send(
+            {
+                "id": 3,
+                "method": "session/set_mode",
+                "params": {"sessionId": new["sessionId"], "modeId": "yolo"},
+            }
+        )
+        assert "no mode 'yolo'" in (await wire.receive())["error"]["message"]
+        assert new["configOptions"][0]["currentValue"] == "default"
+        choose = {"sessionId": new["sessionId"], "configId": "model", "value": "haiku"}
+        await wire.send({"id": 5, "method": "session/set_config_option", "params": choose})
+        assert (await wire.receive())["result"]["configOptions"][0]["currentValue"] == "haiku"
+        wrong = {**choose, "value": "gpt"}
+        await wire.send({"id": 6, "method": "session/set_config_option", "params": wrong})
+        assert "no model 'gpt'" in (await wire.receive())["error"]["message"]
+        await wire.send(
+            {
+                "id": 4,
+                "method": "session/prompt",
+                "params": {
+                    "sessionId": new["sessionId"],
+                    "prompt": [{"type": "text", "text": "p"}],
+                },
+            }
+        )
+        host.handle.add(result(1))
+        assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
+    assert host.opened[0][0].permission_mode == "plan"
+    assert host.opened[0][0].model == "haiku"
