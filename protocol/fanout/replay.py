@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 import attrs
@@ -78,7 +79,32 @@ def slim(event: Event) -> Event:
     """``event`` without ``raw`` (rule 1); the same object when it has none."""
     if event.raw is None:
         return event
-    return attrs.evolve(event, raw=None)
+    cls = type(event)
+    copier = _SLIMMERS.get(cls)
+    if copier is None:
+        copier = _slimmer(cls)
+    return copier(event)
+
+
+_SLIMMERS: dict[type, Callable[[Event], Event]] = {}
+
+
+def _slimmer(cls: type[Event]) -> Callable[[Event], Event]:
+    """What ``attrs.evolve(event, raw=None)`` does for one class, its fields read in one call."""
+    kept = [f for f in attrs.fields(cls) if f.init and f.name != "raw"]
+    aliases = tuple(f.alias for f in kept)
+    getter = attrgetter(*(f.name for f in kept)) if len(kept) > 1 else None
+
+    def copy(event: Event) -> Event:
+        if getter is None:
+            values: tuple[Any, ...] = tuple(getattr(event, f.name) for f in kept)
+        else:
+            values = getter(event)
+        return cls(**dict(zip(aliases, values, strict=True)), raw=None)
+
+    if len(_SLIMMERS) < 4096:
+        _SLIMMERS[cls] = copy
+    return copy
 
 
 # How each class of value is counted, decided once per class (the walk below then looks the
@@ -86,35 +112,47 @@ def slim(event: Event) -> Event:
 # walked by field (attrs: all fields but ``raw``; dataclasses: all), mappings, sequences, and
 # anything else (counted by its repr).
 _STR, _SCALAR, _OBJECT, _MAPPING, _SEQUENCE, _OTHER = range(6)
-_KINDS: dict[type, tuple[int, tuple[str, ...]]] = {}
+# A class's kind and, for objects, one call that reads the fields walked (as a tuple).
+_Kind = tuple[int, Callable[[Any], tuple[Any, ...]] | None]
+_KINDS: dict[type, _Kind] = {}
 
 
-def _kind_of(cls: type) -> tuple[int, tuple[str, ...]]:
+def _fields_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])
+        return lambda value: (one(value),)
+    return lambda value: ()
+
+
+def _kind_of(cls: type) -> _Kind:
     known = _KINDS.get(cls)
     if known is not None:
         return known
-    kind: tuple[int, tuple[str, ...]]
+    kind: _Kind
     if issubclass(cls, str):
-        kind = (_STR, ())
+        kind = (_STR, None)
     elif cls is type(None) or issubclass(cls, (bool, int, float)):
-        kind = (_SCALAR, ())
+        kind = (_SCALAR, None)
     elif attrs.has(cls):
-        kind = (_OBJECT, tuple(f.name for f in attrs.fields(cls) if f.name != "raw"))
+        names = tuple(f.name for f in attrs.fields(cls) if f.name != "raw")
+        kind = (_OBJECT, _fields_getter(names))
     elif dataclasses.is_dataclass(cls):
-        kind = (_OBJECT, tuple(f.name for f in dataclasses.fields(cls)))
+        kind = (_OBJECT, _fields_getter(tuple(f.name for f in dataclasses.fields(cls))))
     elif issubclass(cls, Mapping):
-        kind = (_MAPPING, ())
+        kind = (_MAPPING, None)
     elif issubclass(cls, (list, tuple, set, frozenset)):
-        kind = (_SEQUENCE, ())
+        kind = (_SEQUENCE, None)
     else:
-        kind = (_OTHER, ())
+        kind = (_OTHER, None)
     if len(_KINDS) < 4096:  # classes are few; never let a stream of new ones grow it
         _KINDS[cls] = kind
     return kind
 
 
 def _value_bytes(value: Any, depth: int) -> int:
-    kind, names = _kind_of(type(value))
+    kind, fields = _kind_of(type(value))
     if kind == _STR:
         return STRING_OVERHEAD + 2 * text_bytes(value)
     if kind == _SCALAR:
@@ -122,8 +160,8 @@ def _value_bytes(value: Any, depth: int) -> int:
     if depth >= MAX_WALK_DEPTH:
         return DEEP_VALUE_BYTES
     depth += 1
-    if kind == _OBJECT:
-        return SCALAR_BYTES + _items_bytes([getattr(value, name) for name in names], depth)
+    if fields is not None:  # an object (attrs or dataclass)
+        return SCALAR_BYTES + _items_bytes(fields(value), depth)
     if kind == _MAPPING:
         return SCALAR_BYTES + _items_bytes([*value.keys(), *value.values()], depth)
     if kind == _SEQUENCE:
@@ -141,7 +179,9 @@ def _items_bytes(items: Iterable[Any], depth: int) -> int:
         if known is not None and known[0] == _SCALAR:
             total += SCALAR_BYTES
         elif known is not None and known[0] == _STR:
-            total += STRING_OVERHEAD + 2 * text_bytes(item)
+            # text_bytes, inline: most strings are ASCII
+            size = len(item) if item.isascii() else text_bytes(item)
+            total += STRING_OVERHEAD + 2 * size
         else:
             total += _value_bytes(item, depth)
     return total
