@@ -50,7 +50,7 @@ from typing import Any
 import attrs
 
 from claude_trio.protocol.fanout.coalesce import can_merge, merged
-from claude_trio.protocol.session.events import Event, TextDelta, ThinkingDelta
+from claude_trio.protocol.session.events import Event, TextDelta, ThinkingDelta, copy_event
 
 ENTRY_OVERHEAD = 560
 """Counted bytes per entry for the objects themselves: the event, the entry, the wire frame's
@@ -79,32 +79,7 @@ def slim(event: Event) -> Event:
     """``event`` without ``raw`` (rule 1); the same object when it has none."""
     if event.raw is None:
         return event
-    cls = type(event)
-    copier = _SLIMMERS.get(cls)
-    if copier is None:
-        copier = _slimmer(cls)
-    return copier(event)
-
-
-_SLIMMERS: dict[type, Callable[[Event], Event]] = {}
-
-
-def _slimmer(cls: type[Event]) -> Callable[[Event], Event]:
-    """What ``attrs.evolve(event, raw=None)`` does for one class, its fields read in one call."""
-    kept = [f for f in attrs.fields(cls) if f.init and f.name != "raw"]
-    aliases = tuple(f.alias for f in kept)
-    getter = attrgetter(*(f.name for f in kept)) if len(kept) > 1 else None
-
-    def copy(event: Event) -> Event:
-        if getter is None:
-            values: tuple[Any, ...] = tuple(getattr(event, f.name) for f in kept)
-        else:
-            values = getter(event)
-        return cls(**dict(zip(aliases, values, strict=True)), raw=None)
-
-    if len(_SLIMMERS) < 4096:
-        _SLIMMERS[cls] = copy
-    return copy
+    return copy_event(event, raw=None)
 
 
 # How each class of value is counted, decided once per class (the walk below then looks the
@@ -173,18 +148,19 @@ def _items_bytes(items: Iterable[Any], depth: int) -> int:
     """The counted bytes of values one level down (``depth``): the leaves (strings, numbers,
     None), which are most of them, without a call each."""
     total = 0
-    kinds = _KINDS
+    scalars = _SCALAR_CLASSES
     for item in items:
-        known = kinds.get(type(item))
-        if known is not None and known[0] == _SCALAR:
+        cls = type(item)
+        if cls is str:  # text_bytes, inline: most strings are ASCII
+            total += STRING_OVERHEAD + 2 * (len(item) if item.isascii() else text_bytes(item))
+        elif cls in scalars:
             total += SCALAR_BYTES
-        elif known is not None and known[0] == _STR:
-            # text_bytes, inline: most strings are ASCII
-            size = len(item) if item.isascii() else text_bytes(item)
-            total += STRING_OVERHEAD + 2 * size
-        else:
+        else:  # containers, objects, and subclasses of str or int (enums): by their kind
             total += _value_bytes(item, depth)
     return total
+
+
+_SCALAR_CLASSES = frozenset({type(None), bool, int, float})
 
 
 def entry_size(event: Event) -> int:
