@@ -21,7 +21,7 @@ import logging
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 
 import trio
@@ -55,13 +55,15 @@ def _remove(folder: str) -> None:
         log.warning("could not remove the inline skills' folder %s: %s", folder, exc)
 
 
-@asynccontextmanager
-async def open_skills_folder(skills: Sequence[InlineSkill]) -> AsyncIterator[str | None]:
+def open_skills_folder(skills: Sequence[InlineSkill]) -> AbstractAsyncContextManager[str | None]:
     """The folder of ``skills`` for the block (``None`` without any), removed afterwards."""
     if not skills:
-        await trio.lowlevel.checkpoint()
-        yield None
-        return
+        return nullcontext(None)  # nothing to write: nothing to enter (no step per session)
+    return _open_skills_folder(skills)
+
+
+@asynccontextmanager
+async def _open_skills_folder(skills: Sequence[InlineSkill]) -> AsyncIterator[str]:
     folder = await trio.to_thread.run_sync(_write, skills)
     try:
         yield folder

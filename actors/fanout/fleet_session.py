@@ -56,6 +56,7 @@ from claude_trio.protocol.session.events import (
     UserInputRequest,
     UserInputResolved,
     WarningEvent,
+    copy_event,
     is_terminal,
 )
 from claude_trio.protocol.session.lifecycle import Accepted, Rejected
@@ -569,10 +570,10 @@ class FleetSession:
         if not offset:
             return event
         # raw goes too: the buffer would drop it anyway (protocol/fanout/replay.py, rule 1).
-        return attrs.evolve(event, seq=event.seq + offset, raw=None)
+        return copy_event(event, seq=event.seq + offset, raw=None)
 
     def _publish_final(self, x: _Execution, event: Error | Aborted) -> None:
         """Close the execution's stream with a synthesized terminal event unless it already
         has one (an execution that ended before a later one began never gets one here)."""
         if not x.final_seen and not x.ended.is_set():
-            self._publish(x, attrs.evolve(event, turn=x.last_turn, seq=self._last_seq + 1))
+            self._publish(x, copy_event(event, turn=x.last_turn, seq=self._last_seq + 1))

@@ -36,7 +36,6 @@ import collections
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
@@ -55,6 +54,7 @@ from claude_trio.protocol.session.events import (
     Result,
     TextDelta,
     ThinkingDelta,
+    copy_event,
 )
 from claude_trio.protocol.session.failures import describe_failure, stderr_suffix
 from claude_trio.protocol.session.frames import is_host_only, session_state
@@ -253,7 +253,7 @@ class SessionCore:
                 if self.lifecycle.result_arrived(
                     event.user_message_uuids, tasks_in_flight=bool(self.mapper.tasks_in_flight)
                 ):
-                    events[i] = attrs.evolve(event, final=True)
+                    events[i] = copy_event(event, final=True)
                     ended = "completed"
             elif isinstance(event, Aborted) and self.lifecycle.aborting:
                 ended = "aborted"

@@ -39,7 +39,7 @@ from claude_trio.actors.session.sdk_private import (
     message_receive,
     route_permission_prompts,
 )
-from claude_trio.actors.session.stopper import run_stopper
+from claude_trio.actors.session.stopper import start_stopper
 from claude_trio.actors.session.tap import TapTransport
 from claude_trio.actors.session.watchdogs import watch_liveness, watch_timeouts
 from claude_trio.protocol.config.options import check_root_bypass
@@ -67,7 +67,7 @@ async def run_sdk_driver(
 
     Channels: writes to ``core.stream`` (closed through the execution's end).
     Cancellation: ``core.read_scope`` stops the read loop (the end of the execution). The
-    stopper's task (:func:`~.stopper.run_stopper`, started here once connected) runs shielded
+    stopper's task (:func:`~.stopper.start_stopper`, started here once connected) runs shielded
     and ends only once the CLI is gone, within ``close_grace`` of the teardown; the disconnect
     in ``finally`` is shielded and bounded too, so no CLI process outlives this task even when
     the caller's scope is cancelled.
@@ -86,7 +86,7 @@ async def run_sdk_driver(
             await trio.lowlevel.checkpoint()
             return
         async with trio.open_nursery() as nursery:
-            await nursery.start(run_stopper, core.stopper, client)
+            start_stopper(nursery, core.stopper, client)
             task_status.started(client)
             try:
                 await drain_client(core, client)

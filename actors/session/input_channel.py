@@ -115,7 +115,9 @@ async def run_input_channel(
                 what = "a control reply"
                 write = writer.write_line(json.dumps(item.frame()) + "\n")
             try:
-                with trio.CancelScope(shield=True), trio.move_on_after(_WRITE_GRACE) as scope:
+                # Shielded from the session's cancellation, bounded by its own deadline.
+                deadline = trio.current_time() + _WRITE_GRACE
+                with trio.CancelScope(shield=True, deadline=deadline) as scope:
                     await write
                 if scope.cancelled_caught:
                     on_write_failed(what, TimeoutError("the CLI did not read its stdin"))

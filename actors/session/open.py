@@ -785,7 +785,7 @@ async def _start(
     core.outbox.send_nowait(
         OutgoingMessage(uuid=core.prompt_uuid, text=params.prompt, images=params.images)
     )
-    await nursery.start(
+    nursery.start_soon(
         partial(
             run_input_channel,
             CLIWriter(query=client.query, write_line=tap.write),

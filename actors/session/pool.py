@@ -31,7 +31,6 @@ import collections
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any
 
 import attrs
@@ -57,7 +56,7 @@ from claude_trio.actors.session.driver import (
     subprocess_transport,
 )
 from claude_trio.actors.session.sdk_private import client_options
-from claude_trio.actors.session.stopper import run_stopper
+from claude_trio.actors.session.stopper import start_stopper
 from claude_trio.actors.session.tap import TapTransport
 from claude_trio.protocol.checks import check_env, check_int
 from claude_trio.protocol.config.options import build_options, with_changes
@@ -189,7 +188,7 @@ async def run_leased_driver(
     """
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(partial(run_stopper, reusable=True), core.stopper, lease.client)
+            start_stopper(nursery, core.stopper, lease.client, reusable=True)
             task_status.started(lease.client)
             try:
                 await drain_client(core, lease.client)

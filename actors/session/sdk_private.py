@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import dataclasses
 import importlib.metadata
 from collections.abc import Awaitable, Callable, Iterator
@@ -212,7 +213,13 @@ def client_options(options: ClaudeAgentOptions) -> ClaudeAgentOptions:
     """The ``ClaudeSDKClient``'s options for a transport built from ``options``."""
     if options.can_use_tool is None:
         return options
-    return dataclasses.replace(options, permission_mode=None)
+    if hasattr(options, "__post_init__"):  # not today's SDK: let its __init__ run
+        return dataclasses.replace(options, permission_mode=None)
+    # A shallow copy with one field changed: what dataclasses.replace gives for a dataclass
+    # without __post_init__, without reading its ~50 fields one by one (once per session).
+    changed = copy.copy(options)
+    changed.permission_mode = None
+    return changed
 
 
 def _private(obj: object, name: str, owner: str) -> Any:

@@ -25,7 +25,7 @@ Who calls what: the handle's inputs (``connected``, ``cli_reported``, ``output_s
 ``cli_exited``, ``wedged``, ``teardown``) are synchronous, called by the mapping in the SDK's
 reader task, the driver and the watchdogs; they perform the machine's synchronous actions at
 once (a kill, the terminal event) and wake the stopper's task for the rest. ``abort()`` is
-called by the session's caller and the deadline watchdog. The task (:func:`run_stopper`, started
+called by the session's caller and the deadline watchdog. The task (:func:`start_stopper`, started
 by the driver once connected) alone awaits the CLI: the interrupt, the tools' walks, the end of
 its input, the deadlines.
 
@@ -42,7 +42,6 @@ Error handling: a failed interrupt is an input of the machine (the CLI is killed
 from __future__ import annotations
 
 import contextlib
-import math
 from typing import Any, assert_never
 
 import trio
@@ -73,7 +72,7 @@ from claude_trio.protocol.session.stop import (
     StopPhase,
 )
 
-__all__ = ["STOPPED", "TOOL_SWEEP_SECONDS", "Stopper", "run_stopper", "stop_gate"]
+__all__ = ["STOPPED", "TOOL_SWEEP_SECONDS", "Stopper", "start_stopper", "stop_gate"]
 
 # While the CLI is being stopped, any tool it still starts is killed at this interval: one the
 # stop gate allowed just before the stop can still be on its way to exec.
@@ -108,7 +107,7 @@ def stop_gate(lifecycle: ExecutionLifecycle) -> HookCallback:
 
 
 class Stopper:
-    """The stopper's handle (see the module docstring); its task is :func:`run_stopper`."""
+    """The stopper's handle (see the module docstring); its task is :func:`start_stopper`."""
 
     def __init__(
         self,
@@ -149,6 +148,8 @@ class Stopper:
     def connected(self, client: ClaudeSDKClient, *, reusable: bool = False) -> None:
         self.client = client
         self._walks = kills_processes(self._transport)
+        # Made here, entered by the task: a teardown before the task's first step still bounds it.
+        self._scope = trio.CancelScope(shield=True)
         self._apply(self.machine.cli_connected(reusable=reusable))
 
     def cli_reported(self, state: str) -> None:
@@ -249,7 +250,8 @@ class Stopper:
 
     async def _serve(self, client: ClaudeSDKClient) -> None:
         machine = self.machine
-        with trio.CancelScope(shield=True) as self._scope:  # noqa: ASYNC912 - awaits inside
+        assert self._scope is not None, "connected() first"
+        with self._scope:  # noqa: ASYNC912 - awaits inside
             async with trio.open_nursery() as nursery:
                 interrupt: trio.CancelScope | None = None
                 while not machine.finished:
@@ -268,12 +270,13 @@ class Stopper:
                         self._end_input_due = False
                         nursery.start_soon(self._end_input)
                     armed = self._deadline
-                    current = armed is not None and armed[0] == machine.deadline
-                    at = armed[1] if armed is not None and current else math.inf
-                    with trio.move_on_at(at):
+                    if armed is None or armed[0] != machine.deadline:
+                        # No deadline to keep (most wake-ups): no cancel scope either.
                         await changed.wait()
                         continue
-                    assert armed is not None
+                    with trio.move_on_at(armed[1]):
+                        await changed.wait()
+                        continue
                     self._deadline = None
                     which = armed[0]
                     if machine.deadline == which:  # not moved on in the same instant
@@ -335,17 +338,14 @@ def _kill_new_tools(transport: Transport) -> None:
     kill_tools(transport, tools_only=True)
 
 
-async def run_stopper(
-    stopper: Stopper,
-    client: ClaudeSDKClient,
-    *,
-    reusable: bool = False,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+def start_stopper(
+    nursery: trio.Nursery, stopper: Stopper, client: ClaudeSDKClient, *, reusable: bool = False
 ) -> None:
-    """The stopper's task, for the connected ``client``: runs until the teardown is over (the
-    CLI exited, was killed, or is given back settled). ``reusable``: a pool's CLI, which may be
-    given back after the execution (its input is ended only at its teardown). See the module
-    docstring."""
+    """Start the stopper's task in ``nursery`` for the connected ``client``: it runs until the
+    teardown is over (the CLI exited, was killed, or is given back settled). ``reusable``: a
+    pool's CLI, which may be given back after the execution (its input is ended only at its
+    teardown). See the module docstring. Its inputs work at once (``connected`` is called
+    here); the task acts on them from its first step (no ``nursery.start`` round trip per
+    session)."""
     stopper.connected(client, reusable=reusable)
-    task_status.started()
-    await stopper._serve(client)
+    nursery.start_soon(stopper._serve, client)

@@ -11,7 +11,7 @@ the store as it goes), and the folder is removed when the session ends, whatever
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 import trio
 from claude_agent_sdk import ClaudeAgentOptions, SessionStore
@@ -24,21 +24,30 @@ __all__ = ["open_store_resume"]
 CLEANUP_GRACE = 5.0
 
 
-@asynccontextmanager
-async def open_store_resume(
+def open_store_resume(
     session_store: SessionStore | None,
     params: ExecuteParams,
     env: Mapping[str, str] | None,
     *,
     load_timeout: float = 60.0,
-) -> AsyncIterator[Mapping[str, str] | None]:
+) -> AbstractAsyncContextManager[Mapping[str, str] | None]:
     """Yield the env to run the CLI with: ``env`` itself, or, when ``params`` resumes a session
     the store holds, ``env`` with ``CLAUDE_CONFIG_DIR`` set to a folder holding its transcript
     (removed after the block). ``load_timeout``: seconds each read of the store may take."""
     if session_store is None or params.resume_session_id is None:
-        await trio.lowlevel.checkpoint()
-        yield env
-        return
+        return nullcontext(env)  # nothing to load: nothing to enter (no step per session)
+    return _open_store_resume(session_store, params, env, load_timeout=load_timeout)
+
+
+@asynccontextmanager
+async def _open_store_resume(
+    session_store: SessionStore,
+    params: ExecuteParams,
+    env: Mapping[str, str] | None,
+    *,
+    load_timeout: float,
+) -> AsyncIterator[Mapping[str, str] | None]:
+    assert params.resume_session_id is not None
     options = ClaudeAgentOptions(
         cwd=params.cwd,
         resume=params.resume_session_id,

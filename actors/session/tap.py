@@ -81,36 +81,33 @@ class TapTransport(Transport):
         return self._read()
 
     async def _read(self) -> AsyncIterator[dict[str, Any]]:  # noqa: ASYNC900 - Transport API
+        # One generator (not one per concern): each frame the SDK pulls costs one step here.
+        sink = self._sink
         try:
-            async for frame in self._frames():
-                yield frame
+            async for frame in self.inner.read_messages():
+                frame_type = frame.get("type")
+                if sink is not None and frame_type not in SDK_ROUTED:
+                    if sink.deliver(rewrite_unknown_frame(frame)):
+                        await sink.wait_writable()
+                    continue
+                if frame_type == "control_request" and self._on_elicitation is not None:
+                    request = frame.get("request")
+                    if isinstance(request, dict) and request.get("subtype") == "elicitation":
+                        await self._on_elicitation(frame)
+                        continue
+                elif frame_type == "control_cancel_request" and self._on_cancel is not None:
+                    request_id = frame.get("request_id")
+                    # The broker claims cancels of requests it owns; others go on to the SDK.
+                    if isinstance(request_id, str) and self._on_cancel(request_id):
+                        continue
+                yield rewrite_unknown_frame(frame)
         except ProcessError:
-            if self._sink is None or not self._sink.exit_expected:
+            if sink is None or not sink.exit_expected:
                 raise
         finally:
-            if self._sink is not None:
-                self._sink.output_ended()
+            if sink is not None:
+                sink.output_ended()
         await trio.lowlevel.checkpoint()
-
-    async def _frames(self) -> AsyncIterator[dict[str, Any]]:  # noqa: ASYNC900 - Transport API
-        sink = self._sink
-        async for frame in self.inner.read_messages():
-            frame_type = frame.get("type")
-            if sink is not None and frame_type not in SDK_ROUTED:
-                if sink.deliver(rewrite_unknown_frame(frame)):
-                    await sink.wait_writable()
-                continue
-            if frame_type == "control_request" and self._on_elicitation is not None:
-                request = frame.get("request")
-                if isinstance(request, dict) and request.get("subtype") == "elicitation":
-                    await self._on_elicitation(frame)
-                    continue
-            elif frame_type == "control_cancel_request" and self._on_cancel is not None:
-                request_id = frame.get("request_id")
-                # The broker claims cancels of requests it owns; others go on to the SDK.
-                if isinstance(request_id, str) and self._on_cancel(request_id):
-                    continue
-            yield rewrite_unknown_frame(frame)
 
     async def close(self) -> None:
         await self.inner.close()

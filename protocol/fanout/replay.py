@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 import attrs
 
 from claude_trio.protocol.fanout.coalesce import can_merge, merged
-from claude_trio.protocol.session.events import Event, TextDelta, ThinkingDelta
+from claude_trio.protocol.session.events import Event, TextDelta, ThinkingDelta, copy_event
 
 ENTRY_OVERHEAD = 560
 """Counted bytes per entry for the objects themselves: the event, the entry, the wire frame's
@@ -78,7 +79,7 @@ def slim(event: Event) -> Event:
     """``event`` without ``raw`` (rule 1); the same object when it has none."""
     if event.raw is None:
         return event
-    return attrs.evolve(event, raw=None)
+    return copy_event(event, raw=None)
 
 
 # How each class of value is counted, decided once per class (the walk below then looks the
@@ -86,35 +87,47 @@ def slim(event: Event) -> Event:
 # walked by field (attrs: all fields but ``raw``; dataclasses: all), mappings, sequences, and
 # anything else (counted by its repr).
 _STR, _SCALAR, _OBJECT, _MAPPING, _SEQUENCE, _OTHER = range(6)
-_KINDS: dict[type, tuple[int, tuple[str, ...]]] = {}
+# A class's kind and, for objects, one call that reads the fields walked (as a tuple).
+_Kind = tuple[int, Callable[[Any], tuple[Any, ...]] | None]
+_KINDS: dict[type, _Kind] = {}
 
 
-def _kind_of(cls: type) -> tuple[int, tuple[str, ...]]:
+def _fields_getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])
+        return lambda value: (one(value),)
+    return lambda value: ()
+
+
+def _kind_of(cls: type) -> _Kind:
     known = _KINDS.get(cls)
     if known is not None:
         return known
-    kind: tuple[int, tuple[str, ...]]
+    kind: _Kind
     if issubclass(cls, str):
-        kind = (_STR, ())
+        kind = (_STR, None)
     elif cls is type(None) or issubclass(cls, (bool, int, float)):
-        kind = (_SCALAR, ())
+        kind = (_SCALAR, None)
     elif attrs.has(cls):
-        kind = (_OBJECT, tuple(f.name for f in attrs.fields(cls) if f.name != "raw"))
+        names = tuple(f.name for f in attrs.fields(cls) if f.name != "raw")
+        kind = (_OBJECT, _fields_getter(names))
     elif dataclasses.is_dataclass(cls):
-        kind = (_OBJECT, tuple(f.name for f in dataclasses.fields(cls)))
+        kind = (_OBJECT, _fields_getter(tuple(f.name for f in dataclasses.fields(cls))))
     elif issubclass(cls, Mapping):
-        kind = (_MAPPING, ())
+        kind = (_MAPPING, None)
     elif issubclass(cls, (list, tuple, set, frozenset)):
-        kind = (_SEQUENCE, ())
+        kind = (_SEQUENCE, None)
     else:
-        kind = (_OTHER, ())
+        kind = (_OTHER, None)
     if len(_KINDS) < 4096:  # classes are few; never let a stream of new ones grow it
         _KINDS[cls] = kind
     return kind
 
 
 def _value_bytes(value: Any, depth: int) -> int:
-    kind, names = _kind_of(type(value))
+    kind, fields = _kind_of(type(value))
     if kind == _STR:
         return STRING_OVERHEAD + 2 * text_bytes(value)
     if kind == _SCALAR:
@@ -122,8 +135,8 @@ def _value_bytes(value: Any, depth: int) -> int:
     if depth >= MAX_WALK_DEPTH:
         return DEEP_VALUE_BYTES
     depth += 1
-    if kind == _OBJECT:
-        return SCALAR_BYTES + _items_bytes([getattr(value, name) for name in names], depth)
+    if fields is not None:  # an object (attrs or dataclass)
+        return SCALAR_BYTES + _items_bytes(fields(value), depth)
     if kind == _MAPPING:
         return SCALAR_BYTES + _items_bytes([*value.keys(), *value.values()], depth)
     if kind == _SEQUENCE:
@@ -135,16 +148,19 @@ def _items_bytes(items: Iterable[Any], depth: int) -> int:
     """The counted bytes of values one level down (``depth``): the leaves (strings, numbers,
     None), which are most of them, without a call each."""
     total = 0
-    kinds = _KINDS
+    scalars = _SCALAR_CLASSES
     for item in items:
-        known = kinds.get(type(item))
-        if known is not None and known[0] == _SCALAR:
+        cls = type(item)
+        if cls is str:  # text_bytes, inline: most strings are ASCII
+            total += STRING_OVERHEAD + 2 * (len(item) if item.isascii() else text_bytes(item))
+        elif cls in scalars:
             total += SCALAR_BYTES
-        elif known is not None and known[0] == _STR:
-            total += STRING_OVERHEAD + 2 * text_bytes(item)
-        else:
+        else:  # containers, objects, and subclasses of str or int (enums): by their kind
             total += _value_bytes(item, depth)
     return total
+
+
+_SCALAR_CLASSES = frozenset({type(None), bool, int, float})
 
 
 def entry_size(event: Event) -> int:

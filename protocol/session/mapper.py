@@ -165,6 +165,7 @@ from claude_trio.protocol.session.events import (
     UnknownContent,
     UserMessage,
     WarningEvent,
+    copy_event,
     is_terminal,
 )
 from claude_trio.protocol.session.mapper_system import TOOL_USE_SUMMARY, parent_of
@@ -297,7 +298,7 @@ class Mapper:
                 f"stamp() got a terminal {event.kind} event; end a turn with "
                 "turn_aborted() or stream_ended(error) so the turn is closed exactly once"
             )
-        return self._stamp(attrs.evolve(event))
+        return self._stamp(copy_event(event))
 
     def push_accepted(
         self, *, text: str, uuid: str, timestamp: float, images: int = 0

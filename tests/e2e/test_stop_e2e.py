@@ -248,8 +248,8 @@ async def test_a_stopped_cli_writes_what_a_resume_needs_before_it_exits(
     # whole and the cost row the CLI writes at exit (which a SIGKILL or an earlier SIGTERM
     # would lose).
     fast, fast_rows, _ = await stop_then_resume(model_double, hermetic, tmp_path / "fast")
-    settled_first = functools.partial(stopper.run_stopper, reusable=True)
-    monkeypatch.setattr(driver, "run_stopper", settled_first)
+    settled_first = functools.partial(stopper.start_stopper, reusable=True)
+    monkeypatch.setattr(driver, "start_stopper", settled_first)
     slow, slow_rows, _ = await stop_then_resume(model_double, hermetic, tmp_path / "slow")
     assert fast_rows == slow_rows
     assert fast_rows[-1] == "cost-state"

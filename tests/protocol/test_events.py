@@ -71,3 +71,32 @@ def test_terminal_events_are_results_aborts_and_fatal_errors_only() -> None:
     assert not ev.is_terminal(ev.Error(message="x", code="callback", fatal=False))
     assert not ev.is_terminal(ev.TextDelta(text="x"))
     assert not ev.is_terminal(ev.WarningEvent(message="x"))
+
+
+def test_copy_event_gives_what_attrs_evolve_gives() -> None:
+    usage = Usage(input_tokens=3, output_tokens=5, cost_usd=0.25)
+    result = ev.Result(
+        subtype="success",
+        is_error=False,
+        session_id="s",
+        usage=usage,
+        execution_usage=usage,
+        session_usage=usage,
+        text="done",
+        seq=4,
+        raw={"type": "result"},
+    )
+    delta = ev.TextDelta(text="hi", message_id="m", seq=2, raw={"type": "stream_event"})
+    for event, changes in (
+        (result, {"final": True}),  # __attrs_post_init__ runs: the outcome is derived
+        (result, {"raw": None}),
+        (delta, {"seq": 9, "raw": None}),
+        (delta, {}),
+    ):
+        copied = ev.copy_event(event, **changes)
+        assert copied == attrs.evolve(event, **changes)
+        assert copied is not event
+        assert type(copied) is type(event)
+    assert ev.copy_event(result, final=True).outcome is not None
+    with pytest.raises(TypeError):
+        ev.copy_event(delta, no_such_field=1)
