@@ -72,13 +72,14 @@ from __future__ import annotations
 
 import collections
 import math
-from collections.abc import AsyncIterator, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
 import trio
 
+from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet_options import (
     SESSION_OPTIONS,
     check_session_options,
@@ -90,6 +91,7 @@ from claude_trio.actors.fanout.fleet_session import (
     SessionState,
     _Execution,
 )
+from claude_trio.actors.fanout.inbox import InboxChannel, InboxHub, MaySee
 from claude_trio.actors.fanout.owners import key_scope
 from claude_trio.actors.fanout.subscription import (
     DEFAULT_SUBSCRIBER_BYTES,
@@ -123,6 +125,7 @@ from claude_trio.protocol.fanout.idempotency import (
     continue_digest,
     open_digest,
 )
+from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES
 from claude_trio.protocol.fanout.slots import SlotQueue
 from claude_trio.protocol.fanout.wire import SessionInfo, params_to_json
 
@@ -221,6 +224,8 @@ class Fleet:
         self._finished = 0
         self._closed = False
         self._draining = False
+        #: The user-input requests waiting across the sessions (``inbox``), fed by them.
+        self._inbox = InboxHub(self._answer_from_inbox)
 
     async def start(
         self,
@@ -383,6 +388,41 @@ class Fleet:
             await session.wait_closed()
 
     # -- the session-host interface (actors/fanout/hosts.py) ---------------------------------------
+
+    @asynccontextmanager
+    async def inbox(
+        self, *, may_see: MaySee | None = None, max_changes: int = DEFAULT_INBOX_CHANGES
+    ) -> AsyncIterator[InboxChannel]:
+        """``async with fleet.inbox() as inbox:``: the user-input requests waiting across
+        the fleet's sessions (a snapshot first), then their arrivals and resolutions
+        (``actors/fanout/inbox.py``). ``may_see``: which sessions' requests, by principal
+        (every session's when None). ``max_changes``: how far the consumer may fall behind
+        before it is served a fresh snapshot instead."""
+        await trio.lowlevel.checkpoint()
+        with self.inbox_nowait(may_see=may_see, max_changes=max_changes) as channel:
+            yield channel
+
+    def inbox_nowait(
+        self,
+        *,
+        may_see: MaySee | None = None,
+        max_changes: int = DEFAULT_INBOX_CHANGES,
+        notify: Callable[[], None] | None = None,
+    ) -> InboxChannel:
+        """An inbox decided at once, for a consumer that waits on several things at once
+        (``notify`` is called whenever it becomes readable); see :meth:`inbox`."""
+        return self._inbox.watch(may_see=may_see, max_changes=max_changes, notify=notify)
+
+    async def _answer_from_inbox(
+        self, session_id: str, request_id: str, answer: Any
+    ) -> AnswerAccepted | AnswerRejected:
+        session = self._sessions.get(session_id)
+        if session is None:
+            await trio.lowlevel.checkpoint()
+            return AnswerRejected(
+                request_id=request_id, reason=f"unknown session {session_id!r}"
+            )
+        return await session.answer(request_id, answer)
 
     async def open(
         self,
@@ -597,3 +637,4 @@ async def open_fleet(
         finally:
             fleet._closed = True
             fleet._close_waiting()
+            fleet._inbox.close()
