@@ -86,6 +86,7 @@ async def test_three_sessions_ask_at_once_and_each_resolution_is_announced(
                 session=expires.id, request_id=by_label["expires"].request_id, outcome="expired"
             )
             assert trio.current_time() == start + 10.0
+            assert (await expires.result()).text == "deny"
             assert REPLIES["make"]["behavior"] == "deny"
 
             # The third session is aborted: its request leaves with it.
