@@ -93,6 +93,7 @@ COMMANDS: Mapping[str, str] = {
     "serve": "claude_trio.cli.serve:serve_command",
     "batch": "claude_trio.batch:batch_command",
     "worker": "claude_trio.cli.worker:worker_command",
+    "inbox": "claude_trio.cli.inbox:inbox_command",
 }
 """Every command -> ``module:function``, the function that runs it with the parsed arguments
 and returns the exit code. The module is imported when its command runs: the session

@@ -294,6 +294,22 @@ def add_fanout_commands(commands: Any) -> None:
         help="with --redis: how long a push, answer or abort waits for the worker's outcome",
     )
 
+    inbox = commands.add_parser(
+        "inbox",
+        help="answer the approvals and questions waiting across a server's sessions",
+        description="Follow the inbox of a claude-trio server (the sessions your token may "
+        "see) and answer each request at this terminal as it arrives, as `run` asks: y / n / "
+        "e / a for a tool approval, an option for a question. The token comes from "
+        "CLAUDE_TRIO_TOKEN. Runs until Ctrl-C or the end of its input.",
+    )
+    inbox.add_argument("url", metavar="URL", help="the server, ws://host:port/")
+    inbox.add_argument(
+        "--count",
+        type=_positive_int,
+        metavar="N",
+        help="exit after answering N requests",
+    )
+
     worker = commands.add_parser(
         "worker",
         help="run sessions of a Redis cluster (served by `claude-trio serve --redis`)",
