@@ -269,6 +269,14 @@ def add_fanout_commands(commands: Any) -> None:
     serve.add_argument(
         "--tokens", metavar="FILE", help="a JSON list of {principal, token, admin} entries"
     )
+    serve.add_argument(
+        "--remote-tools",
+        choices=("read-only", "all"),
+        default="read-only",
+        help="what clients' sessions may run: read-only tools (the default), or all of them "
+        "(commands, edits) as this user; a client's asking permission mode (default, "
+        "acceptEdits) then asks before each call, answered with `claude-trio inbox URL`",
+    )
     add_offline_option(serve, "every session talks to the built-in scripted model")
     serve.add_argument(
         "--log-json", action="store_true", help="log lines as one JSON object per line"

@@ -8,6 +8,12 @@ gateway's default read-only policy too, and touches nothing), then answers with 
 echoes the prompt - and, in a continued conversation, the prompts before it, which shows the
 model saw the earlier turns. It never asks a question, so unattended runs finish.
 
+To try tool approvals offline: a prompt that contains ``#bash`` makes the model run
+:data:`BASH_COMMAND` (it touches a file, so the CLI asks first) with the Bash tool instead of writing its todo list, and its answer
+ends with what the tool returned (``Bash said: ...``): with an asking permission mode the call
+waits for an approval (``claude-trio serve --offline --remote-tools all``, answered with
+``claude-trio inbox``), and the answer shows whether it ran or what the denial said.
+
 To try retries offline: a prompt that contains ``#overloaded`` is answered ``529
 overloaded_error`` (with ``retry-after: 1``) the first time the model sees it, and normally
 after that; ``#rate-limited`` does the same with ``429 rate_limit_error``.
@@ -46,6 +52,7 @@ from claude_trio.offline.model_double import (
 
 __all__ = [
     "OFFLINE_ENV",
+    "BASH_MARK",
     "OVERLOADED_MARK",
     "RATE_LIMITED_MARK",
     "Offline",
@@ -56,6 +63,9 @@ __all__ = [
 
 OVERLOADED_MARK = "#overloaded"
 RATE_LIMITED_MARK = "#rate-limited"
+BASH_MARK = "#bash"
+#: The command a ``#bash`` prompt makes the model run.
+BASH_COMMAND = "touch offline-bash-ran && echo offline bash ran"
 
 #: What every reply costs, in the double's usage (the CLI prices it as it would the model's).
 TOOL_USAGE = ReplyUsage(input_tokens=120, output_tokens=40, cache_read_input_tokens=800)
@@ -139,6 +149,17 @@ class OfflineModel:
         failure = self._failure(prompt)
         if failure is not None:
             return failure
+        if not tool_done and BASH_MARK in prompt:
+            tool_id = f"toolu_offline_{len(request.tool_uses) + 1:04d}"
+            bash = {"command": BASH_COMMAND, "description": "Show that the Bash call ran"}
+            return Reply(
+                blocks=(
+                    ReplyText(text="Let me run a command."),
+                    ReplyToolUse(id=tool_id, name="Bash", input=bash),
+                ),
+                usage=TOOL_USAGE,
+                chunk_size=12,
+            )
         if not tool_done:
             tool_id = f"toolu_offline_{len(request.tool_uses) + 1:04d}"
             todo = {
@@ -161,6 +182,10 @@ class OfflineModel:
         if len(prompts) > 1:
             earlier = "; ".join(_shorten(p, 80) for p in prompts[:-1])
             answer += f" (earlier in this conversation: {earlier})"
+        if BASH_MARK in prompt:
+            bash_ids = [i for i, use in request.tool_uses.items() if use.get("name") == "Bash"]
+            said = request.tool_result_text(bash_ids[-1]) if bash_ids else None
+            answer += f" Bash said: {said}"
         return Reply(blocks=(ReplyText(text=answer),), usage=ANSWER_USAGE, chunk_size=12)
 
     def _failure(self, prompt: str) -> Response | None:
