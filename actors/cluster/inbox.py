@@ -16,6 +16,7 @@ leaving ``open_redis_fleet`` cancels the task. Error handling: Redis unavailable
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -78,16 +79,17 @@ class ClusterInbox:
         try:
             session = await self._fleet.get(session_id)
         except UnknownSessionError:
+            await trio.lowlevel.checkpoint()
             return AnswerRejected(request_id=request_id, reason=f"unknown session {session_id!r}")
         return await session.answer(request_id, answer)
 
     async def _follow(self) -> None:
+        await trio.lowlevel.checkpoint()
         try:
             while self._hub.watches:
-                try:
+                # Redis unavailable: logged by the fleet; the consumers keep what they have.
+                with contextlib.suppress(ClusterUnavailableError):
                     await self._poll()
-                except ClusterUnavailableError:
-                    pass  # logged by the fleet; the consumers keep what they have
                 self._polled.set()
                 await trio.sleep(self._poll_every)
         finally:
@@ -117,12 +119,12 @@ class ClusterInbox:
         stream = fleet.keys.events(sid)
         record = fleet._records.get(sid)
         while True:
-            after = self._cursors[sid]
-            entries = await fleet._call(
-                lambda after=after: fleet.redis.xrange(
-                    stream, event_id(after + 1), "+", count=READ_BATCH
-                )
-            )
+            start = event_id(self._cursors[sid] + 1)
+
+            async def read(start: str = start) -> Any:
+                return await fleet.redis.xrange(stream, start, "+", count=READ_BATCH)
+
+            entries = await fleet._call(read)
             for entry in entries:
                 seq = seq_of_id(str(entry.identifier))
                 self._cursors[sid] = seq

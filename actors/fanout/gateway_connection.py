@@ -279,8 +279,8 @@ class _Client:
             text = self._replies.popleft()
             self._reply_room.set()
             return text
-        if self._inbox is not None and (text := self._inbox.next_frame()) is not None:
-            return text
+        if self._inbox is not None and (inbox_frame := self._inbox.next_frame()) is not None:
+            return inbox_frame
         ready = self._ready
         while ready:
             attached = ready.popleft()

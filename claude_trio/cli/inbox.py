@@ -61,6 +61,7 @@ async def answer_inbox(
     count: int | None = None,
 ) -> int:
     """Ask each request of ``inbox`` at the terminal and answer it; the number answered."""
+    await trio.lowlevel.checkpoint()
     asked: set[tuple[str, str]] = set()
     answered = 0
 

@@ -39,6 +39,7 @@ from trio_websocket import (
     connect_websocket_url,
 )
 
+from claude_trio.actors.fanout.inbox import InboxChannel
 from claude_trio.actors.session.boundary import raise_unwrapped
 from claude_trio.client.config import (
     ClientConfig,
@@ -49,7 +50,6 @@ from claude_trio.client.config import (
     Reconnecting,
     _check_url,
 )
-from claude_trio.actors.fanout.inbox import InboxChannel
 from claude_trio.client.inbox import RemoteInbox
 from claude_trio.client.session import RemoteSession, _follow_error
 from claude_trio.protocol.config.params import ExecuteParams

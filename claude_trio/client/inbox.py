@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import trio
+
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.inbox import InboxChannel
 from claude_trio.protocol.errors import RemoteOpError
@@ -110,6 +112,7 @@ class RemoteInbox:
         try:
             reply = await client._request(op, ReplyFrame)
         except RemoteOpError as exc:  # unknown_session: gone, or never this principal's
+            await trio.lowlevel.checkpoint()
             return AnswerRejected(request_id=request_id, reason=exc.message)
         if reply.ok:
             return AnswerAccepted(request_id=request_id)

@@ -9,10 +9,11 @@ echoes the prompt - and, in a continued conversation, the prompts before it, whi
 model saw the earlier turns. It never asks a question, so unattended runs finish.
 
 To try tool approvals offline: a prompt that contains ``#bash`` makes the model run
-:data:`BASH_COMMAND` (it touches a file, so the CLI asks first) with the Bash tool instead of writing its todo list, and its answer
-ends with what the tool returned (``Bash said: ...``): with an asking permission mode the call
-waits for an approval (``claude-trio serve --offline --remote-tools all``, answered with
-``claude-trio inbox``), and the answer shows whether it ran or what the denial said.
+:data:`BASH_COMMAND` (it touches a file, so the CLI asks first) with the Bash tool instead of
+writing its todo list, and its answer ends with what the tool returned (``Bash said: ...``):
+with an asking permission mode the call waits for an approval (``claude-trio serve --offline
+--remote-tools all``, answered with ``claude-trio inbox``), and the answer shows whether it
+ran or what the denial said.
 
 To try retries offline: a prompt that contains ``#overloaded`` is answered ``529
 overloaded_error`` (with ``retry-after: 1``) the first time the model sees it, and normally
@@ -51,8 +52,8 @@ from claude_trio.offline.model_double import (
 )
 
 __all__ = [
-    "OFFLINE_ENV",
     "BASH_MARK",
+    "OFFLINE_ENV",
     "OVERLOADED_MARK",
     "RATE_LIMITED_MARK",
     "Offline",

@@ -478,9 +478,10 @@ async def _resolution(
         if isinstance(change, InboxResolved):
             if (change.session, change.request_id) == (session, request_id):
                 return change.outcome
-        elif isinstance(change, InboxSnapshot):
-            if all((i.session, i.request_id) != (session, request_id) for i in change.items):
-                return "snapshot"
+        elif isinstance(change, InboxSnapshot) and all(
+            (i.session, i.request_id) != (session, request_id) for i in change.items
+        ):
+            return "snapshot"
     raise _Broken(f"the inbox ended before request {request_id} of {session} left it")
 
 

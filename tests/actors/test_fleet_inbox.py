@@ -108,25 +108,27 @@ async def test_three_sessions_ask_at_once_and_each_resolution_is_announced(
 async def test_a_slow_consumer_costs_a_snapshot_not_memory(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    async with open_fleet(transport_factory=FakeCLI(bash_asker), max_live=8) as fleet:
-        async with fleet.inbox(max_changes=2) as inbox:
-            assert await next_change(inbox) == InboxSnapshot(items=())
-            sessions = [await fleet.open(asking(f"cmd {i}", 50.0)) for i in range(5)]
-            await trio.testing.wait_all_tasks_blocked()
-            assert inbox.statistics().queued <= 2 + 1
-            change = await next_change(inbox)  # it fell behind: a snapshot of all five
-            assert isinstance(change, InboxSnapshot)
-            assert {item.session for item in change.items} == {s.id for s in sessions}
-            assert inbox.resyncs == 1
-            # Read as they come, the changes are each resolution in turn.
-            await sessions[0].abort()
-            assert isinstance(await next_change(inbox), InboxResolved)
-            assert len(inbox.items) == 4
-            # Behind again: five changes queued would be more than two, so a snapshot.
-            for session in sessions[1:]:
-                await session.abort()
-            assert await next_change(inbox) == InboxSnapshot(items=())
-            assert inbox.resyncs == 2
+    async with (
+        open_fleet(transport_factory=FakeCLI(bash_asker), max_live=8) as fleet,
+        fleet.inbox(max_changes=2) as inbox,
+    ):
+        assert await next_change(inbox) == InboxSnapshot(items=())
+        sessions = [await fleet.open(asking(f"cmd {i}", 50.0)) for i in range(5)]
+        await trio.testing.wait_all_tasks_blocked()
+        assert inbox.statistics().queued <= 2 + 1
+        change = await next_change(inbox)  # it fell behind: a snapshot of all five
+        assert isinstance(change, InboxSnapshot)
+        assert {item.session for item in change.items} == {s.id for s in sessions}
+        assert inbox.resyncs == 1
+        # Read as they come, the changes are each resolution in turn.
+        await sessions[0].abort()
+        assert isinstance(await next_change(inbox), InboxResolved)
+        assert len(inbox.items) == 4
+        # Behind again: five changes queued would be more than two, so a snapshot.
+        for session in sessions[1:]:
+            await session.abort()
+        assert await next_change(inbox) == InboxSnapshot(items=())
+        assert inbox.resyncs == 2
 
 
 async def test_a_principal_sees_only_its_sessions(autojump_clock: trio.testing.MockClock) -> None:

@@ -39,7 +39,8 @@ async def test_an_approval_answered_y_at_the_terminal_runs_the_tool(tmp_path: Pa
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
             )
-            assert process.stdin is not None and process.stdout is not None
+            assert process.stdin is not None
+            assert process.stdout is not None
             await process.stdin.send_all(b"y\n")
             shown = b""
             with trio.fail_after(120):

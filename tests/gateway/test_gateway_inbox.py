@@ -92,49 +92,48 @@ async def test_the_inbox_op_answers_the_list_and_follows_its_changes() -> None:
 async def test_a_principal_sees_and_answers_only_its_sessions_requests() -> None:
     url_of = "ws://127.0.0.1:{}/".format
     with trio.fail_after(20):
-        async with gateway(
+        async with (
+            gateway(
             FakeCLI(bash_asker), tokens=TOKENS, allowed_origins={ORIGIN}
-        ) as (_, port):
-            async with (
-                connect_gateway(url_of(port), token=ALICE) as alice,
-                connect_gateway(url_of(port), token=BOB) as bob,
-                connect_gateway(url_of(port), token=ROOT) as ops,
-                alice.inbox() as alice_inbox,
-                ops.inbox() as ops_inbox,
-            ):
-                assert await alice_inbox.receive() == InboxSnapshot(items=())
-                assert await ops_inbox.receive() == InboxSnapshot(items=())
-                mine = await alice.open(asking("alice cmd"), label="mine")
-                theirs = await bob.open(asking("bob cmd"), label="theirs")
-                seen = await changes(ops_inbox, 2)
-                assert all(isinstance(c, InboxArrived) for c in seen)
-                assert {item.owner for item in ops_inbox.items} == {"alice", "bob"}
-                arrived = await alice_inbox.receive()
-                assert isinstance(arrived, InboxArrived)
-                item = arrived.item
-                assert (item.session, item.label, item.owner) == (mine.id, "mine", "alice")
-                assert item.age(item.asked_at + 1.0) == 1.0
-                (bobs,) = [i for i in ops_inbox.items if i.owner == "bob"]
-                # Alice cannot answer Bob's request: for her the session does not exist.
-                refused = await alice_inbox.answer(theirs.id, bobs.request_id, "allow")
-                assert isinstance(refused, AnswerRejected)
-                assert "unknown session" in refused.reason
-                accepted = await alice_inbox.answer(mine.id, item.request_id, "deny")
-                assert accepted == AnswerAccepted(request_id=item.request_id)
-                resolved = InboxResolved(
-                    session=mine.id, request_id=item.request_id, outcome="answered"
-                )
-                assert await alice_inbox.receive() == resolved
-                assert await ops_inbox.receive() == resolved
-                # The admin answers Bob's through its own inbox; Alice hears nothing of it.
-                answered = await ops_inbox.answer(theirs.id, bobs.request_id, "allow")
-                assert isinstance(answered, AnswerAccepted)
-                assert await ops_inbox.receive() == InboxResolved(
-                    session=theirs.id, request_id=bobs.request_id, outcome="answered"
-                )
-                await mine.result()
-                await theirs.result()
-                assert alice_inbox.items == ops_inbox.items == ()
-                assert alice_inbox.statistics().queued == 0
+        ) as (_, port), connect_gateway(url_of(port), token=ALICE) as alice,
+            connect_gateway(url_of(port), token=BOB) as bob,
+            connect_gateway(url_of(port), token=ROOT) as ops,
+            alice.inbox() as alice_inbox,
+            ops.inbox() as ops_inbox,
+        ):
+            assert await alice_inbox.receive() == InboxSnapshot(items=())
+            assert await ops_inbox.receive() == InboxSnapshot(items=())
+            mine = await alice.open(asking("alice cmd"), label="mine")
+            theirs = await bob.open(asking("bob cmd"), label="theirs")
+            seen = await changes(ops_inbox, 2)
+            assert all(isinstance(c, InboxArrived) for c in seen)
+            assert {item.owner for item in ops_inbox.items} == {"alice", "bob"}
+            arrived = await alice_inbox.receive()
+            assert isinstance(arrived, InboxArrived)
+            item = arrived.item
+            assert (item.session, item.label, item.owner) == (mine.id, "mine", "alice")
+            assert item.age(item.asked_at + 1.0) == 1.0
+            (bobs,) = [i for i in ops_inbox.items if i.owner == "bob"]
+            # Alice cannot answer Bob's request: for her the session does not exist.
+            refused = await alice_inbox.answer(theirs.id, bobs.request_id, "allow")
+            assert isinstance(refused, AnswerRejected)
+            assert "unknown session" in refused.reason
+            accepted = await alice_inbox.answer(mine.id, item.request_id, "deny")
+            assert accepted == AnswerAccepted(request_id=item.request_id)
+            resolved = InboxResolved(
+                session=mine.id, request_id=item.request_id, outcome="answered"
+            )
+            assert await alice_inbox.receive() == resolved
+            assert await ops_inbox.receive() == resolved
+            # The admin answers Bob's through its own inbox; Alice hears nothing of it.
+            answered = await ops_inbox.answer(theirs.id, bobs.request_id, "allow")
+            assert isinstance(answered, AnswerAccepted)
+            assert await ops_inbox.receive() == InboxResolved(
+                session=theirs.id, request_id=bobs.request_id, outcome="answered"
+            )
+            await mine.result()
+            await theirs.result()
+            assert alice_inbox.items == ops_inbox.items == ()
+            assert alice_inbox.statistics().queued == 0
     assert REPLIES["alice cmd"]["behavior"] == "deny"
     assert REPLIES["bob cmd"]["behavior"] == "allow"

@@ -58,7 +58,8 @@ def test_the_state_follows_snapshots_arrivals_and_resolutions() -> None:
     assert state.items == (a, c)
     # A resolution of what it never held (or twice) changes nothing.
     state.apply(InboxResolved(session="s2", request_id="r1", outcome="answered"))
-    assert state.get("s1", "r2") == c and len(state) == 2
+    assert state.get("s1", "r2") == c
+    assert len(state) == 2
     state.apply(InboxSnapshot(items=(b,)))
     assert state.items == (b,)
 
@@ -77,7 +78,8 @@ def test_an_item_says_its_tool_input_and_age() -> None:
 
 def test_the_queue_starts_with_a_snapshot_and_resyncs_past_its_bound() -> None:
     queue = InboxQueue(max_changes=2)
-    assert queue.resync and queue.ready
+    assert queue.resync
+    assert queue.ready
     queue.offer(InboxArrived(item=item("s1", "r1")))  # held by the snapshot to come
     assert queue.take() is None
     queue.snapshot_taken()
@@ -85,7 +87,8 @@ def test_the_queue_starts_with_a_snapshot_and_resyncs_past_its_bound() -> None:
     first, second = InboxArrived(item=item("s1", "r2")), InboxArrived(item=item("s1", "r3"))
     queue.offer(first)
     queue.offer(second)
-    assert len(queue) == 2 and queue.resyncs == 0
+    assert len(queue) == 2
+    assert queue.resyncs == 0
     queue.offer(InboxResolved(session="s1", request_id="r2", outcome="answered"))
     # Over its bound: everything queued is dropped, and a snapshot is due instead.
     assert (len(queue), queue.resync, queue.resyncs) == (0, True, 1)
