@@ -19,21 +19,44 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import coredis
 import trio
 
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.inbox import InboxChannel, InboxHub, MaySee
-from claude_trio.protocol.cluster.records import decode_event, event_id, is_final, seq_of_id
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import (
+    SessionRecord,
+    decode_event,
+    event_id,
+    is_final,
+    seq_of_id,
+)
 from claude_trio.protocol.errors import ClusterUnavailableError, UnknownSessionError
 from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES, InboxItem
 from claude_trio.protocol.session.events import UserInputRequest, UserInputResolved
 
-if TYPE_CHECKING:
-    from claude_trio.actors.cluster.fleet import RedisFleet
-
 __all__ = ["ClusterInbox"]
+
+class _Cluster(Protocol):
+    """What the inbox reads of its ``RedisFleet`` (``actors/cluster/fleet.py``)."""
+
+    redis: coredis.Redis[str]
+    keys: RedisKeys
+    _records: dict[str, SessionRecord]
+
+    async def get(self, session_id: str) -> _Answerable: ...
+
+    async def refresh(self, session_id: str | None) -> None: ...
+
+    async def _call(self, call: Callable[[], Any]) -> Any: ...
+
+
+class _Answerable(Protocol):
+    async def answer(self, request_id: str, answer: Any) -> AnswerAccepted | AnswerRejected: ...
+
 
 #: Events read from one session's stream per request.
 READ_BATCH = 500
@@ -42,7 +65,7 @@ READ_BATCH = 500
 class ClusterInbox:
     """The inbox of a :class:`~claude_trio.actors.cluster.fleet.RedisFleet` (module docstring)."""
 
-    def __init__(self, fleet: RedisFleet, nursery: trio.Nursery, poll: float) -> None:
+    def __init__(self, fleet: _Cluster, nursery: trio.Nursery, poll: float) -> None:
         self._fleet = fleet
         self._nursery = nursery
         self._poll_every = poll

@@ -193,7 +193,7 @@ class GatewayClient:
         self._last_why = ""
         #: The server's ``hello``, from the latest connection.
         self.hello: HelloFrame | None = None
-        self._inbox = RemoteInbox(self)
+        self._inbox = RemoteInbox(self._op_id, lambda op: self._request(op, ReplyFrame))
 
     # -- public ops ------------------------------------------------------------------------------
 

@@ -15,7 +15,8 @@ consumer's ``receive()`` raises its :class:`~claude_trio.errors.GatewayUnavailab
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import trio
 
@@ -39,17 +40,18 @@ from claude_trio.protocol.fanout.wire import (
     ReplyFrame,
 )
 
-if TYPE_CHECKING:
-    from claude_trio.client.connection import GatewayClient
-
 __all__ = ["RemoteInbox"]
 
 
 class RemoteInbox:
     """What a client knows of the server's inbox, and the consumers it tells."""
 
-    def __init__(self, client: GatewayClient) -> None:
-        self._client = client
+    def __init__(
+        self, op_id: Callable[[], str], request: Callable[[AnswerOp], Awaitable[ReplyFrame]]
+    ) -> None:
+        #: The client's next op id, and its ``answer`` op sent (``GatewayClient._request``).
+        self._op_id = op_id
+        self._request = request
         self._state = InboxState()
         self._channels: dict[InboxChannel, None] = {}
         #: True once ``inbox()`` was called: every connection follows the server's inbox.
@@ -107,10 +109,9 @@ class RemoteInbox:
         """The gateway's ``answer`` op (the server's broker decides, as for a local session)."""
         if isinstance(answer, ApprovalAnswer):
             answer = answer.to_json()
-        client = self._client
-        op = AnswerOp(id=client._op_id(), session=session_id, request=request_id, answer=answer)
+        op = AnswerOp(id=self._op_id(), session=session_id, request=request_id, answer=answer)
         try:
-            reply = await client._request(op, ReplyFrame)
+            reply = await self._request(op)
         except RemoteOpError as exc:  # unknown_session: gone, or never this principal's
             await trio.lowlevel.checkpoint()
             return AnswerRejected(request_id=request_id, reason=exc.message)
