@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import trio
-from gateway_kit import ORIGIN, client, gateway
+from gateway_kit import ORIGIN, TOKEN, client, gateway
 
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.inbox import InboxChannel
@@ -137,3 +137,38 @@ async def test_a_principal_sees_and_answers_only_its_sessions_requests() -> None
             assert alice_inbox.statistics().queued == 0
     assert REPLIES["alice cmd"]["behavior"] == "deny"
     assert REPLIES["bob cmd"]["behavior"] == "allow"
+
+
+async def test_after_a_reconnect_the_client_inbox_gets_the_list_again() -> None:
+    from proxy_kit import cut_proxy
+
+    from claude_trio.client import ClientConfig
+
+    patient = ClientConfig(reconnect_attempts=1000, backoff_base=0.01, backoff_max=0.02)
+    with trio.fail_after(20):
+        async with (
+            gateway(FakeCLI(bash_asker), allowed_origins=None) as (fleet, port),
+            cut_proxy(port) as proxy,
+            connect_gateway(proxy.url, token=TOKEN, config=patient) as gw,
+            gw.inbox() as inbox,
+            fleet.inbox() as local,
+        ):
+            assert await inbox.receive() == InboxSnapshot(items=())
+            assert await local.receive() == InboxSnapshot(items=())
+            proxy.refusing = True
+            proxy.cut()
+            # Asked while the client is away: it never sees this arrival as a change.
+            session = await fleet.open(asking("while away"), label="away")
+            arrived = await local.receive()
+            assert isinstance(arrived, InboxArrived)
+            proxy.refusing = False
+            again = await inbox.receive()
+            assert again == InboxSnapshot(items=(arrived.item,))
+            assert inbox.items == (arrived.item,)
+            outcome = await inbox.answer(session.id, arrived.item.request_id, "allow")
+            assert outcome == AnswerAccepted(request_id=arrived.item.request_id)
+            resolved = await inbox.receive()
+            assert isinstance(resolved, InboxResolved)
+            assert resolved.outcome == "answered"
+            assert (await session.result()).text == "allow"
+            assert gw.statistics().connections == 2
