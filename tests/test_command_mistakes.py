@@ -103,7 +103,9 @@ async def test_batch_against_an_unreachable_server_says_so_on_stderr(tmp_path: P
     done = await claude_trio("batch", str(prompts), "--remote", "ws://127.0.0.1:1/", env=env)
     line = one_error_line(done)
     assert done.returncode == 1
-    assert line.startswith("claude-trio batch: could not connect to the gateway at ws://127.0.0.1:1/")
+    assert line.startswith(
+        "claude-trio batch: could not connect to the gateway at ws://127.0.0.1:1/"
+    )
     assert b"could not connect" not in done.stdout
 
 
@@ -172,6 +174,19 @@ async def test_batch_names_every_bad_line_of_its_file_and_runs_nothing(tmp_path:
     assert not (tmp_path / "p.results.jsonl").exists()
 
 
+async def test_inbox_without_a_token_a_bad_url_or_no_server_is_one_line() -> None:
+    done = await claude_trio("inbox", "ws://127.0.0.1:1/", env=command_env({}))
+    assert done.returncode == 2
+    assert "inbox needs the server's token in CLAUDE_TRIO_TOKEN" in one_error_line(done)
+    env = command_env({"CLAUDE_TRIO_TOKEN": TOKEN})
+    done = await claude_trio("inbox", "http://example.com/", env=env)
+    assert done.returncode == 2
+    assert "'http://example.com/'" in one_error_line(done)
+    done = await claude_trio("inbox", "ws://127.0.0.1:1/", env=env)
+    assert done.returncode == 1
+    assert "could not connect to the gateway at ws://127.0.0.1:1/" in one_error_line(done)
+
+
 async def test_a_worker_whose_redis_cannot_be_reached_says_so_in_one_line() -> None:
     done = await claude_trio("worker", "--redis", "redis://127.0.0.1:1/0", "--offline")
     line = one_error_line(done)
@@ -206,4 +221,4 @@ def test_the_commands_under_audit_are_every_command() -> None:
     from claude_trio.cli import COMMANDS
 
     # A new command joins the audit above (an operator mistake of it gets a test here).
-    assert set(COMMANDS) == {"run", "demo", "record", "serve", "batch", "worker", "acp"}
+    assert set(COMMANDS) == {"run", "demo", "record", "serve", "batch", "worker", "acp", "inbox"}

@@ -244,3 +244,14 @@ def test_a_tokens_file_readable_by_others_is_noted(tmp_path: Path) -> None:
     assert not _tokens_file_readable_by_others(str(path))
     path.chmod(0o644)
     assert _tokens_file_readable_by_others(str(path))
+
+
+def test_remote_tools_is_the_operators_choice_read_only_unless_all() -> None:
+    from claude_trio.cli.serve import _gateway_options
+
+    default = serve_config(serve_args(), {})
+    assert default.remote_tools == "read-only"
+    assert _gateway_options(default)["remote_tools"] == "read-only"
+    opted_in = serve_config(serve_args("--remote-tools", "all"), {})
+    assert _gateway_options(opted_in)["remote_tools"] == "all"
+    assert cli.main(["serve", "--remote-tools", "everything"]) == 2

@@ -24,7 +24,7 @@ import logging
 import time
 import uuid as uuid_module
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -35,6 +35,7 @@ import trio
 
 from claude_trio.actors.cluster.controls import ClusterControls
 from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
+from claude_trio.actors.cluster.inbox import ClusterInbox
 from claude_trio.actors.cluster.owned import own, owner_load
 from claude_trio.actors.cluster.questions import pending_questions
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
@@ -44,6 +45,7 @@ from claude_trio.actors.fanout.fleet import (
     HostLoad,
     OwnerStatistics,
 )
+from claude_trio.actors.fanout.inbox import InboxChannel
 from claude_trio.actors.fanout.owners import GatewayOwner
 from claude_trio.actors.fanout.subscription import (
     DEFAULT_SUBSCRIBER_BYTES,
@@ -334,6 +336,7 @@ class RedisFleet:
         self._records: dict[str, SessionRecord] = {}
         self._oldest: dict[str, int | None] = {}
         self._listed: tuple[str, ...] = ()
+        self._inbox = ClusterInbox(self, nursery, block)  # actors/cluster/inbox.py
 
     # -- what the gateway reads -----------------------------------------------------------------
 
@@ -489,6 +492,15 @@ class RedisFleet:
         self._oldest[sid] = seq_of_id(first[0].identifier) if first else None
 
     # -- the session-host interface (actors/fanout/hosts.py) ---------------------------------------
+
+    def inbox(self, **options: Any) -> AbstractAsyncContextManager[InboxChannel]:
+        """``SessionHost.inbox`` (``may_see``, ``max_changes``: as ``Fleet.inbox``), read
+        from the sessions' event streams (``actors/cluster/inbox.py``)."""
+        return self._inbox.open(**options)
+
+    def inbox_nowait(self, **options: Any) -> InboxChannel:
+        """``ServedHost.inbox_nowait``: as ``Fleet.inbox_nowait``."""
+        return self._inbox.watch(**options)
 
     async def get(self, session_id: str) -> RedisSession:
         """The session's record, read from Redis now; :class:`UnknownSessionError` when Redis

@@ -82,6 +82,7 @@ from typing import Any
 import attrs
 import trio
 
+from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet_options import (
     SESSION_OPTIONS,
     check_session_options,
@@ -94,6 +95,7 @@ from claude_trio.actors.fanout.fleet_session import (
     _Execution,
 )
 from claude_trio.actors.fanout.governor import Governor, GovernorFigures, budget_message
+from claude_trio.actors.fanout.inbox import InboxChannel, InboxHub, MaySee
 from claude_trio.actors.fanout.owners import key_scope, principal_of
 from claude_trio.actors.fanout.subscription import (
     DEFAULT_SUBSCRIBER_BYTES,
@@ -128,6 +130,7 @@ from claude_trio.protocol.fanout.idempotency import (
     continue_digest,
     open_digest,
 )
+from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES
 from claude_trio.protocol.fanout.slots import SlotQueue
 from claude_trio.protocol.fanout.wire import SessionInfo, params_to_json
 from claude_trio.protocol.session.events import Error, Event, Result
@@ -260,6 +263,8 @@ class Fleet:
         self._finished = 0
         self._closed = False
         self._draining = False
+        #: The user-input requests waiting across the sessions (``inbox``), fed by them.
+        self._inbox = InboxHub(self._answer_from_inbox)
 
     async def start(
         self,
@@ -426,6 +431,41 @@ class Fleet:
             await session.wait_closed()
 
     # -- the session-host interface (actors/fanout/hosts.py) ---------------------------------------
+
+    @asynccontextmanager
+    async def inbox(
+        self, *, may_see: MaySee | None = None, max_changes: int = DEFAULT_INBOX_CHANGES
+    ) -> AsyncIterator[InboxChannel]:
+        """``async with fleet.inbox() as inbox:``: the user-input requests waiting across
+        the fleet's sessions (a snapshot first), then their arrivals and resolutions
+        (``actors/fanout/inbox.py``). ``may_see``: which sessions' requests, by principal
+        (every session's when None). ``max_changes``: how far the consumer may fall behind
+        before it is served a fresh snapshot instead."""
+        await trio.lowlevel.checkpoint()
+        with self.inbox_nowait(may_see=may_see, max_changes=max_changes) as channel:
+            yield channel
+
+    def inbox_nowait(
+        self,
+        *,
+        may_see: MaySee | None = None,
+        max_changes: int = DEFAULT_INBOX_CHANGES,
+        notify: Callable[[], None] | None = None,
+    ) -> InboxChannel:
+        """An inbox decided at once, for a consumer that waits on several things at once
+        (``notify`` is called whenever it becomes readable); see :meth:`inbox`."""
+        return self._inbox.watch(may_see=may_see, max_changes=max_changes, notify=notify)
+
+    async def _answer_from_inbox(
+        self, session_id: str, request_id: str, answer: Any
+    ) -> AnswerAccepted | AnswerRejected:
+        session = self._sessions.get(session_id)
+        if session is None:
+            await trio.lowlevel.checkpoint()
+            return AnswerRejected(
+                request_id=request_id, reason=f"unknown session {session_id!r}"
+            )
+        return await session.answer(request_id, answer)
 
     async def open(
         self,
@@ -759,3 +799,4 @@ async def open_fleet(
         finally:
             fleet._closed = True
             fleet._close_waiting()
+            fleet._inbox.close()

@@ -29,6 +29,7 @@ import attrs
 import trio
 
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.fanout.inbox import InboxHub
 from claude_trio.actors.fanout.owners import principal_of
 from claude_trio.actors.fanout.subscription import (
     DEFAULT_SUBSCRIBER_BYTES,
@@ -43,6 +44,7 @@ from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.permissions import PermissionMode
 from claude_trio.protocol.errors import ControlRefusedError, InvalidParamsError
+from claude_trio.protocol.fanout.inbox import InboxItem
 from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.events import (
@@ -98,6 +100,9 @@ class SlotKeeper(Protocol):
     def _governed(self, x: _Execution, event: Event) -> None: ...
 
     def _position(self, x: _Execution) -> int | None: ...
+
+    #: The fleet's inbox, told of each request asked and resolved (``actors/fanout/inbox.py``).
+    _inbox: InboxHub
 
 
 def _outcome(event: Event) -> str:
@@ -450,8 +455,18 @@ class FleetSession:
         match event:
             case UserInputRequest():
                 self._pending[event.request_id] = entry
+                self._fleet._inbox.arrived(
+                    InboxItem(
+                        session=self.id,
+                        label=self.label,
+                        owner=principal_of(self.owner),
+                        request=event,
+                        asked_at=InboxHub.now(),
+                    )
+                )
             case UserInputResolved():
                 self._pending.pop(event.request_id, None)
+                self._fleet._inbox.resolved(self.id, event.request_id, event.outcome)
             case Result():
                 if event.session_id:
                     self.claude_session_id = event.session_id
@@ -477,6 +492,7 @@ class FleetSession:
         x.state = "ended"
         self.ended_at = time.time()
         self._pending.clear()
+        self._fleet._inbox.session_ended(self.id)
         for subscription in list(self._subscribers):
             subscription._end()
         self._subscribers.clear()

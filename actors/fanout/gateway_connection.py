@@ -41,6 +41,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout._websocket_private import clip_reason
 from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired, Subscription
+from claude_trio.actors.fanout.gateway_inbox import InboxFollower
 from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
 from claude_trio.actors.fanout.owners import GatewayOwner, principal_of
 from claude_trio.actors.fanout.remote_paths import resolve_cwd, resolve_scope
@@ -82,6 +83,7 @@ from claude_trio.protocol.fanout.wire import (
     Frame,
     HelloFrame,
     HelloOp,
+    InboxOp,
     ListOp,
     Op,
     OpenedFrame,
@@ -193,6 +195,7 @@ class _Client:
         self._close_code: int | None = None
         self._close_text = ""
         self._close_wanted = trio.Event()
+        self._inbox: InboxFollower | None = None  # the ``inbox`` op (gateway_inbox.py)
 
     async def run(self) -> None:
         try:
@@ -208,6 +211,8 @@ class _Client:
                 attached.subscription.close()
             self._attached.clear()
             self._ready.clear()
+            if self._inbox is not None:
+                self._inbox.close()
 
     async def _close_connection(self) -> None:
         """Send the close frame after the frame being sent, or cut TCP (module docstring)."""
@@ -274,6 +279,8 @@ class _Client:
             text = self._replies.popleft()
             self._reply_room.set()
             return text
+        if self._inbox is not None and (inbox_frame := self._inbox.next_frame()) is not None:
+            return inbox_frame
         ready = self._ready
         while ready:
             attached = ready.popleft()
@@ -339,6 +346,9 @@ class _Client:
         attached.subscription = subscribed
         self._notify(attached)
         return True
+
+    def _wake_writer(self) -> None:
+        self._wake.set()
 
     def _forget(self, attached: _Attached) -> None:
         if self._attached.get(attached.session_id) is attached:
@@ -479,6 +489,14 @@ class _Client:
                 session = await self._session(op.id, op.session)
                 if session is not None:
                     await self._control(op, session)
+            case InboxOp():
+                if self._inbox is not None:
+                    self._inbox.close()
+                channel = self._fleet.inbox_nowait(
+                    may_see=self._principal.may_see, notify=self._wake_writer
+                )
+                self._inbox = InboxFollower(channel, op.id, follow=op.follow)
+                self._wake_writer()
             case _:
                 assert_never(op)
 

@@ -51,6 +51,14 @@ The promises:
 * ``await handle.answer(request_id, answer)`` answers a pending ``user_input_request``.
 * ``await handle.abort()`` ends the current execution with exactly one ``aborted`` event and
   returns once that event is the host's; after the end it does nothing.
+* ``host.inbox()`` is an async context manager yielding an
+  :class:`~claude_trio.actors.fanout.inbox.InboxChannel`: the user-input requests (tool
+  approvals, questions, elicitations) waiting across every session the caller may see, as a
+  snapshot first, then each arrival and resolution (answered, here or elsewhere; expired;
+  cancelled; withdrawn; failed; ``ended`` with its execution), each request leaving exactly
+  once (``protocol/fanout/inbox.py``). ``inbox.answer(session_id, request_id, answer)`` goes
+  through the session's broker, as ``handle.answer`` does (the first answer wins, the deadline
+  is the request's). A consumer that falls behind gets a fresh snapshot, never unbounded memory.
 * ``handle.usage`` is every turn of every execution so far (interrupted turns included), as the
   host knows it: the same figures on every host, and the ``usage`` that ``list`` shows.
 
@@ -72,6 +80,7 @@ import trio
 
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet import HostDescription, HostLoad
+from claude_trio.actors.fanout.inbox import InboxChannel, MaySee
 from claude_trio.actors.fanout.subscription import ResyncRequired, Subscription
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
@@ -137,6 +146,10 @@ class SessionHost(Protocol):
     async def get(self, session_id: str) -> SessionHandle: ...
 
     async def list(self) -> Sequence[SessionInfo]: ...
+
+    def inbox(self) -> AbstractAsyncContextManager[InboxChannel]:
+        """The requests waiting across the sessions the caller may see (module docstring)."""
+        ...
 
 
 # -- what a gateway needs of the host it serves ---------------------------------------------------
@@ -219,3 +232,14 @@ class ServedHost(SessionHost, Protocol):
     async def load(self, owner: Hashable) -> HostLoad: ...
 
     async def describe(self) -> HostDescription: ...
+
+    def inbox_nowait(
+        self,
+        *,
+        may_see: MaySee | None = None,
+        max_changes: int = ...,
+        notify: Callable[[], None] | None = None,
+    ) -> InboxChannel:
+        """An inbox decided at once, of the sessions whose principal ``may_see`` admits;
+        ``notify`` is called whenever it becomes readable (a gateway's writer)."""
+        ...

@@ -94,6 +94,7 @@ COMMANDS: Mapping[str, str] = {
     "batch": "claude_trio.batch:batch_command",
     "worker": "claude_trio.cli.worker:worker_command",
     "acp": "claude_trio.cli.acp:acp_command",
+    "inbox": "claude_trio.cli.inbox:inbox_command",
 }
 """Every command -> ``module:function``, the function that runs it with the parsed arguments
 and returns the exit code. The module is imported when its command runs: the session

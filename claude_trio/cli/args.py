@@ -344,6 +344,14 @@ def add_fanout_commands(commands: Any) -> None:
     serve.add_argument(
         "--tokens", metavar="FILE", help="a JSON list of {principal, token, admin} entries"
     )
+    serve.add_argument(
+        "--remote-tools",
+        choices=("read-only", "all"),
+        default="read-only",
+        help="what clients' sessions may run: read-only tools (the default), or all of them "
+        "(commands, edits) as this user; a client's asking permission mode (default, "
+        "acceptEdits) then asks before each call, answered with `claude-trio inbox URL`",
+    )
     add_offline_option(serve, "every session talks to the built-in scripted model")
     serve.add_argument(
         "--log-json", action="store_true", help="log lines as one JSON object per line"
@@ -367,6 +375,22 @@ def add_fanout_commands(commands: Any) -> None:
         default=10.0,
         metavar="S",
         help="with --redis: how long a push, answer or abort waits for the worker's outcome",
+    )
+
+    inbox = commands.add_parser(
+        "inbox",
+        help="answer the approvals and questions waiting across a server's sessions",
+        description="Follow the inbox of a claude-trio server (the sessions your token may "
+        "see) and answer each request at this terminal as it arrives, as `run` asks: y / n / "
+        "e / a for a tool approval, an option for a question. The token comes from "
+        "CLAUDE_TRIO_TOKEN. Runs until Ctrl-C or the end of its input.",
+    )
+    inbox.add_argument("url", metavar="URL", help="the server, ws://host:port/")
+    inbox.add_argument(
+        "--count",
+        type=_positive_int,
+        metavar="N",
+        help="exit after answering N requests",
     )
 
     worker = commands.add_parser(

@@ -93,6 +93,8 @@ class ServeConfig:
     idempotency_ttl: float = 24 * 3600.0
     #: The fleet's governor (None: off); ``serve --redis`` does not use it yet.
     governor: GovernorConfig | None = None
+    #: ``--remote-tools``: ``read-only`` (the default) or ``all`` (``RemotePolicy.tools``).
+    remote_tools: str = "read-only"
 
 
 def is_loopback(host: str) -> bool:
@@ -193,6 +195,7 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
         redis=getattr(args, "redis", None),
         command_timeout=getattr(args, "command_timeout", 10.0),
         governor=governor_config(args),
+        remote_tools=getattr(args, "remote_tools", "read-only"),
     )
 
 
@@ -213,6 +216,7 @@ def _gateway_options(config: ServeConfig) -> dict[str, Any]:
         "cwd_root": config.cwd_root,
         "allow_cwd": config.allow_cwd,
         "allow_env": config.allow_env,
+        "remote_tools": config.remote_tools,
     }
 
 
@@ -295,6 +299,13 @@ async def serve(config: ServeConfig, out: TextIO) -> int:
                 print(
                     "offline: every session talks to the built-in scripted model "
                     "(no API key, no network)",
+                    file=out,
+                )
+            if config.remote_tools == "all":
+                print(
+                    "remote tools: all (clients' sessions may run commands and write files as "
+                    "this user; with an asking --permission-mode each call waits for an "
+                    "answer: claude-trio inbox URL)",
                     file=out,
                 )
             print("Ctrl-C drains (running sessions finish), twice stops at once", file=out)

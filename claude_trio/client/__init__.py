@@ -61,7 +61,8 @@ its
 
 The parts: ``config.py`` (:class:`ClientConfig`, :class:`ClientStatistics`), ``session.py``
 (:class:`RemoteSession`, :class:`RemoteEvents`), ``connection.py`` (:func:`connect_gateway`,
-:class:`GatewayClient`: the connection, its tasks and the reconnection). Import from here.
+:class:`GatewayClient`: the connection, its tasks and the reconnection), ``inbox.py``
+(``GatewayClient.inbox()``: the server's inbox, followed across reconnects). Import from here.
 """
 
 from claude_trio.client.config import (

@@ -39,6 +39,7 @@ from trio_websocket import (
     connect_websocket_url,
 )
 
+from claude_trio.actors.fanout.inbox import InboxChannel
 from claude_trio.actors.session.boundary import raise_unwrapped
 from claude_trio.client.config import (
     ClientConfig,
@@ -49,6 +50,7 @@ from claude_trio.client.config import (
     Reconnecting,
     _check_url,
 )
+from claude_trio.client.inbox import RemoteInbox
 from claude_trio.client.session import RemoteSession, _follow_error
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import (
@@ -64,6 +66,7 @@ from claude_trio.protocol.errors import (
 from claude_trio.protocol.fanout.follow import Follow
 from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.fanout.idempotency import check_idempotency_key
+from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES
 from claude_trio.protocol.fanout.remote import check_token
 from claude_trio.protocol.fanout.wire import (
     AbortOp,
@@ -74,6 +77,10 @@ from claude_trio.protocol.fanout.wire import (
     Frame,
     HelloFrame,
     HelloOp,
+    InboxArrivedFrame,
+    InboxFrame,
+    InboxOp,
+    InboxResolvedFrame,
     ListOp,
     Op,
     OpenedFrame,
@@ -101,7 +108,7 @@ F = TypeVar("F", bound=Frame)
 _TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
 #: Ops that may be sent again when their reply was lost with the connection.
-_REPEATABLE = (HelloOp, ListOp, AbortOp, SetModelOp, SetPermissionModeOp)
+_REPEATABLE = (HelloOp, ListOp, AbortOp, SetModelOp, SetPermissionModeOp, InboxOp)
 
 
 # -- one op in flight ---------------------------------------------------------------------------
@@ -187,6 +194,7 @@ class GatewayClient:
         self._last_why = ""
         #: The server's ``hello``, from the latest connection.
         self.hello: HelloFrame | None = None
+        self._inbox = RemoteInbox(self._op_id, lambda op: self._request(op, ReplyFrame))
 
     # -- public ops ------------------------------------------------------------------------------
 
@@ -298,6 +306,21 @@ class GatewayClient:
         session = await self.get(session_id)
         await session.continue_(prompt, idempotency_key=idempotency_key)
         return session
+
+    @asynccontextmanager
+    async def inbox(
+        self, *, max_changes: int = DEFAULT_INBOX_CHANGES
+    ) -> AsyncIterator[InboxChannel]:
+        """``SessionHost.inbox``: the requests waiting across the sessions the server lets
+        this client's principal see, a snapshot first, then their arrivals and resolutions
+        (the ``inbox`` op; ``client/inbox.py``). From the first call on, the client follows
+        the server's inbox for as long as it is connected."""
+        if not self._inbox.following:
+            op = InboxOp(id=self._op_id())
+            await self._request(op, InboxFrame, on_reply=self._inbox.on_reply)
+            self._inbox.following = True
+        with self._inbox.channel(max_changes) as channel:
+            yield channel
 
     async def _info(self, session_id: str) -> SessionInfo | None:
         """The session as the server's ``list`` shows it (None: it shows no such session)."""
@@ -581,6 +604,11 @@ class GatewayClient:
         for session in list(self._sessions.values()):
             if session._follow.connected():
                 self._attach_again(session)
+        if self._inbox.following:  # the list again: what changed meanwhile is in it
+            op = InboxOp(id=self._op_id())
+            conn.submit(
+                _Pending(op=op, text=encode_op(op), repeatable=False, internal=self._inbox.on_reply)
+            )
         waiting, self._waiting = self._waiting, collections.deque()
         for pending in waiting:
             if not pending.abandoned:
@@ -626,6 +654,7 @@ class GatewayClient:
             pending.fail(error)
         for session in list(self._sessions.values()):
             session._wake()
+        self._inbox.give_up(error)
         if self._attempts and not self._closing:
             log.error("claude-trio client: %s", error)
             self._notify(GaveUp(error=error))
@@ -662,6 +691,11 @@ class GatewayClient:
             session = self._sessions.get(frame.session)
             if session is not None:
                 session._on_event(frame.event)
+            return
+        if isinstance(frame, InboxArrivedFrame | InboxResolvedFrame) or (
+            isinstance(frame, InboxFrame) and frame.id is None
+        ):
+            self._inbox.on_frame(frame)
             return
         op_id = frame.id
         if op_id is None:

@@ -10,8 +10,11 @@ model saw the earlier turns. It never asks a question, so unattended runs finish
 
 To try tool approvals offline: a prompt with ``#write PATH`` makes the model write a short
 file at ``PATH`` with the ``Write`` tool instead of its todo list, and ``#bash COMMAND`` run
-``COMMAND`` (the rest of the line) with ``Bash``; its answer then quotes the start of the tool's
+``COMMAND`` (the rest of the line; a bare ``#bash`` runs :data:`BASH_COMMAND`, which touches a
+file, so the CLI asks first) with ``Bash``; its answer then quotes the start of the tool's
 result, so whoever drives it sees what the model saw (the file written, a denial, an error).
+With an asking permission mode the call waits for an approval (``claude-trio serve --offline
+--remote-tools all``, answered with ``claude-trio inbox``).
 
 To try retries offline: a prompt that contains ``#overloaded`` is answered ``529
 overloaded_error`` (with ``retry-after: 1``) the first time the model sees it, and normally
@@ -50,6 +53,7 @@ from claude_trio.offline.model_double import (
 )
 
 __all__ = [
+    "BASH_MARK",
     "OFFLINE_ENV",
     "OVERLOADED_MARK",
     "RATE_LIMITED_MARK",
@@ -65,6 +69,8 @@ BASH_MARK = "#bash "
 #: What ``#write PATH`` writes.
 WRITTEN_TEXT = "written by the offline model\n"
 RATE_LIMITED_MARK = "#rate-limited"
+#: The command a bare ``#bash`` prompt makes the model run.
+BASH_COMMAND = "touch offline-bash-ran && echo offline bash ran"
 
 #: What every reply costs, in the double's usage (the CLI prices it as it would the model's).
 TOOL_USAGE = ReplyUsage(input_tokens=120, output_tokens=40, cache_read_input_tokens=800)
@@ -130,10 +136,13 @@ def _tool_request(prompt: str) -> tuple[str, dict[str, Any]] | None:
     """The tool a ``#write`` / ``#bash`` prompt asks for (name, input), or None."""
     for mark, name in ((WRITE_MARK, "Write"), (BASH_MARK, "Bash")):
         if mark in prompt:
-            rest = prompt.split(mark, 1)[1].splitlines()[0].strip()
+            rest = (prompt.split(mark, 1)[1].splitlines() or [""])[0].strip()
             if name == "Write":
                 return name, {"file_path": rest, "content": WRITTEN_TEXT}
-            return name, {"command": rest, "description": "Run the command asked for"}
+            return name, {
+                "command": rest or BASH_COMMAND,
+                "description": "Run the command asked for",
+            }
     return None
 
 

@@ -57,6 +57,11 @@ The contracts (:data:`CONTRACTS`), in the order they run:
 10. ``idempotency``: ``open`` sent again with its ``idempotency_key`` returns the session the
     first one started (the same id, the same events) and starts no other (``list`` shows one);
     the key with other params is refused (a ``ClaudeTrioError``).
+11. ``inbox``: ``inbox()`` opens with a snapshot; two sessions asking at once show as two
+    items (their session, label, source, request id); one answered through
+    ``inbox.answer`` is ``AnswerAccepted``, reaches the CLI and leaves with an ``answered``
+    resolution (a second answer is ``AnswerRejected``); the other, aborted, leaves with
+    ``cancelled`` or ``ended``; a new ``inbox()`` shows neither.
 """
 
 from __future__ import annotations
@@ -75,6 +80,11 @@ from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.hosts import SessionHandle, SessionHost
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import ClaudeTrioError, UnknownSessionError
+from claude_trio.protocol.fanout.inbox import (
+    InboxChange,
+    InboxResolved,
+    InboxSnapshot,
+)
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.events import (
     Aborted,
@@ -459,6 +469,63 @@ async def _idempotency(host: SessionHost) -> None:
     _expect(new == [first.id], f"list shows {len(new)} new sessions, not 1")
 
 
+async def _resolution(
+    inbox: trio.abc.ReceiveChannel[InboxChange], session: str, request_id: str
+) -> str:
+    """Read changes until ``request_id`` of ``session`` leaves the list: its resolution's
+    outcome (``snapshot`` when a fresh snapshot without it came instead)."""
+    async for change in inbox:
+        if isinstance(change, InboxResolved):
+            if (change.session, change.request_id) == (session, request_id):
+                return change.outcome
+        elif isinstance(change, InboxSnapshot) and all(
+            (i.session, i.request_id) != (session, request_id) for i in change.items
+        ):
+            return "snapshot"
+    raise _Broken(f"the inbox ended before request {request_id} of {session} left it")
+
+
+async def _inbox(host: SessionHost) -> None:
+    async with host.inbox() as inbox:
+        first = await inbox.receive()
+        _expect(isinstance(first, InboxSnapshot), f"inbox() opened with {first!r}")
+        answered = await host.open(ExecuteParams(prompt="ask"), label="inbox answered")
+        aborted = await host.open(ExecuteParams(prompt="ask"), label="inbox aborted")
+        ours = {answered.id, aborted.id}
+        while {item.session for item in inbox.items} & ours != ours:
+            await inbox.receive()
+        items = {item.session: item for item in inbox.items if item.session in ours}
+        for handle, label in ((answered, "inbox answered"), (aborted, "inbox aborted")):
+            item = items[handle.id]
+            _expect(item.label == label, f"an item's label is {item.label!r}, not {label!r}")
+            _expect(item.source == "model-tool", f"a question's source is {item.source!r}")
+            _expect(item.request.questions, "an item's request carries no question")
+        request_id = items[answered.id].request_id
+        right = await inbox.answer(answered.id, request_id, {"Which color?": "blue"})
+        _expect(
+            right == AnswerAccepted(request_id=request_id),
+            f"the answer through the inbox: {right!r}",
+        )
+        outcome = await _resolution(inbox, answered.id, request_id)
+        _expect(outcome in ("answered", "snapshot"), f"an answered request left as {outcome!r}")
+        again = await inbox.answer(answered.id, request_id, {"Which color?": "red"})
+        _expect(isinstance(again, AnswerRejected), f"a second answer: {again!r}")
+        text = (await answered.result()).text
+        _expect(text == "answered blue", f"the answer did not reach the CLI: {text!r}")
+        await aborted.abort()
+        outcome = await _resolution(inbox, aborted.id, items[aborted.id].request_id)
+        _expect(
+            outcome in ("cancelled", "ended", "snapshot"),
+            f"an aborted session's request left as {outcome!r}",
+        )
+    async with host.inbox() as again_inbox:
+        snapshot = await again_inbox.receive()
+        _expect(isinstance(snapshot, InboxSnapshot), f"inbox() opened with {snapshot!r}")
+        assert isinstance(snapshot, InboxSnapshot)
+        left = [item for item in snapshot.items if item.session in ours]
+        _expect(not left, f"a new inbox still shows {len(left)} resolved requests")
+
+
 CONTRACTS: tuple[tuple[str, Callable[[SessionHost], Awaitable[None]]], ...] = (
     ("open", _open),
     ("result", _result),
@@ -470,6 +537,7 @@ CONTRACTS: tuple[tuple[str, Callable[[SessionHost], Awaitable[None]]], ...] = (
     ("continue", _continue),
     ("answer", _answer),
     ("idempotency", _idempotency),
+    ("inbox", _inbox),
 )
 """The contracts by name, in the order they run (see the module docstring)."""
 

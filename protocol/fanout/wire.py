@@ -21,6 +21,7 @@ Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
     {"op": "set_permission_mode", "id", "session", "mode": <a permission mode>}
     {"op": "attach",   "id", "session", "last_seq": <int >= 0 or null; may be omitted>}
     {"op": "detach",   "id", "session"}
+    {"op": "inbox",    "id", "follow": <bool, optional, default true>}
 
 Server -> client frames (each has ``"type"``)::
 
@@ -34,6 +35,16 @@ Server -> client frames (each has ``"type"``)::
     {"type": "reply",           "id", "ok": bool, "reason": str | null, "uuid": str | null}
     {"type": "resync_required", "id", "session", "oldest_seq": int}
     {"type": "error",           "id": str | null, "code": WireErrorCode, "message": str}
+    {"type": "inbox",           "id": str | null, "items": [InboxItem, ...]}
+    {"type": "inbox_arrived",   "item": InboxItem}
+    {"type": "inbox_resolved",  "session", "request", "outcome": <an InboxOutcome>}
+
+An ``InboxItem`` is ``{"session", "label", "owner", "request": <a user_input_request event>,
+"asked_at": <seconds since the epoch>}`` (``protocol/fanout/inbox.py``). ``inbox`` answers with
+the requests waiting across the sessions the principal may see; with ``follow`` (the default)
+the connection then gets each ``inbox_arrived`` and ``inbox_resolved``, and an ``inbox`` frame
+with a null ``id`` (a fresh list that replaces the one held) when it fell behind. ``inbox``
+with ``"follow": false`` answers the list and stops following.
 
 A session's events carry one ``seq`` sequence across its executions: ``continue`` starts the
 next execution of an ended session's conversation, whose first event has ``first_seq``. An
@@ -108,6 +119,9 @@ from claude_trio.protocol.fanout.wire_frames import (
     EventFrame,
     Frame,
     HelloFrame,
+    InboxArrivedFrame,
+    InboxFrame,
+    InboxResolvedFrame,
     OpenedFrame,
     ReplyFrame,
     ResyncRequiredFrame,
@@ -145,6 +159,10 @@ __all__ = [
     "Frame",
     "HelloFrame",
     "HelloOp",
+    "InboxArrivedFrame",
+    "InboxFrame",
+    "InboxOp",
+    "InboxResolvedFrame",
     "ListOp",
     "Op",
     "OpenOp",
@@ -340,6 +358,16 @@ class DetachOp:
     op: ClassVar[str] = "detach"
 
 
+@attrs.frozen(kw_only=True)
+class InboxOp:
+    """The requests waiting across the principal's sessions (an ``inbox`` frame); with
+    ``follow``, their arrivals and resolutions from then on."""
+
+    id: str
+    follow: bool = True
+    op: ClassVar[str] = "inbox"
+
+
 Op: TypeAlias = (
     HelloOp
     | OpenOp
@@ -352,6 +380,7 @@ Op: TypeAlias = (
     | SetPermissionModeOp
     | AttachOp
     | DetachOp
+    | InboxOp
 )
 
 OP_NAMES: tuple[str, ...] = (
@@ -366,6 +395,7 @@ OP_NAMES: tuple[str, ...] = (
     "set_permission_mode",
     "attach",
     "detach",
+    "inbox",
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -508,6 +538,12 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
         case "detach":
             fields.only("op", "id", "session")
             return DetachOp(id=op_id, session=fields.string("session"))
+        case "inbox":
+            fields.only("op", "id", "follow")
+            follow = obj.get("follow", True)
+            if not isinstance(follow, bool):
+                fields.fail("invalid_field", f"follow={quote(follow)}: expected true or false")
+            return InboxOp(id=op_id, follow=follow)
     raise AssertionError(name)  # pragma: no cover - OP_NAMES checked above
 
 
@@ -707,6 +743,8 @@ def encode_op(op: Op) -> str:
             obj |= {"id": op.id, "session": op.session, "model": op.model}
         case SetPermissionModeOp():
             obj |= {"id": op.id, "session": op.session, "mode": op.mode}
+        case InboxOp():
+            obj |= {"id": op.id, "follow": op.follow}
         case _:
             assert_never(op)
     return dumps(obj)

@@ -27,6 +27,13 @@ from claude_trio.protocol.fanout.codec import (
     to_json_safe,
 )
 from claude_trio.protocol.fanout.governor import GovernorFigures
+from claude_trio.protocol.fanout.inbox import (
+    INBOX_OUTCOMES,
+    InboxItem,
+    InboxOutcome,
+    item_from_json,
+    item_to_json,
+)
 from claude_trio.protocol.session.events import Event
 from claude_trio.protocol.session.usage import Usage
 
@@ -37,6 +44,9 @@ __all__ = [
     "EventFrame",
     "Frame",
     "HelloFrame",
+    "InboxArrivedFrame",
+    "InboxFrame",
+    "InboxResolvedFrame",
     "OpenedFrame",
     "ReplyFrame",
     "ResyncRequiredFrame",
@@ -171,6 +181,30 @@ class ErrorFrame:
     type: ClassVar[str] = "error"
 
 
+@attrs.frozen(kw_only=True)
+class InboxFrame:
+    """The requests waiting across the principal's sessions: the answer to ``inbox``
+    (``id``), or with ``id`` None a fresh list for a client that fell behind."""
+
+    id: str | None
+    items: tuple[InboxItem, ...]
+    type: ClassVar[str] = "inbox"
+
+
+@attrs.frozen(kw_only=True)
+class InboxArrivedFrame:
+    item: InboxItem
+    type: ClassVar[str] = "inbox_arrived"
+
+
+@attrs.frozen(kw_only=True)
+class InboxResolvedFrame:
+    session: str
+    request: str
+    outcome: InboxOutcome
+    type: ClassVar[str] = "inbox_resolved"
+
+
 def error_frame(error: WireError) -> ErrorFrame:
     """The ``error`` frame that answers an op refused with ``error``."""
     return ErrorFrame(id=error.id, code=error.code, message=error.message)
@@ -185,6 +219,9 @@ Frame: TypeAlias = (
     | HelloFrame
     | ContinuedFrame
     | SessionsFrame
+    | InboxFrame
+    | InboxArrivedFrame
+    | InboxResolvedFrame
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -223,6 +260,16 @@ def frame_to_json(frame: Frame) -> dict[str, Any]:
         case HelloFrame() | ContinuedFrame() | SessionsFrame():
             encoded: dict[str, Any] = to_json_safe(frame)
             return encoded
+        case InboxFrame():
+            return {
+                "type": frame.type,
+                "id": frame.id,
+                "items": [item_to_json(item) for item in frame.items],
+            }
+        case InboxArrivedFrame():
+            return {"type": frame.type, "item": item_to_json(frame.item)}
+        case InboxResolvedFrame():
+            return {"type": frame.type, **attrs.asdict(frame)}
         case _:
             assert_never(frame)
 
@@ -273,6 +320,11 @@ def decode_frame(text: str) -> Frame:
         except RemoteProtocolError as exc:
             raise WireError("invalid_field", f"event frame: {exc}") from None
         return EventFrame(session=session, event=event)
+    if isinstance(kind, str) and kind.startswith("inbox"):
+        try:
+            return _inbox_frame(kind, obj)
+        except RemoteProtocolError as exc:
+            raise WireError("invalid_field", f"{kind} frame: {exc}") from None
     if isinstance(kind, str) and kind in _TYPED_FRAMES:
         try:
             typed: Frame = attrs_from_json(obj, _TYPED_FRAMES[kind], f"{kind} frame")
@@ -280,7 +332,7 @@ def decode_frame(text: str) -> Frame:
             raise WireError("invalid_field", str(exc)) from None
         return typed
     if not isinstance(kind, str) or kind not in _FRAME_FIELDS:
-        known = ", ".join(["event", *_FRAME_FIELDS, *_TYPED_FRAMES])
+        known = ", ".join(["event", *_FRAME_FIELDS, *_TYPED_FRAMES, *_INBOX_FRAMES])
         raise WireError("invalid_message", f"type={kind!r}: expected one of {known}")
     cls, types = _FRAME_FIELDS[kind]
     kwargs: dict[str, Any] = {}
@@ -296,3 +348,30 @@ def decode_frame(text: str) -> Frame:
         kwargs[key] = value
     frame: Frame = cls(**kwargs)
     return frame
+
+
+_INBOX_FRAMES = ("inbox", "inbox_arrived", "inbox_resolved")
+
+
+def _inbox_frame(kind: str, obj: Mapping[str, Any]) -> Frame:
+    """An inbox frame (``RemoteProtocolError`` naming what is wrong)."""
+    match kind:
+        case "inbox":
+            frame_id, items = obj.get("id"), obj.get("items")
+            if frame_id is not None and not isinstance(frame_id, str):
+                raise RemoteProtocolError(f"id={frame_id!r}: expected a string or null")
+            if not isinstance(items, list):
+                raise RemoteProtocolError(f"items={items!r}: expected a list")
+            return InboxFrame(id=frame_id, items=tuple(item_from_json(i) for i in items))
+        case "inbox_arrived":
+            return InboxArrivedFrame(item=item_from_json(obj.get("item")))
+        case "inbox_resolved":
+            session, request, outcome = obj.get("session"), obj.get("request"), obj.get("outcome")
+            if not isinstance(session, str) or not isinstance(request, str):
+                raise RemoteProtocolError("session and request: expected strings")
+            if outcome not in INBOX_OUTCOMES:
+                raise RemoteProtocolError(
+                    f"outcome={outcome!r}: expected one of {', '.join(INBOX_OUTCOMES)}"
+                )
+            return InboxResolvedFrame(session=session, request=request, outcome=outcome)
+    raise RemoteProtocolError(f"type={kind!r}: expected one of {', '.join(_INBOX_FRAMES)}")

@@ -219,6 +219,7 @@ class LosesFirstReplies:
         self.get = fleet.get
         self.list = fleet.list
         self.continue_ = fleet.continue_
+        self.inbox = fleet.inbox
 
     async def open(
         self, params: ExecuteParams, *, label: str | None = None, idempotency_key: str | None = None
