@@ -64,7 +64,8 @@ def _tool_result_ids(entries: Sequence[Mapping[str, Any]]) -> set[str]:
             ids |= {
                 str(b["tool_use_id"])
                 for b in content
-                if isinstance(b, Mapping) and b.get("type") == "tool_result"
+                if isinstance(b, Mapping)
+                and b.get("type") == "tool_result"
                 and isinstance(b.get("tool_use_id"), str)
             }
     return ids
@@ -150,9 +151,7 @@ async def take_over(
     entries = await worker._retrying(
         "claim", partial(worker.redis.xrange, stream, event_id(first), "+")
     )
-    stored = [
-        decode_event({str(k): str(v) for k, v in e.field_values.items()}) for e in entries
-    ]
+    stored = [decode_event({str(k): str(v) for k, v in e.field_values.items()}) for e in entries]
     raw_pushes = await worker._retrying(
         "claim", partial(worker.redis.lrange, keys.pushes(sid), 0, -1)
     )
@@ -227,13 +226,10 @@ async def take_over(
     elif record.claude_session_id and "resume_session_id" not in params_json and has_results:
         # The conversation as it is now (resume.continuation): what addressed its first
         # start (a chosen id) does not apply to its resume.
-        params_json = {
-            **params_json, **START_ONLY, "resume_session_id": record.claude_session_id
-        }
+        params_json = {**params_json, **START_ONLY, "resume_session_id": record.claude_session_id}
     params = params_from_json(params_json, allow_cwd=True, allow_env=True)
     moved_job = attrs.evolve(job, params=params_json, after_seq=last + 1)
     return moved_job, params, plan.again
-
 
 
 def continuing(resume: ResumePoint, again: int) -> str:

@@ -81,9 +81,7 @@ def resume_point(
     """Rule 10: ``stored``, the execution's events in the stream; ``transcript``, the
     conversation's entries as the session store holds them (``SessionStore.load``)."""
     ours = {
-        e.tool_use_id
-        for e in stored
-        if isinstance(e, ToolUse | ToolResult) and not e.is_subagent
+        e.tool_use_id for e in stored if isinstance(e, ToolUse | ToolResult) and not e.is_subagent
     }
     names = {e.tool_use_id: e.name for e in stored if isinstance(e, ToolUse)}
     pending: dict[str, None] = {}  # tool calls without a result yet, in order
