@@ -125,6 +125,7 @@ async def find_resume_point(
 ) -> tuple[ResumePoint | None, set[str]]:
     """Rule 10 for conversation ``session_id`` (run in ``cwd``): the resume point and the
     uuids of the messages up to it ((None, empty) when the store cannot give one)."""
+    await trio.lowlevel.checkpoint()
     key: SessionKey = {"project_key": project_key_for_directory(cwd), "session_id": session_id}
     try:
         entries = await store.load(key)

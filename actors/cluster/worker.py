@@ -598,9 +598,9 @@ class Worker:
 
     async def _await_store(self, running: _Running, batch: list[Event]) -> None:
         """Rule 9: a tool result reaches the stream only once the session store holds it."""
+        await trio.lowlevel.checkpoint()
         store, sid = self.store, running.local.claude_session_id
         if store is None or sid is None:
-            await trio.lowlevel.checkpoint()
             return
         running.claude_session_id = sid
         for event in batch:
