@@ -47,6 +47,7 @@ import coredis.exceptions
 import trio
 
 from claude_trio.actors.cluster.controls import apply_control
+from claude_trio.actors.cluster.move import WatchedStore, take_over
 from claude_trio.actors.cluster.writes import FencedWrites, _FencedOut
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.fleet import Fleet, FleetSession, ResyncRequired
@@ -59,15 +60,11 @@ from claude_trio.protocol.cluster.records import (
     Outcome,
     SessionRecord,
     WorkerStatus,
-    decode_event,
-    event_id,
     is_current,
     is_final,
-    plan_move,
 )
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
-from claude_trio.protocol.config.resume import START_ONLY
 from claude_trio.protocol.errors import RemoteProtocolError, SlowSubscriberError
 from claude_trio.protocol.fanout.wire import params_from_json
 from claude_trio.protocol.session.events import (
@@ -75,6 +72,7 @@ from claude_trio.protocol.session.events import (
     Error,
     Event,
     Result,
+    ToolResult,
     WarningEvent,
 )
 from claude_trio.protocol.session.lifecycle import Accepted, Rejected
@@ -96,7 +94,9 @@ class WorkerConfig:
     """``heartbeat``: seconds between heartbeats; ``dead_after``: a worker whose heartbeat is
     older than this is dead (its jobs may be claimed). ``block``: the longest a read of a
     stream waits (seconds). ``stream_max``: events kept per session stream (approximately,
-    ``MAXLEN ~``). ``retry_max``: the longest pause between two tries of a Redis write."""
+    ``MAXLEN ~``). ``retry_max``: the longest pause between two tries of a Redis write.
+    ``store_wait``: with a session store, the longest a ``tool_result`` event waits for the
+    store to hold its result (``protocol/cluster/move.py`` rule 9)."""
 
     heartbeat: float = 1.0
     dead_after: float = 5.0
@@ -104,6 +104,7 @@ class WorkerConfig:
     stream_max: int = 2000
     retry_max: float = 2.0
     reply_ttl: int = 60
+    store_wait: float = 10.0
 
 
 @attrs.frozen(kw_only=True)
@@ -127,6 +128,7 @@ class _Running:
     fenced: bool = False
     published_local: int = 0  # the last local seq stored
     redeliver: tuple[str, ...] = ()  # pushes to deliver again once the CLI runs (a move)
+    claude_session_id: str | None = None  # the conversation, once known (rule 9)
     #: The session's usage as stored (the record's when it was claimed, plus what this
     #: execution's events reported since): written with the events that change it.
     usage: Usage = ZERO_USAGE
@@ -143,8 +145,12 @@ class Worker:
         worker_id: str,
         keys: RedisKeys,
         config: WorkerConfig,
+        store: WatchedStore | None = None,
     ) -> None:
         self.redis = redis
+        self.store = store
+        #: Tool results stored in the stream before the session store held them (rule 9).
+        self.transcript_behind = 0
         self.fleet = fleet
         self.id = worker_id
         self.keys = keys
@@ -473,78 +479,7 @@ class Worker:
     async def _plan_move(
         self, sid: str, token: int, job: Job, record: SessionRecord, entry_id: str
     ) -> tuple[Job, ExecuteParams, tuple[str, ...]] | None:
-        """Take over a dead worker's execution (rule 5): store the move event and say what
-        to run, or None when there is nothing to run (then it is ended here)."""
-        keys = self.keys
-        stream = keys.events(sid)
-        first = job.after_seq + 1
-        entries = await self._retrying(
-            "claim", partial(self.redis.xrange, stream, event_id(first), "+")
-        )
-        stored = [
-            decode_event({str(k): str(v) for k, v in e.field_values.items()}) for e in entries
-        ]
-        raw_pushes = await self._retrying(
-            "claim", partial(self.redis.lrange, keys.pushes(sid), 0, -1)
-        )
-        pushes = [AcceptedPush.decode(text) for text in raw_pushes]
-        prompt = str(job.params.get("prompt", ""))
-        plan = plan_move(prompt, pushes, stored)
-        last = stored[-1].seq if stored else job.after_seq
-        if plan.finished:
-            await self._ended(sid, token, entry_id, stored[-1], execution=job.execution)
-            return None
-        self.moved_in += 1
-        moved_event = WarningEvent(
-            code="session_moved",
-            message=f"the session moved from worker {record.worker or '?'} to worker "
-            f"{self.id} after event {last}: "
-            + (
-                "the turn in flight runs again from its prompt"
-                if plan.prompt == prompt and not any(isinstance(e, Result) for e in stored)
-                else f"{len(plan.again) + (plan.prompt is not None)} push(es) not confirmed "
-                "by the CLI are delivered again"
-            ),
-            seq=last + 1,
-            turn=stored[-1].turn if stored else 0,
-        )
-        await self._writes.store(sid, token, moved_event)
-        await self._writes.record(
-            sid, token, {"moves": str(record.moves + 1), "worker": self.id}, clear_pushes=True
-        )
-        log.info(
-            "worker %s: took over session %s from worker %s at seq %d",
-            self.id,
-            sid,
-            record.worker or "?",
-            last,
-            extra={"event": "takeover", "session": sid},
-        )
-        if plan.prompt is None:
-            final = Aborted(
-                reason="the session moved after its last turn: nothing was left to run",
-                outcome=EndOutcome.CLOSED,
-                phase="between_turns",
-                seq=last + 2,
-                turn=moved_event.turn,
-            )
-            await self._writes.store(sid, token, final)
-            await self._ended(sid, token, entry_id, final, execution=job.execution)
-            return None
-        params_json = {**job.params, "prompt": plan.prompt}
-        # Resume only a conversation the transcript store holds: one continued before this
-        # execution, or whose first turn ended (the SDK mirrors a turn's transcript when its
-        # result comes). A first turn that never ended starts the conversation again.
-        has_results = any(isinstance(e, Result) for e in stored)
-        if record.claude_session_id and "resume_session_id" not in params_json and has_results:
-            # The conversation as it is now (resume.continuation): what addressed its first
-            # start (a chosen id) does not apply to its resume.
-            params_json = {
-                **params_json, **START_ONLY, "resume_session_id": record.claude_session_id
-            }
-        params = params_from_json(params_json, allow_cwd=True, allow_env=True)
-        moved_job = attrs.evolve(job, params=params_json, after_seq=last + 1)
-        return moved_job, params, plan.again
+        return await take_over(self, sid, token, job, record, entry_id)
 
     # -- the end of an execution ----------------------------------------------------------------
 
@@ -588,6 +523,8 @@ class Worker:
             await self._fence(running)
             await running.local.wait_closed()
         finally:
+            if self.store is not None and running.claude_session_id is not None:
+                self.store.forget(running.claude_session_id)
             self.running.pop(running.session_id, None)
             self._room.set()
             self._idle.set()
@@ -632,6 +569,7 @@ class Worker:
                                 break
                         if running.fenced:  # found out by the heartbeat or a command
                             raise self._writes.refused(sid, token)
+                        await self._await_store(running, batch)
                         shifted = [attrs.evolve(e, seq=e.seq + offset) for e in batch]
                         usage = running.usage
                         for event in shifted:
@@ -662,6 +600,31 @@ class Worker:
                     continue  # Redis was slow: subscribe again from the last stored
             # The subscription ended without a final event (the fleet always gives one):
             return
+
+    async def _await_store(self, running: _Running, batch: list[Event]) -> None:
+        """Rule 9: a tool result reaches the stream only once the session store holds it."""
+        await trio.lowlevel.checkpoint()
+        store, sid = self.store, running.local.claude_session_id
+        if store is None or sid is None:
+            return
+        running.claude_session_id = sid
+        for event in batch:
+            if not isinstance(event, ToolResult) or event.is_subagent:
+                continue
+            with trio.move_on_after(self.config.store_wait):
+                await store.wait_stored(sid, event.tool_use_id)
+                continue
+            self.transcript_behind += 1
+            log.warning(
+                "worker %s: session %s: the session store does not hold the result of tool "
+                "call %s after %.1f s; it is stored in the stream anyway (a move would resume "
+                "before it, and the tool may run again)",
+                self.id,
+                running.session_id,
+                event.tool_use_id,
+                self.config.store_wait,
+                extra={"event": "transcript_behind", "session": running.session_id},
+            )
 
     async def commands(self) -> None:
         keys = self.keys
@@ -759,13 +722,19 @@ async def serve_worker(
     worker_id: str | None = None,
     keys: RedisKeys | None = None,
     config: WorkerConfig | None = None,
+    store: WatchedStore | None = None,
     task_status: trio.TaskStatus[Worker] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run executions from the cluster's jobs stream in ``fleet`` until cancelled.
 
     ``redis``: an open coredis client (``decode_responses=True``). ``worker_id``: this node's
     name in the consumer group (default: a new uuid; a restarted worker is a new worker).
-    ``task_status.started(worker)`` once the consumer group exists.
+    ``store``: the session store ``fleet`` mirrors its CLIs' transcripts to, watched (its
+    sessions' ``config`` should flush eagerly: ``DriverConfig(store_flush="eager")``); with it
+    a tool result reaches the stream only once the store holds it, and a session moved from a
+    dead worker continues its turn after its last stored tool result instead of starting it
+    again (``protocol/cluster/move.py``). ``task_status.started(worker)`` once the consumer
+    group exists.
     """
     worker = Worker(
         redis,
@@ -773,6 +742,7 @@ async def serve_worker(
         worker_id=worker_id or f"worker-{uuid_module.uuid4().hex[:12]}",
         keys=keys or RedisKeys(),
         config=config or WorkerConfig(),
+        store=store,
     )
     await worker.ensure_group()
     async with trio.open_nursery() as nursery:

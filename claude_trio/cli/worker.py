@@ -40,8 +40,10 @@ log = logging.getLogger(__name__)
 
 
 async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
+    from claude_trio.actors.cluster.move import WatchedStore
     from claude_trio.actors.cluster.store import RedisSessionStore
     from claude_trio.actors.cluster.worker import WorkerConfig, serve_worker
+    from claude_trio.actors.session.config import DriverConfig
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with (
@@ -51,7 +53,10 @@ async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
                 max_live=args.max_live,
                 replay_buffer=args.replay_buffer,
                 env=env,
-                session_store=RedisSessionStore(redis),
+                # Each transcript write is mirrored at once (and watched), so a turn moved
+                # to another worker continues after its last tool result.
+                session_store=(store := WatchedStore(RedisSessionStore(redis))),
+                config=DriverConfig(store_flush="eager"),
             ) as fleet,
             trio.open_nursery() as nursery,
         ):
@@ -65,6 +70,7 @@ async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
                         dead_after=args.dead_after,
                         heartbeat=min(1.0, args.dead_after / 4),
                     ),
+                    store=store,
                     task_status=task_status,
                 )
             )

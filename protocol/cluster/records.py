@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
+from claude_trio.protocol.cluster.move import CONTINUE_PROMPT, ResumePoint
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.errors import InvalidParamsError, RemoteProtocolError
 from claude_trio.protocol.fanout.codec import (
@@ -43,7 +44,7 @@ from claude_trio.protocol.fanout.codec import (
     event_to_json,
     to_json_safe,
 )
-from claude_trio.protocol.session.events import Event, Result, is_terminal
+from claude_trio.protocol.session.events import Event, Result, ToolResult, ToolUse, is_terminal
 from claude_trio.protocol.session.usage import ZERO_USAGE, Usage
 
 __all__ = [
@@ -342,6 +343,9 @@ class SessionRecord:
 #    delivered again; the others are never repeated. The new CLI resumes the conversation
 #    from the transcript store when it holds it (the execution continued an earlier one, or
 #    a turn of it ended); a first turn that never ended starts the conversation again.
+#    Except (rules 9-11, ``move.py``): when the session store holds a result of the turn in
+#    flight, the turn is not restarted: the conversation is resumed up to its last stored tool
+#    result and the CLI is sent ``CONTINUE_PROMPT``, so no finished tool call runs again.
 # 6. **The move event** is a ``warning`` with code ``session_moved``, stored right after the
 #    last event the dead worker stored; the moved execution's events follow it.
 
@@ -369,20 +373,44 @@ class AcceptedPush:
 class MovePlan:
     """What a moved execution runs (rule 5): ``prompt`` first (None: nothing is left to run,
     the execution ends with ``aborted``), then ``again`` pushed in order; ``finished`` when
-    its final event is already stored (acknowledge, run nothing)."""
+    its final event is already stored (acknowledge, run nothing). ``resume``: the turn in
+    flight continues after that tool result (rule 11; ``prompt`` is then ``CONTINUE_PROMPT``)."""
 
     prompt: str | None
     again: tuple[str, ...]
     finished: bool
+    resume: ResumePoint | None = None
 
 
-def plan_move(prompt: str, pushes: Sequence[AcceptedPush], stored: Sequence[Event]) -> MovePlan:
-    """Rule 5: ``stored`` is what the stream holds of the execution (from its first seq)."""
+def plan_move(
+    prompt: str,
+    pushes: Sequence[AcceptedPush],
+    stored: Sequence[Event],
+    *,
+    resume: ResumePoint | None = None,
+    read: Collection[str] = (),
+) -> MovePlan:
+    """Rule 5: ``stored`` is what the stream holds of the execution (from its first seq).
+    ``resume``: where the session store lets the turn in flight go on (rule 10, None: it
+    cannot); ``read``: the uuids of the messages the stored transcript holds up to it."""
     if any(is_final(event) for event in stored):
         return MovePlan(prompt=None, again=(), finished=True)
     results = [event for event in stored if isinstance(event, Result)]
     confirmed = {uuid for result in results for uuid in result.user_message_uuids}
+    confirmed |= set(read)
     pending = [push.text for push in pushes if push.uuid not in confirmed]
+    if resume is not None:
+        ended_at = max((r.seq for r in results), default=0)
+        in_flight = any(
+            isinstance(e, ToolUse | ToolResult)
+            and e.tool_use_id == resume.tool_use_id
+            and e.seq > ended_at
+            for e in stored
+        )
+        if in_flight:  # rule 11: the turn goes on after its last stored tool result
+            return MovePlan(
+                prompt=CONTINUE_PROMPT, again=tuple(pending), finished=False, resume=resume
+            )
     if not results:
         return MovePlan(prompt=prompt, again=tuple(pending), finished=False)
     if pending:
