@@ -47,6 +47,7 @@ from claude_trio.actors.fanout.subscription import (
     execution_transcript,
     open_following,
 )
+from claude_trio.actors.session.trace_context import current_traceparent
 from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
@@ -539,7 +540,12 @@ class RedisFleet:
             params=params_to_json(params),
             created_at=time.time(),
         )
-        job = Job(kind="open", session=sid, params=record.params)
+        job = Job(
+            kind="open",
+            session=sid,
+            params=record.params,
+            traceparent=current_traceparent() or "",
+        )
         if idempotency_key is None:
             await self._enqueue(record, job)
             return RedisSession(self, record)
@@ -613,6 +619,7 @@ class RedisFleet:
             params=params,
             after_seq=record.last_seq,
             execution=record.executions,
+            traceparent=current_traceparent() or "",
         )
         if claim is None:
             await self._enqueue(record, job)

@@ -45,10 +45,12 @@ import attrs
 import coredis
 import coredis.exceptions
 import trio
+from opentelemetry.trace import SpanKind
 
 from claude_trio.actors.cluster.writes import FencedWrites, _FencedOut
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.fleet import Fleet, FleetSession, ResyncRequired
+from claude_trio.actors.session.trace_context import hop_span
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
     AcceptedPush,
@@ -437,7 +439,11 @@ class Worker:
                 return
             job, params, redeliver = plan
         try:
-            local = await self.fleet.start(params, owner=record.principal, label=record.label)
+            attributes = {"claude_trio.session.id": sid, "claude_trio.execution": job.execution}
+            with hop_span(
+                "worker run", job.traceparent, kind=SpanKind.CONSUMER, attributes=attributes
+            ):
+                local = await self.fleet.start(params, owner=record.principal, label=record.label)
         except Exception as exc:  # the fleet refuses (draining, bad params): end it, say why
             log.error("worker %s: session %s cannot start: %r", self.id, sid, exc)
             failed = Error(

@@ -36,6 +36,7 @@ from typing import Protocol, assert_never
 
 import attrs
 import trio
+from opentelemetry.trace import SpanKind
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from claude_trio.actors.extensions.broker import AnswerAccepted
@@ -44,6 +45,7 @@ from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired, Sub
 from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
 from claude_trio.actors.fanout.owners import GatewayOwner, principal_of
 from claude_trio.actors.fanout.remote_paths import resolve_cwd, resolve_scope
+from claude_trio.actors.session.trace_context import hop_span
 from claude_trio.protocol.config.capabilities import architecture_capabilities
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
@@ -622,9 +624,11 @@ class _Client:
             requested = scoped
         params = remote_params(requested, policy, cwd)
         try:
-            session = await self._fleet.open(
-                params, label=op.label, owner=self._owner, idempotency_key=op.idempotency_key
-            )
+            with hop_span("gateway open", op.traceparent, kind=SpanKind.SERVER) as span:
+                session = await self._fleet.open(
+                    params, label=op.label, owner=self._owner, idempotency_key=op.idempotency_key
+                )
+                span.set_attribute("claude_trio.session.id", session.id)
         except IdempotencyConflictError as exc:
             self._reply(ErrorFrame(id=op.id, code="idempotency_conflict", message=str(exc)))
             return
@@ -673,9 +677,15 @@ class _Client:
             self._reply(ErrorFrame(id=op.id, code="limit_reached", message=refused))
             return
         try:
-            session = await self._fleet.continue_(
-                session.id, op.prompt, idempotency_key=op.idempotency_key
-            )
+            with hop_span(
+                "gateway continue",
+                op.traceparent,
+                kind=SpanKind.SERVER,
+                attributes={"claude_trio.session.id": session.id},
+            ):
+                session = await self._fleet.continue_(
+                    session.id, op.prompt, idempotency_key=op.idempotency_key
+                )
         except IdempotencyConflictError as exc:
             self._reply(ErrorFrame(id=op.id, code="idempotency_conflict", message=str(exc)))
             return

@@ -77,6 +77,7 @@ from claude_trio.actors.session.pool import CLIPool, run_leased_driver
 from claude_trio.actors.session.recorder import check_record_to, recording
 from claude_trio.actors.session.store_resume import open_store_resume
 from claude_trio.actors.session.tap import TapTransport
+from claude_trio.actors.session.trace_context import cli_trace_env
 from claude_trio.actors.session.tracing import (
     SessionTracer,
     check_tracing_options,
@@ -506,6 +507,10 @@ async def open_session(
     tracer = session_tracer(
         tracer_provider, prompt=params.prompt, model=params.model, trace_content=trace_content
     )
+    if tracer is not None and pool is None:
+        # The CLI's own spans (when the application turns them on in ``env``) join the
+        # trace under the execution's span; a pooled CLI was started before it existed.
+        env = {**cli_trace_env(tracer.span), **(env or {})}
     try:
         async with open_store_resume(
             session_store, params, env, load_timeout=store_config.store_load_timeout
