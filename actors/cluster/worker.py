@@ -50,6 +50,7 @@ from opentelemetry.trace import SpanKind
 from claude_trio.actors.cluster.writes import FencedWrites, _FencedOut
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.fleet import Fleet, FleetSession, ResyncRequired
+from claude_trio.actors.session.metrics import instruments
 from claude_trio.actors.session.trace_context import hop_span
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
@@ -150,6 +151,7 @@ class Worker:
         self.id = worker_id
         self.keys = keys
         self.config = config
+        self._metrics = instruments()  # None without an SDK
         self.running: dict[str, _Running] = {}
         self.claimed = 0
         self.acknowledged = 0
@@ -638,9 +640,14 @@ class Worker:
                         for event in shifted:
                             if isinstance(event, Result | Aborted) and event.usage is not None:
                                 usage = add_usage(usage, event.usage)
+                        sent_at = trio.current_time()
                         await self._writes.store_many(
                             sid, token, shifted, usage=None if usage is running.usage else usage
                         )
+                        if self._metrics is not None:
+                            took = trio.current_time() - sent_at
+                            self._metrics.publish_duration.record(took)
+                            self._metrics.publish_lag.record(local.last_seq - batch[-1].seq)
                         running.usage = usage
                         running.published_local = batch[-1].seq
                         if running.redeliver:

@@ -101,6 +101,7 @@ from claude_trio.actors.fanout.subscription import (
     open_following,
 )
 from claude_trio.actors.session.boundary import open_block_nursery
+from claude_trio.actors.session.metrics import unwatch_fleet, watch_fleet
 from claude_trio.actors.session.pool import CLIPool
 from claude_trio.protocol.checks import (
     check_int,
@@ -592,8 +593,10 @@ async def open_fleet(
             session_options=session_options,
             idempotency_ttl=idempotency_ttl,
         )
+        watch_fleet(fleet)  # its live and waiting sessions in the metrics
         try:
             yield fleet
         finally:
+            unwatch_fleet(fleet)
             fleet._closed = True
             fleet._close_waiting()

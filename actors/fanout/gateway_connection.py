@@ -45,6 +45,7 @@ from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired, Sub
 from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
 from claude_trio.actors.fanout.owners import GatewayOwner, principal_of
 from claude_trio.actors.fanout.remote_paths import resolve_cwd, resolve_scope
+from claude_trio.actors.session.metrics import instruments
 from claude_trio.actors.session.trace_context import hop_span
 from claude_trio.protocol.config.capabilities import architecture_capabilities
 from claude_trio.protocol.errors import (
@@ -176,6 +177,7 @@ class _Client:
         self._server = server
         self._config = server.config
         self._limits = server.config.limits
+        self._metrics = instruments()  # None without an SDK
         self._fleet = server.config.fleet
         self._ws = ws
         self._stream = stream
@@ -297,6 +299,8 @@ class _Client:
                 continue
             ready.append(attached)  # its next event waits for the other sessions' turn
             attached.last_sent = entry.seq
+            if self._metrics is not None:  # how far behind the session this client is
+                self._metrics.gateway_lag.record(attached.session.last_seq - entry.seq)
             return self._frame(attached.session_id, entry)
         return None
 

@@ -35,6 +35,7 @@ from typing import Any, Literal, cast
 import attrs
 import trio
 from claude_agent_sdk import ClaudeSDKClient, SessionStore
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from claude_trio.actors.extensions.broker import (
@@ -73,6 +74,7 @@ from claude_trio.actors.session.input_channel import (
     OutgoingMessage,
     run_input_channel,
 )
+from claude_trio.actors.session.metrics import SessionMeter, observer_of, session_meter
 from claude_trio.actors.session.pool import CLIPool, run_leased_driver
 from claude_trio.actors.session.recorder import check_record_to, recording
 from claude_trio.actors.session.store_resume import open_store_resume
@@ -447,6 +449,7 @@ async def open_session(
     session_store: SessionStore | None = None,
     tracer_provider: TracerProvider | None = None,
     trace_content: bool | None = None,
+    meter_provider: MeterProvider | None = None,
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -485,9 +488,10 @@ async def open_session(
 
     ``tracer_provider``: the OpenTelemetry spans' (default: the global one, a no-op without an
     SDK); ``trace_content``: record prompts and outputs in them (default: the conventions' env
-    switch). See ``actors/session/tracing.py``.
+    switch). See ``actors/session/tracing.py``. ``meter_provider``: the metrics' (default: the
+    global one, a no-op without an SDK); see ``actors/session/metrics.py``.
     """
-    check_tracing_options(tracer_provider, trace_content)
+    check_tracing_options(tracer_provider, trace_content, meter_provider)
     _check_options(
         params,
         on_user_input,
@@ -507,9 +511,8 @@ async def open_session(
     tracer = session_tracer(
         tracer_provider, prompt=params.prompt, model=params.model, trace_content=trace_content
     )
-    if tracer is not None and pool is None:
-        # The CLI's own spans (when the application turns them on in ``env``) join the
-        # trace under the execution's span; a pooled CLI was started before it existed.
+    meter = session_meter(meter_provider, model=params.model)
+    if tracer is not None and pool is None:  # a pooled CLI started before the span existed
         env = {**cli_trace_env(tracer.span), **(env or {})}
     try:
         async with open_store_resume(
@@ -533,11 +536,14 @@ async def open_session(
             hooks=checked_hooks,
             session_store=session_store,
             tracer=tracer,
+            meter=meter,
         ) as session:
             yield session
     finally:
         if tracer is not None:
             tracer.close()
+        if meter is not None:
+            meter.close()  # the CLI is reaped: a stop's whole duration
 
 
 @asynccontextmanager
@@ -559,6 +565,7 @@ async def _open_session(
     hooks: tuple[Hook, ...] = (),
     session_store: SessionStore | None = None,
     tracer: SessionTracer | None = None,
+    meter: SessionMeter | None = None,
 ) -> AsyncIterator[Session]:
     """``open_session`` once its arguments are checked and the skills folder exists."""
     config = config or DEFAULT_CONFIG
@@ -572,7 +579,7 @@ async def _open_session(
         hook_events=params.include_hook_events,
     )
     mapper.start_execution()
-    stream = EventStream(observer=tracer.observe if tracer is not None else None)
+    stream = EventStream(observer=observer_of(tracer, meter))
     emitter = Emitter(mapper=mapper, stream=stream)
     outbox, inbox = trio.open_memory_channel[Outgoing](
         # Never full: at most MAX_PENDING_PUSHES accepted pushes + the prompt wait to be
@@ -662,6 +669,9 @@ async def _open_session(
         prompt_uuid=str(uuid_module.uuid4()),
         callbacks=runner,
     )
+    for observer in (tracer, meter):
+        if observer is not None:
+            observer.stop_clock = core.stopper  # when a stop began
     driver: Any
     if lease is not None:
         lease.attach(core=core, broker=broker, stderr=collector)

@@ -112,13 +112,22 @@ def capture_content_default(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in _CAPTURE_ON
 
 
-def check_tracing_options(tracer_provider: object, trace_content: object) -> None:
-    """``open_session``'s two tracing options, checked before anything starts."""
+def check_tracing_options(
+    tracer_provider: object, trace_content: object, meter_provider: object = None
+) -> None:
+    """``open_session``'s tracing and metrics options, checked before anything starts."""
     if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
         raise InvalidParamsError(
             "tracer_provider",
             type(tracer_provider).__name__,
             "pass an OpenTelemetry TracerProvider (opentelemetry.sdk.trace.TracerProvider), "
+            "or None for the global one",
+        )
+    if meter_provider is not None and not callable(getattr(meter_provider, "get_meter", None)):
+        raise InvalidParamsError(
+            "meter_provider",
+            type(meter_provider).__name__,
+            "pass an OpenTelemetry MeterProvider (opentelemetry.sdk.metrics.MeterProvider), "
             "or None for the global one",
         )
     if trace_content is not None and not isinstance(trace_content, bool):
@@ -207,6 +216,8 @@ class SessionTracer:
         self._conversation: str | None = None
         self._usage = ZERO_USAGE
         self._done = False
+        #: The stopper (its ``requested_at``), once the session has one.
+        self.stop_clock: Any = None
         self._handlers: dict[type, Callable[[Any], None]] = {
             TextDelta: self._on_delta,
             ThinkingDelta: self._on_delta,
@@ -489,14 +500,15 @@ class SessionTracer:
         self._conversation_id(event.session_id)
         if event.usage is not None:
             self._usage = add_usage(self._usage, event.usage)
-        self._root.span.add_event(
-            "claude_trio.stop",
-            {
-                "claude_trio.stop.reason": redact_text(event.reason),
-                "claude_trio.stop.phase": event.phase or "",
-                "claude_trio.outcome": event.outcome.value,
-            },
-        )
+        attributes: dict[str, Any] = {
+            "claude_trio.stop.reason": redact_text(event.reason),
+            "claude_trio.stop.phase": event.phase or "",
+            "claude_trio.outcome": event.outcome.value,
+        }
+        requested_at = getattr(self.stop_clock, "requested_at", None)
+        if requested_at is not None:
+            attributes["claude_trio.stop.seconds"] = trio.current_time() - requested_at
+        self._root.span.add_event("claude_trio.stop", attributes)
         self._end(event.outcome)
 
     def _on_error(self, event: Error) -> None:

@@ -277,10 +277,40 @@ async def test_an_abort_mid_tool_ends_the_spans_with_the_stop(
     assert stop.attributes is not None
     assert stop.attributes["claude_trio.stop.phase"] == "tools"
     assert stop.attributes["claude_trio.outcome"] == "aborted"
+    assert stop.attributes["claude_trio.stop.seconds"] == 0.0  # the fake CLI stops at once
     (tool,) = named(spans, "execute_tool Bash")
     assert tool.end_time is not None
     assert root.end_time is not None
     assert tool.end_time <= root.end_time
+
+
+async def test_a_stop_that_waits_for_the_cli_says_how_long_it_took(
+    autojump_clock: trio.testing.MockClock,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    async def script(cli: FakeTurn) -> None:
+        await cli.tool_use("Bash", {"command": "sleep 100"}, id="toolu_slow")
+        await cli.sleep(100.0)
+        await cli.tool_result("toolu_slow", "slept")
+
+    # It confirms the interrupt and goes on: the stop waits out abort_grace, then kills it.
+    wedged = FakeCLI(script, ignores_interrupts=True)
+    async with fake_session(wedged, tracer_provider=provider) as session:
+
+        async def on_event(event: object) -> None:
+            if isinstance(event, ToolUse):
+                await trio.sleep(0.5)
+                await session.abort()
+
+        events = await collect(session, on_event)
+    check_stream(events)
+    (root,) = named(exporter.get_finished_spans(), "invoke_agent claude-code")
+    assert root.status.status_code is StatusCode.UNSET
+    (stop,) = [event for event in root.events if event.name == "claude_trio.stop"]
+    assert stop.attributes is not None
+    assert stop.attributes["claude_trio.stop.seconds"] == CONFIG.abort_grace
+    assert stop.attributes["claude_trio.outcome"] == "aborted"
 
 
 async def test_leaving_the_block_early_ends_the_trace_as_closed(
