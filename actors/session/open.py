@@ -511,6 +511,8 @@ async def open_session(
     tracer = session_tracer(
         tracer_provider, prompt=params.prompt, model=params.model, trace_content=trace_content
     )
+    if tracer is not None and callable(on_user_input):
+        tracer.answerer = "handler"
     meter = session_meter(meter_provider, model=params.model)
     if tracer is not None and pool is None:  # a pooled CLI started before the span existed
         env = {**cli_trace_env(tracer.span), **(env or {})}

@@ -19,7 +19,9 @@ The spans follow the OpenTelemetry semantic conventions for generative AI, versi
   is no error: the ``claude_trio.stop`` event says why).
 * ``chat <model>``: one per model call (one assistant message), a child of its agent's span,
   from the first thing it streamed to the whole message; the call's input and cache token
-  counts (the CLI reports a call's output tokens only per turn: they are on the agent span),
+  counts (a call's output tokens are not in the CLI's assistant frames, which carry the
+  ``message_start`` snapshot, and come later in its ``message_delta`` stream event, after the
+  span's message; the exact output counts are the turn's, on the agent span),
   ``gen_ai.response.id``, ``gen_ai.response.finish_reasons``.
 * ``execute_tool <tool>``: one per tool call, a child of its agent's span, from the model's
   ``tool_use`` to its ``tool_result``; ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
@@ -32,9 +34,15 @@ The spans follow the OpenTelemetry semantic conventions for generative AI, versi
 
 Span events: ``claude_trio.push.accepted`` / ``.delivered`` / ``.undelivered`` (a push's
 uuid), ``claude_trio.user_input.requested`` and ``.resolved`` (an approval or a question: on the
-tool call's span when it names one; the outcome and the wait in seconds), ``claude_trio.warning``
+tool call's span when it names one; the outcome, who settled it - ``handler`` (the session's
+``on_user_input``), ``caller`` (``Session.answer``, which a fleet's or gateway's client
+reaches; the principal is not recorded), ``timeout``, ``session`` (it ended) or ``cli`` (it
+withdrew the request) - and the wait in seconds), ``claude_trio.warning``
 and ``claude_trio.error`` (non-fatal), ``claude_trio.compaction``, ``claude_trio.retry``, and
-``claude_trio.stop`` (an abort's reason, phase and outcome).
+``claude_trio.stop`` (an abort's reason, phase and outcome, and ``claude_trio.stop.seconds``:
+from the stop to its terminal event, when the CLI's tools are reaped and the CLI settled; the
+CLI's own exit comes after, at the session's close, which the metric
+``claude_trio.session.stop.duration`` measures).
 
 Content (the prompt, the model's text, tool inputs and results, pushes' text, a subagent's
 task) is recorded only when asked for: ``open_session(trace_content=True)``, or by default the
@@ -105,6 +113,9 @@ AGENT_NAME = "claude-code"
 PROVIDER = "anthropic"
 _MCP_PREFIX = "mcp__"
 _SUBAGENT_FAILED = frozenset({"failed", "killed"})
+# Who settled a request that was not answered (an answer's, or a failed one's, is the
+# session's answerer: SessionTracer.answerer).
+_ANSWERED_BY = {"expired": "timeout", "cancelled": "session", "withdrawn": "cli"}
 
 
 def capture_content_default(environ: Mapping[str, str] = os.environ) -> bool:
@@ -218,6 +229,9 @@ class SessionTracer:
         self._done = False
         #: The stopper (its ``requested_at``), once the session has one.
         self.stop_clock: Any = None
+        #: Who answers its approvals and questions: ``handler`` (``on_user_input``) or
+        #: ``caller`` (``Session.answer``: a fleet's or a gateway's client).
+        self.answerer = "caller"
         self._handlers: dict[type, Callable[[Any], None]] = {
             TextDelta: self._on_delta,
             ThinkingDelta: self._on_delta,
@@ -434,6 +448,7 @@ class SessionTracer:
         attributes: dict[str, Any] = {
             "claude_trio.request.id": event.request_id,
             "claude_trio.request.outcome": event.outcome,
+            "claude_trio.request.answered_by": _ANSWERED_BY.get(event.outcome, self.answerer),
         }
         if asked_at is not None:
             attributes["claude_trio.request.wait_seconds"] = trio.current_time() - asked_at

@@ -190,6 +190,7 @@ async def test_a_scripted_session_is_one_span_tree(
     assert answered.attributes is not None
     assert asked.attributes["claude_trio.request.source"] == "tool_permission"
     assert answered.attributes["claude_trio.request.outcome"] == "answered"
+    assert answered.attributes["claude_trio.request.answered_by"] == "handler"
     assert answered.attributes["claude_trio.request.wait_seconds"] == 2.0  # the handler's sleep
     assert bash.status.status_code is StatusCode.UNSET
 
@@ -390,6 +391,35 @@ async def test_a_fleet_traces_each_execution_with_its_provider(
     ids = [transcript.results[-1].session_id for transcript in (first, second)]
     assert conversation == ids
     assert None not in ids  # the CLI's own ids (the fake CLI starts a new one per process)
+
+
+async def test_an_answer_through_a_fleet_is_the_callers(
+    autojump_clock: trio.testing.MockClock,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    async def script(cli: FakeTurn) -> None:
+        await cli.tool_use("Bash", {"command": "make"}, id="toolu_make", end_message=False)
+        await cli.ask_permission("Bash", {"command": "make"}, tool_use_id="toolu_make")
+        await cli.tool_result("toolu_make", "built")
+        await cli.text("done")
+
+    async with open_fleet(
+        transport_factory=FakeCLI(script), config=CONFIG, tracer_provider=provider
+    ) as fleet:
+        session = await fleet.start(ASKING)
+        async with session.subscribe() as events:
+            async for event in events:
+                if isinstance(event, UserInputRequest):
+                    await trio.sleep(4.0)
+                    await session.answer(event.request_id, {"decision": "allow"})
+        await session.result()
+    (bash,) = named(exporter.get_finished_spans(), "execute_tool Bash")
+    (resolved,) = [e for e in bash.events if e.name == "claude_trio.user_input.resolved"]
+    assert resolved.attributes is not None
+    assert resolved.attributes["claude_trio.request.answered_by"] == "caller"
+    assert resolved.attributes["claude_trio.request.outcome"] == "answered"
+    assert resolved.attributes["claude_trio.request.wait_seconds"] == 4.0
 
 
 async def test_a_fleet_refuses_a_wrong_tracing_option_by_name() -> None:
