@@ -200,6 +200,7 @@ class Instruments:
         )
 
 
+_Observe = Callable[[Event], None]
 _made: dict[int, tuple[metrics.MeterProvider, Instruments]] = {}
 
 
@@ -257,6 +258,8 @@ class SessionMeter:
             Aborted: self._on_aborted,
             Error: self._on_error,
         }
+        #: The kinds of event it measures.
+        self.kinds = frozenset(self._handlers)
         instruments.starts.add(1)
 
     def observe(self, event: Event) -> None:
@@ -324,16 +327,19 @@ class _Observer(Protocol):
     def observe(self, event: Event) -> None: ...
 
 
-def observer_of(*observers: _Observer | None) -> Callable[[Event], None] | None:
-    """One observer of the session's events for the traces' and the metrics' (or None)."""
-    calls = [observer.observe for observer in observers if observer is not None]
-    if len(calls) < 2:
-        return calls[0] if calls else None
-    first, second = calls
+def observer_of(tracer: _Observer | None, meter: SessionMeter | None) -> _Observe | None:
+    """One observer of the session's events for the traces' and the metrics' (or None). The
+    metrics' sees only the kinds it measures: the deltas, most of a turn, skip it."""
+    if meter is None:
+        return tracer.observe if tracer is not None else None
+    if tracer is None:
+        return meter.observe
+    trace_event, meter_event, measured = tracer.observe, meter.observe, meter.kinds
 
     def both(event: Event) -> None:
-        first(event)
-        second(event)
+        trace_event(event)
+        if type(event) in measured:
+            meter_event(event)
 
     return both
 

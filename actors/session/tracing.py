@@ -309,6 +309,9 @@ class SessionTracer:
         return chat
 
     def _on_delta(self, event: TextDelta | ThinkingDelta) -> None:
+        # Nearly every event of a turn: the main agent's, whose call's span is open already.
+        if not event.is_subagent and self._root.chat is not None:
+            return
         agent = self._agent(event)
         if agent.chat is None:
             self._chat(agent)
