@@ -299,8 +299,8 @@ class _Client:
                 continue
             ready.append(attached)  # its next event waits for the other sessions' turn
             attached.last_sent = entry.seq
-            if self._metrics is not None:  # how far behind the session this client is
-                self._metrics.gateway_lag.record(attached.session.last_seq - entry.seq)
+            if self._metrics is not None:  # how far behind the session (as last read)
+                self._metrics.gateway_lag.record(max(0, attached.session.last_seq - entry.seq))
             return self._frame(attached.session_id, entry)
         return None
 

@@ -27,7 +27,8 @@ claude-trio's own:
 * ``claude_trio.gateway.clients`` (observable up-down counter, ``{connection}``): the
   gateways' open connections;
 * ``claude_trio.gateway.lag`` (histogram, ``{event}``): per event frame sent, how many of the
-  session's events the client has still to receive;
+  session's events the client has still to receive (behind a cluster's fleet, as of the
+  session record the gateway read last: a lower bound);
 * ``claude_trio.cluster.publish.lag`` (histogram, ``{event}``): per batch a worker stores in
   Redis, the session's events still to store after it; ``claude_trio.cluster.publish.duration``
   (histogram, ``s``): the batch's round trip.

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.metrics import _internal as metrics_internal
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -42,4 +46,29 @@ def parents(spans: Sequence[ReadableSpan]) -> dict[str, str | None]:
             out[span.name] = by_id[span.parent.span_id].name
         else:
             out[span.name] = "remote"
+    return out
+
+
+@contextmanager
+def global_meter_provider() -> Iterator[InMemoryMetricReader]:
+    """An SDK meter provider with an in-memory reader as the global one, for the block."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    before = metrics_internal._METER_PROVIDER
+    metrics_internal._METER_PROVIDER = provider
+    try:
+        yield reader
+    finally:
+        metrics_internal._METER_PROVIDER = before
+        provider.shutdown()
+
+
+def metric_points(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
+    """Metric name -> its data points, collected now."""
+    out: dict[str, list[Any]] = {}
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                out[metric.name] = list(metric.data.data_points)
     return out

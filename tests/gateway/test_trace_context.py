@@ -12,7 +12,7 @@ from gateway_kit import TOKEN, gateway
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
-from otel_kit import global_tracer_provider, parents
+from otel_kit import global_meter_provider, global_tracer_provider, metric_points, parents
 
 from claude_trio import AdapterReady, ExecuteParams, open_fleet
 from claude_trio.actors.session.trace_context import (
@@ -122,3 +122,29 @@ async def test_a_trace_runs_from_the_client_through_the_gateway_to_the_session()
     }
     assert continued_span.parent is not None
     assert continued_span.parent.span_id == by_name(spans, "caller again").context.span_id
+
+
+async def test_a_gateway_counts_its_clients_and_how_far_behind_they_are() -> None:
+    with trio.fail_after(30), global_meter_provider() as reader:
+        async with gateway(conformance_cli()) as (_, port):
+            async with connect_gateway(
+                f"ws://127.0.0.1:{port}/", token=TOKEN, config=CONFIG
+            ) as gw:
+                session = await gw.open(ExecuteParams(prompt="say:hello there"))
+                transcript = await session.result()
+                (clients,) = metric_points(reader)["claude_trio.gateway.clients"]
+                assert clients.value == 1
+            with trio.fail_after(5):
+                # Another task's count, read by the SDK: there is nothing to wait on.
+                while metric_points(reader)["claude_trio.gateway.clients"][0].value:  # noqa: ASYNC110
+                    await trio.sleep(0.01)  # the server notices the close
+            (lag,) = metric_points(reader)["claude_trio.gateway.lag"]
+            # One point per event frame sent; the last one is never behind.
+            assert lag.count == len(transcript.events)
+            assert lag.min == 0
+            assert lag.max <= len(transcript.events)
+        (live, waiting) = sorted(
+            metric_points(reader)["claude_trio.fleet.sessions"],
+            key=lambda point: point.attributes["claude_trio.state"],
+        )
+        assert (live.value, waiting.value) == (0, 0)

@@ -45,6 +45,7 @@ def command_env(service: str) -> dict[str, str]:
     env |= {
         "CLAUDE_TRIO_TOKEN": TOKEN,
         "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "console",
         "OTEL_SERVICE_NAME": service,
     }
     return env
@@ -90,6 +91,18 @@ def spans_in(path: Path) -> list[dict[str, Any]]:
             if "span_id" in obj.get("context", {}):
                 spans.append(obj)
     return spans
+
+
+def metrics_in(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Metric name -> its data points, from the console exporter's lines (the last export)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("{") and '"resource_metrics"' in line:
+            for resource in json.loads(line)["resource_metrics"]:
+                for scope in resource["scope_metrics"]:
+                    for metric in scope["metrics"]:
+                        out[metric["name"]] = metric["data"]["data_points"]
+    return out
 
 
 def one(spans: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -153,3 +166,18 @@ async def test_a_trace_spans_the_client_the_gateway_and_the_worker(
     chats = [span for span in worker_spans if span["name"].startswith("chat")]
     assert chats
     assert {chat["parent_id"] for chat in chats} == {agent["context"]["span_id"]}
+
+    # The same processes' metrics (exported when they stopped).
+    worker = metrics_in(tmp_path / "worker.stderr")
+    (published,) = worker["claude_trio.cluster.publish.lag"]
+    assert published["count"] >= 1  # a batch per round trip
+    assert published["min"] == 0  # the last batch leaves nothing behind
+    (round_trips,) = worker["claude_trio.cluster.publish.duration"]
+    assert round_trips["count"] == published["count"]
+    (starts,) = worker["claude_trio.session.starts"]
+    assert starts["value"] == 1
+    tokens = {p["attributes"]["gen_ai.token.type"]: p for p in worker["gen_ai.client.token.usage"]}
+    assert tokens["output"]["sum"] == transcript.results[-1].execution_usage.output_tokens
+    gateway_metrics = metrics_in(tmp_path / "gateway.stderr")
+    (lag,) = gateway_metrics["claude_trio.gateway.lag"]
+    assert lag["count"] == len(transcript.events)
