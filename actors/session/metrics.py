@@ -37,14 +37,18 @@ claude-trio's own:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import attrs
 import trio
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Counter, Histogram, Observation
+from opentelemetry.trace import TracerProvider
 
+from claude_trio.actors.session.trace_context import cli_trace_env
+from claude_trio.actors.session.tracing import SEMCONV_VERSION, SessionTracer, session_tracer
+from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.session.events import (
     Aborted,
     AdapterReady,
@@ -61,13 +65,16 @@ __all__ = [
     "TOKEN_BUCKETS",
     "Instruments",
     "SessionMeter",
+    "close_telemetry",
     "instruments",
     "observer_of",
     "session_meter",
+    "session_telemetry",
     "unwatch_fleet",
     "unwatch_gateway",
     "watch_fleet",
     "watch_gateway",
+    "watch_stop",
 ]
 
 TOKEN_BUCKETS = (
@@ -224,8 +231,6 @@ def instruments(meter_provider: metrics.MeterProvider | None = None) -> Instrume
     made = _made.get(id(meter_provider))
     if made is not None and made[0] is meter_provider:
         return made[1]
-    from claude_trio.actors.session.tracing import SEMCONV_VERSION
-
     meter = meter_provider.get_meter(
         "claude_trio", schema_url=f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
     )
@@ -270,7 +275,7 @@ class SessionMeter:
 
     def close(self) -> None:
         """The session is closed, its CLI reaped: a stop's duration, from the stop to now."""
-        clock = self.stop_clock
+        clock, self.stop_clock = self.stop_clock, None  # measured once
         requested_at = clock.requested_at if clock is not None else None
         if requested_at is not None:
             self._instruments.stop_duration.record(trio.current_time() - requested_at)
@@ -355,3 +360,41 @@ def session_meter(
     """The execution's meter, or None when nothing would record its points (no SDK)."""
     made = instruments(meter_provider)
     return None if made is None else SessionMeter(made, request_model=model)
+
+
+def session_telemetry(
+    params: ExecuteParams,
+    env: Mapping[str, str] | None,
+    *,
+    tracer_provider: TracerProvider | None,
+    meter_provider: metrics.MeterProvider | None,
+    trace_content: bool | None,
+    handler: bool,
+    pooled: bool,
+) -> tuple[SessionTracer | None, SessionMeter | None, Mapping[str, str] | None]:
+    """``open_session``'s tracer and meter (None each without an SDK), and the CLI's ``env``
+    with ``TRACEPARENT`` (``trace_context.cli_trace_env``; a pooled CLI started before the
+    span existed). ``handler``: an ``on_user_input`` callback answers the session's requests."""
+    tracer = session_tracer(
+        tracer_provider, prompt=params.prompt, model=params.model, trace_content=trace_content
+    )
+    if tracer is not None:
+        tracer.answerer = "handler" if handler else "caller"
+        if not pooled:
+            env = {**cli_trace_env(tracer.span), **(env or {})}
+    return tracer, session_meter(meter_provider, model=params.model), env
+
+
+def watch_stop(stopper: _StopClock, *observers: SessionTracer | SessionMeter | None) -> None:
+    """The tracer and the meter read when the session's stop began from its stopper."""
+    for observer in observers:
+        if observer is not None:
+            observer.stop_clock = stopper
+
+
+def close_telemetry(tracer: SessionTracer | None, meter: SessionMeter | None) -> None:
+    """The session is closed, its CLI reaped: end what is open, measure a stop's duration."""
+    if tracer is not None:
+        tracer.close()
+    if meter is not None:
+        meter.close()

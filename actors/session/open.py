@@ -74,17 +74,18 @@ from claude_trio.actors.session.input_channel import (
     OutgoingMessage,
     run_input_channel,
 )
-from claude_trio.actors.session.metrics import SessionMeter, observer_of, session_meter
+from claude_trio.actors.session.metrics import (
+    SessionMeter,
+    close_telemetry,
+    observer_of,
+    session_telemetry,
+    watch_stop,
+)
 from claude_trio.actors.session.pool import CLIPool, run_leased_driver
 from claude_trio.actors.session.recorder import check_record_to, recording
 from claude_trio.actors.session.store_resume import open_store_resume
 from claude_trio.actors.session.tap import TapTransport
-from claude_trio.actors.session.trace_context import cli_trace_env
-from claude_trio.actors.session.tracing import (
-    SessionTracer,
-    check_tracing_options,
-    session_tracer,
-)
+from claude_trio.actors.session.tracing import SessionTracer, check_tracing_options
 from claude_trio.actors.session.transcripts import resumed_cost
 from claude_trio.protocol.checks import check_bool, check_env, check_int, check_text
 from claude_trio.protocol.config.images import ImageInput, check_images
@@ -508,14 +509,10 @@ async def open_session(
     _check_session_store(session_store, pool)
     tools, checked_hooks = _check_extensions(params, custom_tools, pool, hooks)
     store_config = config or DEFAULT_CONFIG
-    tracer = session_tracer(
-        tracer_provider, prompt=params.prompt, model=params.model, trace_content=trace_content
-    )
-    if tracer is not None and callable(on_user_input):
-        tracer.answerer = "handler"
-    meter = session_meter(meter_provider, model=params.model)
-    if tracer is not None and pool is None:  # a pooled CLI started before the span existed
-        env = {**cli_trace_env(tracer.span), **(env or {})}
+    tracer, meter, env = session_telemetry(
+        params, env, tracer_provider=tracer_provider, meter_provider=meter_provider,
+        trace_content=trace_content, handler=callable(on_user_input), pooled=pool is not None,
+    )  # fmt: skip
     try:
         async with open_store_resume(
             session_store, params, env, load_timeout=store_config.store_load_timeout
@@ -542,10 +539,7 @@ async def open_session(
         ) as session:
             yield session
     finally:
-        if tracer is not None:
-            tracer.close()
-        if meter is not None:
-            meter.close()  # the CLI is reaped: a stop's whole duration
+        close_telemetry(tracer, meter)
 
 
 @asynccontextmanager
@@ -671,9 +665,7 @@ async def _open_session(
         prompt_uuid=str(uuid_module.uuid4()),
         callbacks=runner,
     )
-    for observer in (tracer, meter):
-        if observer is not None:
-            observer.stop_clock = core.stopper  # when a stop began
+    watch_stop(core.stopper, tracer, meter)
     driver: Any
     if lease is not None:
         lease.attach(core=core, broker=broker, stderr=collector)
