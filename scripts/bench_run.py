@@ -4,6 +4,8 @@ Sections (all by default; pick with ``--only``):
 
 * ``hot``: CPU per SDK message, bare ``ClaudeSDKClient`` loop vs ``open_session``, on a replay
   of a recorded real stream (no CLI in the measured path).
+* ``traced``: the hot path with OpenTelemetry spans and metrics through an SDK (in-memory
+  exporter and reader) and with the API alone, against tracing off.
 * ``memory``: memory per parked session, bare SDK vs ``open_session``, 1,000 at once.
 * ``cli``: the real CLI against the Messages API double: time to first event, cold (raw SDK vs
   ours) and warm vs cold (``open_cli_pool``), and abort -> terminal event -> CLI reaped.
@@ -54,8 +56,8 @@ from bench_replay import record_stream
 from claude_trio.actors.children import sigterm_interrupts, terminated
 
 SECTIONS = (
-    "hot", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency", "redis",
-    "fleetcost", "governor",
+    "hot", "traced", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency",
+    "redis", "fleetcost", "governor",
 )  # fmt: skip
 
 
@@ -133,7 +135,7 @@ def _run(argv: list[str] | None) -> int:
     )
     print(f"load average before: {_load()}")
     recording = None
-    if "hot" in only or "memory" in only:
+    if "hot" in only or "traced" in only or "memory" in only:
         recording = trio.run(record_stream)
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(recording.kinds().items()))
         print(
@@ -146,6 +148,12 @@ def _run(argv: list[str] | None) -> int:
         assert recording is not None
         print("\n[1] hot path: CPU per SDK message (replay transport, no CLI)")
         bench_hot.run(recording, rounds=rounds, profile=args.profile)
+    if "traced" in only:
+        import bench_traced
+
+        assert recording is not None
+        print("\n[1b] traced hot path: CPU per frame, spans and metrics through an SDK vs off")
+        bench_traced.run(recording, rounds=rounds)
     if "memory" in only:
         import bench_memory
 

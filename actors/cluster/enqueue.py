@@ -59,8 +59,11 @@ class Claim:
         return sid, expected
 
 
-def continuation(record: SessionRecord, prompt: str) -> tuple[SessionRecord, Job]:
-    """The record and job of the next execution of an ended session, with ``prompt``."""
+def continuation(
+    record: SessionRecord, prompt: str, *, traceparent: str = ""
+) -> tuple[SessionRecord, Job]:
+    """The record and job of the next execution of an ended session, with ``prompt``
+    (``traceparent``: the trace context of the op that asked for it)."""
     params = {
         **record.params,
         "prompt": prompt,
@@ -86,6 +89,7 @@ def continuation(record: SessionRecord, prompt: str) -> tuple[SessionRecord, Job
         params=params,
         after_seq=record.last_seq,
         execution=record.executions,
+        traceparent=traceparent,
     )
     return record, job
 

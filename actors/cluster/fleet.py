@@ -54,6 +54,7 @@ from claude_trio.actors.fanout.subscription import (
     execution_transcript,
     open_following,
 )
+from claude_trio.actors.session.trace_context import current_traceparent
 from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
@@ -596,7 +597,12 @@ class RedisFleet:
             params=params_to_json(params),
             created_at=time.time(),
         )
-        job = Job(kind="open", session=sid, params=record.params)
+        job = Job(
+            kind="open",
+            session=sid,
+            params=record.params,
+            traceparent=current_traceparent() or "",
+        )
         if idempotency_key is None:
             await self._enqueue(record, job)
             await own(self.redis, self.keys, self._call, record)
@@ -648,7 +654,7 @@ class RedisFleet:
                 f"session {session_id!r} has no conversation to continue: its CLI never "
                 "reported a session id; start a new session instead"
             )
-        record, job = continuation(record, prompt)
+        record, job = continuation(record, prompt, traceparent=current_traceparent() or "")
         if claim is None:
             await self._enqueue(record, job)
         else:

@@ -45,12 +45,15 @@ import attrs
 import coredis
 import coredis.exceptions
 import trio
+from opentelemetry.trace import SpanKind
 
 from claude_trio.actors.cluster.controls import apply_control
 from claude_trio.actors.cluster.move import WatchedStore, take_over
 from claude_trio.actors.cluster.writes import FencedWrites, _FencedOut
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.fleet import Fleet, FleetSession, ResyncRequired
+from claude_trio.actors.session.metrics import instruments
+from claude_trio.actors.session.trace_context import hop_span
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
     AcceptedPush,
@@ -155,6 +158,7 @@ class Worker:
         self.id = worker_id
         self.keys = keys
         self.config = config
+        self._metrics = instruments()  # None without an SDK
         self.running: dict[str, _Running] = {}
         self.claimed = 0
         self.acknowledged = 0
@@ -448,7 +452,11 @@ class Worker:
                 return
             job, params, redeliver = plan
         try:
-            local = await self.fleet.start(params, owner=record.principal, label=record.label)
+            attributes = {"claude_trio.session.id": sid, "claude_trio.execution": job.execution}
+            with hop_span(
+                "worker run", job.traceparent, kind=SpanKind.CONSUMER, attributes=attributes
+            ):
+                local = await self.fleet.start(params, owner=record.principal, label=record.label)
         except Exception as exc:  # the fleet refuses (draining, bad params): end it, say why
             log.error("worker %s: session %s cannot start: %r", self.id, sid, exc)
             failed = Error(
@@ -575,9 +583,14 @@ class Worker:
                         for event in shifted:
                             if isinstance(event, Result | Aborted) and event.usage is not None:
                                 usage = add_usage(usage, event.usage)
+                        sent_at = trio.current_time()
                         await self._writes.store_many(
                             sid, token, shifted, usage=None if usage is running.usage else usage
                         )
+                        if self._metrics is not None:
+                            took = trio.current_time() - sent_at
+                            self._metrics.publish_duration.record(took)
+                            self._metrics.publish_lag.record(local.last_seq - batch[-1].seq)
                         running.usage = usage
                         running.published_local = batch[-1].seq
                         if running.redeliver:

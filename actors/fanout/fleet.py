@@ -107,6 +107,7 @@ from claude_trio.actors.fanout.subscription import (
     open_following,
 )
 from claude_trio.actors.session.boundary import open_block_nursery
+from claude_trio.actors.session.metrics import unwatch_fleet, watch_fleet
 from claude_trio.actors.session.pool import CLIPool
 from claude_trio.protocol.checks import (
     check_int,
@@ -794,9 +795,11 @@ async def open_fleet(
         )
         if fleet._governor is not None:
             nursery.start_soon(fleet._governor.run, name="fleet governor")
+        watch_fleet(fleet)  # its live and waiting sessions in the metrics
         try:
             yield fleet
         finally:
+            unwatch_fleet(fleet)
             fleet._closed = True
             fleet._close_waiting()
             fleet._inbox.close()

@@ -36,6 +36,7 @@ SESSION_OPTIONS: frozenset[str] = frozenset(
         "session_store",
         "tracer_provider",
         "trace_content",
+        "meter_provider",
     }
 )
 """The ``open_session`` keywords a fleet passes through (``on_user_input`` is always manual).
@@ -89,6 +90,8 @@ def check_session_options(options: Mapping[str, Any]) -> None:
                 check_tracing_options(value, None)
             case "trace_content":
                 check_tracing_options(None, value)
+            case "meter_provider":
+                check_tracing_options(None, None, value)
     check_together(options)
 
 

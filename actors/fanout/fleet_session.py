@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 import trio
+from opentelemetry import context as otel_context
 
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.inbox import InboxHub
@@ -145,6 +146,9 @@ class _Execution:
     last_turn: int = 0
     #: How it ended, for the log: ``result``, ``result_error``, ``aborted``, ``error:<code>``.
     outcome: str = ""
+    #: The trace context ``start`` / ``continue_`` was called in: the parent of the
+    #: execution's spans (it may start later, in the fleet's task).
+    trace_context: otel_context.Context = attrs.field(factory=otel_context.get_current)
 
 
 class FleetSession:
@@ -563,6 +567,7 @@ class FleetSession:
         self._fleet._finished_session(self, x)
 
     async def _run_session(self, x: _Execution) -> None:
+        otel_context.attach(x.trace_context)  # this task's own context: no detach needed
         async with open_session(self.params, on_user_input="manual", **self._options) as session:
             x.session = session
             events = session.events

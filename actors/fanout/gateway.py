@@ -109,6 +109,7 @@ from claude_trio.actors.fanout.gateway_connection import (
 )
 from claude_trio.actors.fanout.hosts import ServedHost
 from claude_trio.actors.fanout.owners import GatewayOwner
+from claude_trio.actors.session.metrics import unwatch_gateway, watch_gateway
 from claude_trio.protocol.checks import check_int, check_text
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.fanout.remote import (
@@ -338,12 +339,16 @@ async def serve_gateway(
     )
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
-    async with trio.open_nursery() as nursery:
-        for listener in listeners:
-            nursery.start_soon(_accept_loop, server, listener, nursery)
-        log.info("gateway listening on %s:%d", host, bound)
-        task_status.started(bound)
-        await trio.sleep_forever()
+    watch_gateway(server.admission)  # its connections in the metrics, while it serves
+    try:
+        async with trio.open_nursery() as nursery:
+            for listener in listeners:
+                nursery.start_soon(_accept_loop, server, listener, nursery)
+            log.info("gateway listening on %s:%d", host, bound)
+            task_status.started(bound)
+            await trio.sleep_forever()
+    finally:
+        unwatch_gateway(server.admission)
     raise AssertionError("unreachable: sleep_forever returned")  # pragma: no cover
 
 

@@ -36,6 +36,7 @@ from typing import Protocol, assert_never
 
 import attrs
 import trio
+from opentelemetry.trace import SpanKind
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from claude_trio.actors.extensions.broker import AnswerAccepted
@@ -45,6 +46,8 @@ from claude_trio.actors.fanout.gateway_inbox import InboxFollower
 from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
 from claude_trio.actors.fanout.owners import GatewayOwner, principal_of
 from claude_trio.actors.fanout.remote_paths import resolve_cwd, resolve_scope
+from claude_trio.actors.session.metrics import instruments
+from claude_trio.actors.session.trace_context import hop_span
 from claude_trio.protocol.config.capabilities import architecture_capabilities
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
@@ -176,6 +179,7 @@ class _Client:
         self._server = server
         self._config = server.config
         self._limits = server.config.limits
+        self._metrics = instruments()  # None without an SDK
         self._fleet = server.config.fleet
         self._ws = ws
         self._stream = stream
@@ -302,6 +306,8 @@ class _Client:
                 continue
             ready.append(attached)  # its next event waits for the other sessions' turn
             attached.last_sent = entry.seq
+            if self._metrics is not None:  # how far behind the session (as last read)
+                self._metrics.gateway_lag.record(max(0, attached.session.last_seq - entry.seq))
             return self._frame(attached.session_id, entry)
         return None
 
@@ -640,9 +646,11 @@ class _Client:
             requested = scoped
         params = remote_params(requested, policy, cwd)
         try:
-            session = await self._fleet.open(
-                params, label=op.label, owner=self._owner, idempotency_key=op.idempotency_key
-            )
+            with hop_span("gateway open", op.traceparent, kind=SpanKind.SERVER) as span:
+                session = await self._fleet.open(
+                    params, label=op.label, owner=self._owner, idempotency_key=op.idempotency_key
+                )
+                span.set_attribute("claude_trio.session.id", session.id)
         except IdempotencyConflictError as exc:
             self._reply(ErrorFrame(id=op.id, code="idempotency_conflict", message=str(exc)))
             return
@@ -691,9 +699,15 @@ class _Client:
             self._reply(ErrorFrame(id=op.id, code="limit_reached", message=refused))
             return
         try:
-            session = await self._fleet.continue_(
-                session.id, op.prompt, idempotency_key=op.idempotency_key
-            )
+            with hop_span(
+                "gateway continue",
+                op.traceparent,
+                kind=SpanKind.SERVER,
+                attributes={"claude_trio.session.id": session.id},
+            ):
+                session = await self._fleet.continue_(
+                    session.id, op.prompt, idempotency_key=op.idempotency_key
+                )
         except IdempotencyConflictError as exc:
             self._reply(ErrorFrame(id=op.id, code="idempotency_conflict", message=str(exc)))
             return

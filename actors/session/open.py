@@ -35,6 +35,7 @@ from typing import Any, Literal, cast
 import attrs
 import trio
 from claude_agent_sdk import ClaudeSDKClient, SessionStore
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from claude_trio.actors.extensions.broker import (
@@ -73,15 +74,18 @@ from claude_trio.actors.session.input_channel import (
     OutgoingMessage,
     run_input_channel,
 )
+from claude_trio.actors.session.metrics import (
+    SessionMeter,
+    close_telemetry,
+    observer_of,
+    session_telemetry,
+    watch_stop,
+)
 from claude_trio.actors.session.pool import CLIPool, run_leased_driver
 from claude_trio.actors.session.recorder import check_record_to, recording
 from claude_trio.actors.session.store_resume import open_store_resume
 from claude_trio.actors.session.tap import TapTransport
-from claude_trio.actors.session.tracing import (
-    SessionTracer,
-    check_tracing_options,
-    session_tracer,
-)
+from claude_trio.actors.session.tracing import SessionTracer, check_tracing_options
 from claude_trio.actors.session.transcripts import resumed_cost
 from claude_trio.protocol.checks import check_bool, check_env, check_int, check_text
 from claude_trio.protocol.config.images import ImageInput, check_images
@@ -446,6 +450,7 @@ async def open_session(
     session_store: SessionStore | None = None,
     tracer_provider: TracerProvider | None = None,
     trace_content: bool | None = None,
+    meter_provider: MeterProvider | None = None,
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -484,9 +489,10 @@ async def open_session(
 
     ``tracer_provider``: the OpenTelemetry spans' (default: the global one, a no-op without an
     SDK); ``trace_content``: record prompts and outputs in them (default: the conventions' env
-    switch). See ``actors/session/tracing.py``.
+    switch). See ``actors/session/tracing.py``. ``meter_provider``: the metrics' (default: the
+    global one, a no-op without an SDK); see ``actors/session/metrics.py``.
     """
-    check_tracing_options(tracer_provider, trace_content)
+    check_tracing_options(tracer_provider, trace_content, meter_provider)
     _check_options(
         params,
         on_user_input,
@@ -503,9 +509,10 @@ async def open_session(
     _check_session_store(session_store, pool)
     tools, checked_hooks = _check_extensions(params, custom_tools, pool, hooks)
     store_config = config or DEFAULT_CONFIG
-    tracer = session_tracer(
-        tracer_provider, prompt=params.prompt, model=params.model, trace_content=trace_content
-    )
+    tracer, meter, env = session_telemetry(
+        params, env, tracer_provider=tracer_provider, meter_provider=meter_provider,
+        trace_content=trace_content, handler=callable(on_user_input), pooled=pool is not None,
+    )  # fmt: skip
     try:
         async with open_store_resume(
             session_store, params, env, load_timeout=store_config.store_load_timeout
@@ -528,11 +535,11 @@ async def open_session(
             hooks=checked_hooks,
             session_store=session_store,
             tracer=tracer,
+            meter=meter,
         ) as session:
             yield session
     finally:
-        if tracer is not None:
-            tracer.close()
+        close_telemetry(tracer, meter)
 
 
 @asynccontextmanager
@@ -554,6 +561,7 @@ async def _open_session(
     hooks: tuple[Hook, ...] = (),
     session_store: SessionStore | None = None,
     tracer: SessionTracer | None = None,
+    meter: SessionMeter | None = None,
 ) -> AsyncIterator[Session]:
     """``open_session`` once its arguments are checked and the skills folder exists."""
     config = config or DEFAULT_CONFIG
@@ -567,7 +575,7 @@ async def _open_session(
         hook_events=params.include_hook_events,
     )
     mapper.start_execution()
-    stream = EventStream(observer=tracer.observe if tracer is not None else None)
+    stream = EventStream(observer=observer_of(tracer, meter))
     emitter = Emitter(mapper=mapper, stream=stream)
     outbox, inbox = trio.open_memory_channel[Outgoing](
         # Never full: at most MAX_PENDING_PUSHES accepted pushes + the prompt wait to be
@@ -657,6 +665,7 @@ async def _open_session(
         prompt_uuid=str(uuid_module.uuid4()),
         callbacks=runner,
     )
+    watch_stop(core.stopper, tracer, meter)
     driver: Any
     if lease is not None:
         lease.attach(core=core, broker=broker, stderr=collector)

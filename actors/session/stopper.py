@@ -135,6 +135,9 @@ class Stopper:
         self._walks = False  # kills walk real processes: repeat them in a thread
         self._sweeping = False
         self._scope: trio.CancelScope | None = None
+        #: When the stop began (``abort()``: the caller or a deadline), on trio's clock; the
+        #: traces and metrics measure the stop from it.
+        self.requested_at: float | None = None
 
     # -- state -----------------------------------------------------------------------------
 
@@ -189,6 +192,7 @@ class Stopper:
             await self._end.done.wait()
             return
         phase = self._end.mapper.activity
+        self.requested_at = trio.current_time()
         self._apply(self.machine.abort(reason, decided=decided, outcome=outcome, phase=phase))
         # The stop's own deadlines end it within this bound; the bound only guards against a
         # stopper task that is gone (a bug of ours would otherwise hang a shielded wait).

@@ -19,7 +19,9 @@ The spans follow the OpenTelemetry semantic conventions for generative AI, versi
   is no error: the ``claude_trio.stop`` event says why).
 * ``chat <model>``: one per model call (one assistant message), a child of its agent's span,
   from the first thing it streamed to the whole message; the call's input and cache token
-  counts (the CLI reports a call's output tokens only per turn: they are on the agent span),
+  counts (a call's output tokens are not in the CLI's assistant frames, which carry the
+  ``message_start`` snapshot, and come later in its ``message_delta`` stream event, after the
+  span's message; the exact output counts are the turn's, on the agent span),
   ``gen_ai.response.id``, ``gen_ai.response.finish_reasons``.
 * ``execute_tool <tool>``: one per tool call, a child of its agent's span, from the model's
   ``tool_use`` to its ``tool_result``; ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
@@ -32,9 +34,15 @@ The spans follow the OpenTelemetry semantic conventions for generative AI, versi
 
 Span events: ``claude_trio.push.accepted`` / ``.delivered`` / ``.undelivered`` (a push's
 uuid), ``claude_trio.user_input.requested`` and ``.resolved`` (an approval or a question: on the
-tool call's span when it names one; the outcome and the wait in seconds), ``claude_trio.warning``
+tool call's span when it names one; the outcome, who settled it - ``handler`` (the session's
+``on_user_input``), ``caller`` (``Session.answer``, which a fleet's or gateway's client
+reaches; the principal is not recorded), ``timeout``, ``session`` (it ended) or ``cli`` (it
+withdrew the request) - and the wait in seconds), ``claude_trio.warning``
 and ``claude_trio.error`` (non-fatal), ``claude_trio.compaction``, ``claude_trio.retry``, and
-``claude_trio.stop`` (an abort's reason, phase and outcome).
+``claude_trio.stop`` (an abort's reason, phase and outcome, and ``claude_trio.stop.seconds``:
+from the stop to its terminal event, when the CLI's tools are reaped and the CLI settled; the
+CLI's own exit comes after, at the session's close, which the metric
+``claude_trio.session.stop.duration`` measures).
 
 Content (the prompt, the model's text, tool inputs and results, pushes' text, a subagent's
 task) is recorded only when asked for: ``open_session(trace_content=True)``, or by default the
@@ -105,6 +113,9 @@ AGENT_NAME = "claude-code"
 PROVIDER = "anthropic"
 _MCP_PREFIX = "mcp__"
 _SUBAGENT_FAILED = frozenset({"failed", "killed"})
+# Who settled a request that was not answered (an answer's, or a failed one's, is the
+# session's answerer: SessionTracer.answerer).
+_ANSWERED_BY = {"expired": "timeout", "cancelled": "session", "withdrawn": "cli"}
 
 
 def capture_content_default(environ: Mapping[str, str] = os.environ) -> bool:
@@ -112,13 +123,22 @@ def capture_content_default(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in _CAPTURE_ON
 
 
-def check_tracing_options(tracer_provider: object, trace_content: object) -> None:
-    """``open_session``'s two tracing options, checked before anything starts."""
+def check_tracing_options(
+    tracer_provider: object, trace_content: object, meter_provider: object = None
+) -> None:
+    """``open_session``'s tracing and metrics options, checked before anything starts."""
     if tracer_provider is not None and not callable(getattr(tracer_provider, "get_tracer", None)):
         raise InvalidParamsError(
             "tracer_provider",
             type(tracer_provider).__name__,
             "pass an OpenTelemetry TracerProvider (opentelemetry.sdk.trace.TracerProvider), "
+            "or None for the global one",
+        )
+    if meter_provider is not None and not callable(getattr(meter_provider, "get_meter", None)):
+        raise InvalidParamsError(
+            "meter_provider",
+            type(meter_provider).__name__,
+            "pass an OpenTelemetry MeterProvider (opentelemetry.sdk.metrics.MeterProvider), "
             "or None for the global one",
         )
     if trace_content is not None and not isinstance(trace_content, bool):
@@ -207,6 +227,11 @@ class SessionTracer:
         self._conversation: str | None = None
         self._usage = ZERO_USAGE
         self._done = False
+        #: The stopper (its ``requested_at``), once the session has one.
+        self.stop_clock: Any = None
+        #: Who answers its approvals and questions: ``handler`` (``on_user_input``) or
+        #: ``caller`` (``Session.answer``: a fleet's or a gateway's client).
+        self.answerer = "caller"
         self._handlers: dict[type, Callable[[Any], None]] = {
             TextDelta: self._on_delta,
             ThinkingDelta: self._on_delta,
@@ -284,6 +309,9 @@ class SessionTracer:
         return chat
 
     def _on_delta(self, event: TextDelta | ThinkingDelta) -> None:
+        # Nearly every event of a turn: the main agent's, whose call's span is open already.
+        if not event.is_subagent and self._root.chat is not None:
+            return
         agent = self._agent(event)
         if agent.chat is None:
             self._chat(agent)
@@ -423,6 +451,7 @@ class SessionTracer:
         attributes: dict[str, Any] = {
             "claude_trio.request.id": event.request_id,
             "claude_trio.request.outcome": event.outcome,
+            "claude_trio.request.answered_by": _ANSWERED_BY.get(event.outcome, self.answerer),
         }
         if asked_at is not None:
             attributes["claude_trio.request.wait_seconds"] = trio.current_time() - asked_at
@@ -489,14 +518,15 @@ class SessionTracer:
         self._conversation_id(event.session_id)
         if event.usage is not None:
             self._usage = add_usage(self._usage, event.usage)
-        self._root.span.add_event(
-            "claude_trio.stop",
-            {
-                "claude_trio.stop.reason": redact_text(event.reason),
-                "claude_trio.stop.phase": event.phase or "",
-                "claude_trio.outcome": event.outcome.value,
-            },
-        )
+        attributes: dict[str, Any] = {
+            "claude_trio.stop.reason": redact_text(event.reason),
+            "claude_trio.stop.phase": event.phase or "",
+            "claude_trio.outcome": event.outcome.value,
+        }
+        requested_at = getattr(self.stop_clock, "requested_at", None)
+        if requested_at is not None:
+            attributes["claude_trio.stop.seconds"] = trio.current_time() - requested_at
+        self._root.span.add_event("claude_trio.stop", attributes)
         self._end(event.outcome)
 
     def _on_error(self, event: Error) -> None:

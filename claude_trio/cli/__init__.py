@@ -46,6 +46,7 @@ from claude_trio.cli.args import (
     read_stdin_line,
 )
 from claude_trio.cli.render import EventSink, JsonLinesRenderer, Renderer
+from claude_trio.cli.telemetry import TELEMETRY_COMMANDS, command_telemetry
 from claude_trio.protocol.errors import ClaudeTrioError, InvalidParamsError
 
 __all__ = [
@@ -130,7 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse_args(argv)
     except SystemExit as exit_:  # argparse has printed the usage error, help or version
         return _exit_code(exit_.code)
-    return load_command(args.command)(args)
+    command = load_command(args.command)
+    if args.command not in TELEMETRY_COMMANDS:
+        return command(args)
+    with command_telemetry():
+        return command(args)
 
 
 def _errors() -> Console:

@@ -41,6 +41,7 @@ from trio_websocket import (
 
 from claude_trio.actors.fanout.inbox import InboxChannel
 from claude_trio.actors.session.boundary import raise_unwrapped
+from claude_trio.actors.session.trace_context import current_traceparent
 from claude_trio.client.config import (
     ClientConfig,
     ClientStatistics,
@@ -224,7 +225,13 @@ class GatewayClient:
                 sessions.append(self._follow_new(frame.session, state, 1))
 
         await self._request(
-            OpenOp(id=self._op_id(), params=params, label=label, idempotency_key=key),
+            OpenOp(
+                id=self._op_id(),
+                params=params,
+                label=label,
+                idempotency_key=key,
+                traceparent=current_traceparent(),
+            ),
             OpenedFrame,
             on_reply=follow,
         )

@@ -30,6 +30,7 @@ import trio
 
 from claude_trio.actors.channel import BaseReceiveChannel
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.session.trace_context import current_traceparent
 from claude_trio.client.config import ClientConfig
 from claude_trio.protocol.config.images import ImageInput, check_images
 from claude_trio.protocol.config.permissions import PermissionMode
@@ -446,7 +447,11 @@ class RemoteSession:
             try:
                 continued = await client._request(
                     ContinueOp(
-                        id=client._op_id(), session=self.id, prompt=prompt, idempotency_key=key
+                        id=client._op_id(),
+                        session=self.id,
+                        prompt=prompt,
+                        idempotency_key=key,
+                        traceparent=current_traceparent(),
                     ),
                     ContinuedFrame,
                 )

@@ -44,6 +44,7 @@ from claude_trio.protocol.fanout.codec import (
     event_to_json,
     to_json_safe,
 )
+from claude_trio.protocol.fanout.wire_checks import is_traceparent
 from claude_trio.protocol.session.events import Event, Result, ToolResult, ToolUse, is_terminal
 from claude_trio.protocol.session.usage import ZERO_USAGE, Usage
 
@@ -116,22 +117,28 @@ def _field(fields: Mapping[str, str], name: str, where: str) -> str:
 @attrs.frozen(kw_only=True)
 class Job:
     """An execution to run: ``params`` as the wire encodes them; ``after_seq`` is the seq the
-    session's stream is at before it (its events are numbered from ``after_seq + 1``)."""
+    session's stream is at before it (its events are numbered from ``after_seq + 1``);
+    ``traceparent`` (W3C) is the trace context of whoever asked for it, the parent of the
+    worker's spans ("" for none)."""
 
     kind: JobKind
     session: str
     params: dict[str, Any]
     after_seq: int = 0
     execution: int = 1
+    traceparent: str = ""
 
     def to_fields(self) -> dict[str, str]:
-        return {
+        fields = {
             "kind": self.kind,
             "session": self.session,
             "params": dumps(self.params),
             "after_seq": str(self.after_seq),
             "execution": str(self.execution),
         }
+        if self.traceparent:
+            fields["traceparent"] = self.traceparent
+        return fields
 
     @classmethod
     def from_fields(cls, fields: Mapping[str, str]) -> Job:
@@ -152,6 +159,8 @@ class Job:
             params=params,
             after_seq=after_seq,
             execution=execution,
+            # A malformed one (an older or foreign writer) is dropped: the job still runs.
+            traceparent=parent if is_traceparent(parent := fields.get("traceparent", "")) else "",
         )
 
 

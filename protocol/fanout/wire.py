@@ -11,8 +11,9 @@ Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
     {"op": "hello",    "id"}
     {"op": "open",     "id", "params": {ExecuteParams fields, see PARAMS_FIELDS},
                        "label": <str, optional: shown by "list">,
-                       "idempotency_key": <str, optional>}
-    {"op": "continue", "id", "session", "prompt", "idempotency_key": <str, optional>}
+                       "idempotency_key": <str, optional>, "traceparent": <str, optional>}
+    {"op": "continue", "id", "session", "prompt", "idempotency_key": <str, optional>,
+                       "traceparent": <str, optional>}
     {"op": "list",     "id"}
     {"op": "push",     "id", "session", "text", "images": [{"data": <base64>}, optional]}
     {"op": "answer",   "id", "session", "request", "answer": <any JSON>}
@@ -106,6 +107,7 @@ from claude_trio.protocol.fanout.wire_checks import (
     MAX_ID_CHARS,
     MAX_INT,
     MAX_QUOTE,
+    is_traceparent,
     quote,
 )
 from claude_trio.protocol.fanout.wire_checks import check_arguments as _check_arguments
@@ -265,23 +267,27 @@ class HelloOp:
 @attrs.frozen(kw_only=True)
 class OpenOp:
     """Start a session. ``label``: the client's name for it, shown by ``list``;
-    ``idempotency_key``: a retry with it returns the session the first open created."""
+    ``idempotency_key``: a retry with it returns the session the first open created;
+    ``traceparent``: the caller's trace context (W3C), the parent of the session's spans."""
 
     id: str
     params: ExecuteParams
     label: str | None = None
     idempotency_key: str | None = None
+    traceparent: str | None = None
     op: ClassVar[str] = "open"
 
 
 @attrs.frozen(kw_only=True)
 class ContinueOp:
-    """Run ``prompt`` as the next execution of an ended session's conversation."""
+    """Run ``prompt`` as the next execution of an ended session's conversation
+    (``traceparent`` as for :class:`OpenOp`)."""
 
     id: str
     session: str
     prompt: str
     idempotency_key: str | None = None
+    traceparent: str | None = None
     op: ClassVar[str] = "continue"
 
 
@@ -438,6 +444,19 @@ class _Fields:
             )
         return value
 
+    def traceparent(self) -> str | None:
+        value = self.obj.get("traceparent")
+        if value is None:
+            return None
+        if not is_traceparent(value):
+            self.fail(
+                "invalid_field",
+                f"traceparent={quote(value)}: not a W3C traceparent "
+                "(00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, lower case); "
+                "send the one opentelemetry.propagate.inject writes, or none",
+            )
+        return str(value)
+
     def idempotency_key(self) -> str | None:
         if self.obj.get("idempotency_key") is None:
             return None
@@ -471,18 +490,25 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
             fields.only("op", "id")
             return ListOp(id=op_id)
         case "open":
-            fields.only("op", "id", "params", "label", "idempotency_key")
+            fields.only("op", "id", "params", "label", "idempotency_key", "traceparent")
             params = _params(fields.required("params"), allow_cwd, allow_env, op_id)
             label = fields.string("label") if obj.get("label") is not None else None
             key = fields.idempotency_key()
-            return OpenOp(id=op_id, params=params, label=label, idempotency_key=key)
+            return OpenOp(
+                id=op_id,
+                params=params,
+                label=label,
+                idempotency_key=key,
+                traceparent=fields.traceparent(),
+            )
         case "continue":
-            fields.only("op", "id", "session", "prompt", "idempotency_key")
+            fields.only("op", "id", "session", "prompt", "idempotency_key", "traceparent")
             return ContinueOp(
                 id=op_id,
                 session=fields.string("session"),
                 prompt=fields.string("prompt", max_chars=None),
                 idempotency_key=fields.idempotency_key(),
+                traceparent=fields.traceparent(),
             )
         case "push":
             fields.only("op", "id", "session", "text", "images")
@@ -725,10 +751,14 @@ def encode_op(op: Op) -> str:
                 obj["label"] = op.label
             if op.idempotency_key is not None:
                 obj["idempotency_key"] = op.idempotency_key
+            if op.traceparent is not None:
+                obj["traceparent"] = op.traceparent
         case ContinueOp():
             obj |= {"id": op.id, "session": op.session, "prompt": op.prompt}
             if op.idempotency_key is not None:
                 obj["idempotency_key"] = op.idempotency_key
+            if op.traceparent is not None:
+                obj["traceparent"] = op.traceparent
         case PushOp():
             obj |= {"id": op.id, "session": op.session, "text": op.text}
             if op.images:

@@ -8,6 +8,7 @@ can be passed to it. Each raises :class:`WireError` naming the path of the value
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "child_path",
     "code_at",
     "is_sendable_id",
+    "is_traceparent",
     "no_nul",
     "quote",
 ]
@@ -112,6 +114,16 @@ def is_sendable_id(value: object) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+_TRACEPARENT = re.compile(r"00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def is_traceparent(value: object) -> bool:
+    """A W3C ``traceparent`` of version 00 with a valid trace and span id (the form
+    ``opentelemetry.propagate.inject`` writes): what ``open`` / ``continue`` and the cluster's
+    jobs carry to join the caller's trace."""
+    return isinstance(value, str) and _TRACEPARENT.fullmatch(value) is not None
 
 
 def check_arguments(params: Mapping[str, Any], op_id: str | None) -> None:

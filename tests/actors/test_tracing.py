@@ -190,6 +190,7 @@ async def test_a_scripted_session_is_one_span_tree(
     assert answered.attributes is not None
     assert asked.attributes["claude_trio.request.source"] == "tool_permission"
     assert answered.attributes["claude_trio.request.outcome"] == "answered"
+    assert answered.attributes["claude_trio.request.answered_by"] == "handler"
     assert answered.attributes["claude_trio.request.wait_seconds"] == 2.0  # the handler's sleep
     assert bash.status.status_code is StatusCode.UNSET
 
@@ -277,10 +278,40 @@ async def test_an_abort_mid_tool_ends_the_spans_with_the_stop(
     assert stop.attributes is not None
     assert stop.attributes["claude_trio.stop.phase"] == "tools"
     assert stop.attributes["claude_trio.outcome"] == "aborted"
+    assert stop.attributes["claude_trio.stop.seconds"] == 0.0  # the fake CLI stops at once
     (tool,) = named(spans, "execute_tool Bash")
     assert tool.end_time is not None
     assert root.end_time is not None
     assert tool.end_time <= root.end_time
+
+
+async def test_a_stop_that_waits_for_the_cli_says_how_long_it_took(
+    autojump_clock: trio.testing.MockClock,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    async def script(cli: FakeTurn) -> None:
+        await cli.tool_use("Bash", {"command": "sleep 100"}, id="toolu_slow")
+        await cli.sleep(100.0)
+        await cli.tool_result("toolu_slow", "slept")
+
+    # It confirms the interrupt and goes on: the stop waits out abort_grace, then kills it.
+    wedged = FakeCLI(script, ignores_interrupts=True)
+    async with fake_session(wedged, tracer_provider=provider) as session:
+
+        async def on_event(event: object) -> None:
+            if isinstance(event, ToolUse):
+                await trio.sleep(0.5)
+                await session.abort()
+
+        events = await collect(session, on_event)
+    check_stream(events)
+    (root,) = named(exporter.get_finished_spans(), "invoke_agent claude-code")
+    assert root.status.status_code is StatusCode.UNSET
+    (stop,) = [event for event in root.events if event.name == "claude_trio.stop"]
+    assert stop.attributes is not None
+    assert stop.attributes["claude_trio.stop.seconds"] == CONFIG.abort_grace
+    assert stop.attributes["claude_trio.outcome"] == "aborted"
 
 
 async def test_leaving_the_block_early_ends_the_trace_as_closed(
@@ -360,6 +391,35 @@ async def test_a_fleet_traces_each_execution_with_its_provider(
     ids = [transcript.results[-1].session_id for transcript in (first, second)]
     assert conversation == ids
     assert None not in ids  # the CLI's own ids (the fake CLI starts a new one per process)
+
+
+async def test_an_answer_through_a_fleet_is_the_callers(
+    autojump_clock: trio.testing.MockClock,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    async def script(cli: FakeTurn) -> None:
+        await cli.tool_use("Bash", {"command": "make"}, id="toolu_make", end_message=False)
+        await cli.ask_permission("Bash", {"command": "make"}, tool_use_id="toolu_make")
+        await cli.tool_result("toolu_make", "built")
+        await cli.text("done")
+
+    async with open_fleet(
+        transport_factory=FakeCLI(script), config=CONFIG, tracer_provider=provider
+    ) as fleet:
+        session = await fleet.start(ASKING)
+        async with session.subscribe() as events:
+            async for event in events:
+                if isinstance(event, UserInputRequest):
+                    await trio.sleep(4.0)
+                    await session.answer(event.request_id, {"decision": "allow"})
+        await session.result()
+    (bash,) = named(exporter.get_finished_spans(), "execute_tool Bash")
+    (resolved,) = [e for e in bash.events if e.name == "claude_trio.user_input.resolved"]
+    assert resolved.attributes is not None
+    assert resolved.attributes["claude_trio.request.answered_by"] == "caller"
+    assert resolved.attributes["claude_trio.request.outcome"] == "answered"
+    assert resolved.attributes["claude_trio.request.wait_seconds"] == 4.0
 
 
 async def test_a_fleet_refuses_a_wrong_tracing_option_by_name() -> None:

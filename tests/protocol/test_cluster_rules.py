@@ -50,6 +50,12 @@ def result(text: str, uuids: tuple[str, ...] = (), *, final: bool) -> Result:
 def test_codecs_round_trip() -> None:
     job = Job(kind="continue", session="s", params={"prompt": "p"}, after_seq=7, execution=2)
     assert Job.from_fields(job.to_fields()) == job
+    assert "traceparent" not in job.to_fields()
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    traced = attrs.evolve(job, traceparent=parent)
+    assert Job.from_fields(traced.to_fields()) == traced
+    # A malformed one (a foreign writer) is dropped; the job still runs.
+    assert Job.from_fields({**traced.to_fields(), "traceparent": "00-bad"}) == job
     command = Command(kind="answer", session="s", reply="r", request="q", answer={"a": [1]})
     assert Command.from_fields(command.to_fields()) == command
     outcome = Outcome(ok=False, reason="why")

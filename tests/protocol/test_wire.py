@@ -470,3 +470,36 @@ def test_a_subagent_model_of_the_wrong_type_is_refused_by_name(model: Any) -> No
     error = decode_error(text)
     assert (error.code, error.id) == ("invalid_params", "o")
     assert "params.subagents['a'].model" in error.message
+
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def test_open_and_continue_carry_the_callers_traceparent() -> None:
+    op = OpenOp(id="1", params=ExecuteParams(prompt="p"), traceparent=TRACEPARENT)
+    assert json.loads(encode_op(op))["traceparent"] == TRACEPARENT
+    assert decode_op(encode_op(op)) == op
+    again = ContinueOp(id="2", session="s", prompt="p", traceparent=TRACEPARENT)
+    assert decode_op(encode_op(again)) == again
+    assert "traceparent" not in json.loads(encode_op(OpenOp(id="3", params=op.params)))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01",  # upper case
+        "00-" + "0" * 32 + "-b7ad6b7169203331-01",  # the invalid trace id
+        "00-0af7651916cd43dd8448eb211c80319c-" + "0" * 16 + "-01",  # the invalid span id
+        "ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",  # a version we do not read
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331",
+        7,
+        "x" * 300,
+    ],
+)
+def test_a_malformed_traceparent_is_refused_by_name(value: object) -> None:
+    obj = {"op": "continue", "id": "9", "session": "s", "prompt": "p", "traceparent": value}
+    with pytest.raises(WireError) as caught:
+        decode_op(json.dumps(obj))
+    assert caught.value.code == "invalid_field"
+    assert caught.value.id == "9"
+    assert "not a W3C traceparent" in str(caught.value)
