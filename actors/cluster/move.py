@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
+import coredis
 import trio
 from claude_agent_sdk import SessionStore, project_key_for_directory
 from claude_agent_sdk.types import (
@@ -30,6 +31,8 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
+from claude_trio.actors.cluster.writes import FencedWrites
+from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.move import ResumePoint, resume_point, transcript_uuids
 from claude_trio.protocol.cluster.records import (
     AcceptedPush,
@@ -45,8 +48,22 @@ from claude_trio.protocol.fanout.wire import params_from_json
 from claude_trio.protocol.session.events import Aborted, Event, Result, WarningEvent
 from claude_trio.protocol.session.outcomes import Outcome as EndOutcome
 
-if TYPE_CHECKING:
-    from claude_trio.actors.cluster.worker import Worker
+
+class Worker(Protocol):
+    """What a move needs of the worker taking the session over (``actors/cluster/worker.py``)."""
+
+    id: str
+    redis: coredis.Redis[str]
+    keys: RedisKeys
+    store: WatchedStore | None
+    moved_in: int
+    _writes: FencedWrites
+
+    async def _retrying(self, what: str, call: Any) -> Any: ...
+
+    async def _ended(
+        self, sid: str, token: int, entry_id: str, final: Event, *, execution: int
+    ) -> None: ...
 
 __all__ = ["WatchedStore", "continuing", "find_resume_point", "take_over"]
 
