@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from claude_trio.actors.session.driver import DriverConfig
-from claude_trio.actors.session.open import MIN_BUFFER_SIZE, check_session_store
+from claude_trio.actors.session.open_checks import MIN_BUFFER_SIZE, check_session_store
 from claude_trio.actors.session.pool import CLIPool
 from claude_trio.actors.session.tracing import check_tracing_options
 from claude_trio.protocol.checks import check_env, check_int, check_text

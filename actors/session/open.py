@@ -81,13 +81,17 @@ from claude_trio.actors.session.metrics import (
     session_telemetry,
     watch_stop,
 )
+from claude_trio.actors.session.open_checks import (
+    check_extensions,
+    check_options,
+    check_session_store_with_pool,
+)
 from claude_trio.actors.session.pool import CLIPool, run_leased_driver
-from claude_trio.actors.session.recorder import check_record_to, recording
+from claude_trio.actors.session.recorder import recording
 from claude_trio.actors.session.store_resume import open_store_resume
 from claude_trio.actors.session.tap import TapTransport
 from claude_trio.actors.session.tracing import SessionTracer, check_tracing_options
 from claude_trio.actors.session.transcripts import resumed_cost
-from claude_trio.protocol.checks import check_bool, check_env, check_int, check_text
 from claude_trio.protocol.config.images import ImageInput, check_images
 from claude_trio.protocol.config.options import build_options, with_changes
 from claude_trio.protocol.config.params import ExecuteParams
@@ -109,9 +113,9 @@ from claude_trio.protocol.extensions.controls import (
     mcp_status_from,
     model_for_switch,
 )
-from claude_trio.protocol.extensions.custom_tools import CustomTool, check_custom_tools
-from claude_trio.protocol.extensions.hooks import Hook, check_hooks
-from claude_trio.protocol.extensions.options import check_server_name, with_extensions
+from claude_trio.protocol.extensions.custom_tools import CustomTool
+from claude_trio.protocol.extensions.hooks import Hook
+from claude_trio.protocol.extensions.options import with_extensions
 from claude_trio.protocol.extensions.user_input import ControlReply
 from claude_trio.protocol.session.events import ControlApplied, Error, WarningEvent
 from claude_trio.protocol.session.lifecycle import Accepted, ExecutionLifecycle, Rejected
@@ -125,8 +129,6 @@ CLOSED_EARLY = "the session was closed before the execution ended"
 DEFAULT_CONFIG = DriverConfig()
 """The deadlines of a session opened without ``config`` (frozen: one for all of them)."""
 
-MIN_BUFFER_SIZE = 1024
-"""The smallest ``max_buffer_size`` (bytes of one CLI output line) a session takes."""
 
 
 @attrs.frozen(kw_only=True)
@@ -307,81 +309,6 @@ class Session:
         self._core.emit(ControlApplied(control="rewind_files", value=uuid))
 
 
-def _check_options(
-    params: object,
-    on_user_input: object,
-    transport_factory: object,
-    env: object,
-    cli_path: object,
-    stderr: object,
-    max_buffer_size: object,
-    config: object,
-    pool: object,
-    passthrough: object,
-    record_to: object = None,
-) -> None:
-    """Refuse a wrong argument before anything starts, naming it."""
-    if not isinstance(params, ExecuteParams):
-        raise InvalidParamsError("params", params, "an ExecuteParams")
-    if on_user_input is not None and on_user_input != "manual" and not callable(on_user_input):
-        raise InvalidParamsError(
-            "on_user_input",
-            on_user_input,
-            'None, "manual", or an async function taking a UserInputRequest',
-        )
-    if on_user_input is None and params.permission_mode in ASKING_MODES:
-        raise InvalidParamsError(
-            "on_user_input",
-            on_user_input,
-            f"an async handler or \"manual\": permission_mode={params.permission_mode!r} asks "
-            "before tool calls (user_input_request events with source=\"tool_permission\"), and "
-            "without anyone to answer the CLI would deny each of them; or choose a mode that "
-            "never asks ('bypassPermissions', 'dontAsk', 'plan')",
-        )
-    for name, value in (("transport_factory", transport_factory), ("stderr", stderr)):
-        if value is not None and not callable(value):
-            raise InvalidParamsError(name, value, "None or a callable")
-    if env is not None:
-        check_env("env", env)
-    if cli_path is not None:
-        check_text("cli_path", cli_path, allowed="None or a path to the claude binary")
-    if max_buffer_size is not None:
-        allowed = f"None or an int >= {MIN_BUFFER_SIZE}"
-        check_int("max_buffer_size", max_buffer_size, MIN_BUFFER_SIZE, allowed=allowed)
-    if config is not None and not isinstance(config, DriverConfig):
-        raise InvalidParamsError("config", config, "None or a DriverConfig")
-    if pool is not None and not isinstance(pool, CLIPool):
-        raise InvalidParamsError("pool", pool, "None or a CLIPool (open_cli_pool)")
-    check_bool("passthrough", passthrough)
-    if record_to is not None:
-        check_record_to(record_to)
-        if pool is not None:
-            raise InvalidParamsError(
-                "record_to", record_to, "not with pool=: a pool's CLIs start before the session"
-            )
-
-
-def check_session_store(session_store: object) -> None:
-    """Refuse what is not a ``SessionStore`` (it needs at least ``append`` and ``load``)."""
-    if session_store is None:
-        return
-    for method in ("append", "load"):
-        if not callable(getattr(session_store, method, None)):
-            raise InvalidParamsError(
-                "session_store",
-                session_store,
-                "None or a SessionStore (with async append and load), e.g. RedisSessionStore",
-            )
-
-
-def _check_session_store(session_store: object, pool: object) -> None:
-    check_session_store(session_store)
-    if session_store is not None and pool is not None:
-        raise InvalidParamsError(
-            "session_store", session_store, "not with pool=: a pool's CLIs start before the session"
-        )
-
-
 @functools.cache
 def _sdk_version() -> str | None:
     """The installed SDK's version, read once per process: reading a distribution's metadata
@@ -410,25 +337,6 @@ def _stderr_collector(
             user_callback(line)
 
     return on_stderr
-
-
-def _check_extensions(
-    params: ExecuteParams, custom_tools: object, pool: object, hooks: object = ()
-) -> tuple[tuple[CustomTool, ...], tuple[Hook, ...]]:
-    """The custom tools and hooks, checked, and what they and the inline skills need of the
-    rest."""
-    tools = check_custom_tools(custom_tools)
-    checked_hooks = check_hooks(hooks)
-    if tools:
-        check_server_name(params.mcp_servers)
-    if pool is not None and (tools or checked_hooks or params.inline_skills):
-        raise InvalidParamsError(
-            "pool",
-            pool,
-            "None with custom_tools or inline_skills (or hooks): a warm CLI was started before "
-            "the session's own tools, hooks and skills existed",
-        )
-    return tools, checked_hooks
 
 
 @asynccontextmanager
@@ -493,7 +401,7 @@ async def open_session(
     global one, a no-op without an SDK); see ``actors/session/metrics.py``.
     """
     check_tracing_options(tracer_provider, trace_content, meter_provider)
-    _check_options(
+    check_options(
         params,
         on_user_input,
         transport_factory,
@@ -506,8 +414,8 @@ async def open_session(
         passthrough,
         record_to,
     )
-    _check_session_store(session_store, pool)
-    tools, checked_hooks = _check_extensions(params, custom_tools, pool, hooks)
+    check_session_store_with_pool(session_store, pool)
+    tools, checked_hooks = check_extensions(params, custom_tools, pool, hooks)
     store_config = config or DEFAULT_CONFIG
     tracer, meter, env = session_telemetry(
         params, env, tracer_provider=tracer_provider, meter_provider=meter_provider,

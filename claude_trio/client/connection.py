@@ -29,7 +29,6 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import TypeVar
 
-import attrs
 import trio
 from trio_websocket import (
     ConnectionClosed,
@@ -52,6 +51,7 @@ from claude_trio.client.config import (
     _check_url,
 )
 from claude_trio.client.inbox import RemoteInbox
+from claude_trio.client.inflight import _Connection, _Pending
 from claude_trio.client.session import RemoteSession, _follow_error
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import (
@@ -110,59 +110,6 @@ _TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
 #: Ops that may be sent again when their reply was lost with the connection.
 _REPEATABLE = (HelloOp, ListOp, AbortOp, SetModelOp, SetPermissionModeOp, InboxOp)
-
-
-# -- one op in flight ---------------------------------------------------------------------------
-
-
-@attrs.define(eq=False)
-class _Pending:
-    op: Op
-    text: str
-    #: Resend after a reconnect when the reply was lost (a repeatable op).
-    repeatable: bool
-    #: For the follow machinery's own attach/detach: called with the reply, and dropped (not
-    #: resent) with the connection.
-    internal: Callable[[Frame], None] | None = None
-    #: Called with the reply in the task that read it, before the frames after it are read
-    #: (unless the caller gave up waiting): what it sets up sees those frames.
-    on_reply: Callable[[Frame], None] | None = None
-    done: trio.Event = attrs.field(factory=trio.Event)
-    frame: Frame | None = None
-    error: BaseException | None = None
-    abandoned: bool = False
-
-    def resolve(self, frame: Frame) -> None:
-        if self.on_reply is not None and not self.abandoned:
-            self.on_reply(frame)
-        if self.internal is not None:
-            self.internal(frame)
-        self.frame = frame
-        self.done.set()
-
-    def fail(self, error: BaseException) -> None:
-        self.error = error
-        self.done.set()
-
-
-@attrs.define(eq=False)
-class _Connection:
-    ws: WebSocketConnection
-    number: int
-    lost: trio.Event = attrs.field(factory=trio.Event)
-    #: Why it was lost (the first reason given).
-    why: str = "the connection was closed"
-    #: Set when it is lost, or when the client closes it.
-    stop: trio.Event = attrs.field(factory=trio.Event)
-    #: Sent and not answered yet, by op id.
-    pending: dict[str, _Pending] = attrs.field(factory=dict)
-    #: To send, in order (bounded: see the module docstring).
-    outbox: collections.deque[_Pending] = attrs.field(factory=collections.deque)
-    wake: trio.Event = attrs.field(factory=trio.Event)
-
-    def submit(self, pending: _Pending) -> None:
-        self.outbox.append(pending)
-        self.wake.set()
 
 
 # -- the client ---------------------------------------------------------------------------------
