@@ -39,7 +39,7 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from claude_trio.actors.extensions.broker import AnswerAccepted
-from claude_trio.actors.fanout._websocket_private import clip_reason
+from claude_trio.actors.fanout._websocket_private import clip_reason, send_texts
 from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired, Subscription
 from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
 from claude_trio.actors.fanout.owners import GatewayOwner, principal_of
@@ -108,6 +108,10 @@ GOING_AWAY = 1001
 PROTOCOL_ERROR = 1002
 POLICY_VIOLATION = 1008
 INTERNAL_ERROR = 1011
+
+# The writer sends the frames ready at once in one write to the socket, up to these bounds.
+WRITE_FRAMES = 256
+WRITE_CHARS = 256 * 1024
 
 
 @attrs.frozen(kw_only=True, repr=False)  # no repr: it holds the tokens
@@ -245,14 +249,15 @@ class _Client:
     # -- the writer -----------------------------------------------------------------------------
 
     async def _writer(self) -> None:
-        """Send replies first, then one event per attached session in turn. Stops before the
-        next frame once a close is wanted (trio-websocket serializes sends on a lock, so the
-        close frame follows a whole frame)."""
+        """Send replies first, then one event per attached session in turn; every frame ready
+        goes out in one write (``_next_frames``). Stops before the next write once a close is
+        wanted (trio-websocket serializes sends on a lock, so the close frame follows whole
+        frames)."""
         try:
             await trio.lowlevel.checkpoint()
             while not self._close_wanted.is_set():
-                text = self._next_frame()
-                if text is None:
+                texts = self._next_frames()
+                if not texts:
                     if self._close_wanted.is_set():
                         return
                     self._wake = trio.Event()
@@ -260,7 +265,7 @@ class _Client:
                     continue
                 self._sending = True
                 try:
-                    await self._ws.send_message(text)
+                    await send_texts(self._ws, texts)
                 except ConnectionClosed:
                     self._close(None)
                     return
@@ -268,6 +273,19 @@ class _Client:
                     self._sending = False
         finally:
             self._writer_done.set()
+
+    def _next_frames(self) -> list[str]:
+        """The frames ready now, in the order ``_next_frame`` takes them, as one write: at
+        most ``WRITE_FRAMES`` frames or ``WRITE_CHARS`` characters (whole frames)."""
+        texts: list[str] = []
+        size = 0
+        while len(texts) < WRITE_FRAMES and size < WRITE_CHARS:
+            text = self._next_frame()
+            if text is None:
+                break
+            texts.append(text)
+            size += len(text)
+        return texts
 
     def _next_frame(self) -> str | None:
         if self._replies:
