@@ -135,14 +135,34 @@ async def wait_request(connection: WebSocketConnection) -> WebSocketRequest:
     return request
 
 
-async def send_texts(connection: WebSocketConnection, texts: Sequence[str]) -> None:
+def text_frame(text: str) -> bytes:
+    """``text`` as one server text frame (RFC 6455 5.2: FIN, opcode 1, no mask), the bytes
+    wsproto writes for it on a connection without extensions (the gateway negotiates none).
+    Made once per event and written to every client as is."""
+    payload = text.encode("utf-8")
+    length = len(payload)
+    if length < 126:
+        head = bytes((0x81, length))
+    elif length < 1 << 16:
+        head = bytes((0x81, 126)) + length.to_bytes(2, "big")
+    else:
+        head = bytes((0x81, 127)) + length.to_bytes(8, "big")
+    return head + payload
+
+
+async def send_texts(connection: WebSocketConnection, texts: Sequence[str | bytes]) -> None:
     """Send ``texts`` as text messages, in order, with one write to the socket: what
     ``send_message`` does for each (under the same lock, with the same errors), without a
-    write and a lock per message. ``ConnectionClosed`` when the connection is closed."""
+    write and a lock per message. A ``bytes`` item is a frame made by :func:`text_frame`.
+    ``ConnectionClosed`` when the connection is closed."""
     if connection._close_reason:
         raise ConnectionClosed(connection._close_reason)
     encode = connection._wsproto.send
-    data = b"".join([encode(TextMessage(data=text)) for text in texts])
+    if connection._wsproto.state is not ConnectionState.OPEN:
+        encode(TextMessage(data=""))  # raises wsproto's error, as send_message would
+    data = b"".join(
+        [text if isinstance(text, bytes) else encode(TextMessage(data=text)) for text in texts]
+    )
     async with connection._stream_lock:
         try:
             await connection._stream.send_all(data)

@@ -39,7 +39,7 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from claude_trio.actors.extensions.broker import AnswerAccepted
-from claude_trio.actors.fanout._websocket_private import clip_reason, send_texts
+from claude_trio.actors.fanout._websocket_private import clip_reason, send_texts, text_frame
 from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired, Subscription
 from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
 from claude_trio.actors.fanout.owners import GatewayOwner, principal_of
@@ -274,10 +274,10 @@ class _Client:
         finally:
             self._writer_done.set()
 
-    def _next_frames(self) -> list[str]:
+    def _next_frames(self) -> list[str | bytes]:
         """The frames ready now, in the order ``_next_frame`` takes them, as one write: at
         most ``WRITE_FRAMES`` frames or ``WRITE_CHARS`` characters (whole frames)."""
-        texts: list[str] = []
+        texts: list[str | bytes] = []
         size = 0
         while len(texts) < WRITE_FRAMES and size < WRITE_CHARS:
             text = self._next_frame()
@@ -287,7 +287,7 @@ class _Client:
             size += len(text)
         return texts
 
-    def _next_frame(self) -> str | None:
+    def _next_frame(self) -> str | bytes | None:
         if self._replies:
             text = self._replies.popleft()
             self._reply_room.set()
@@ -316,14 +316,14 @@ class _Client:
             return self._frame(attached.session_id, entry)
         return None
 
-    def _frame(self, session_id: str, entry: Entry) -> str:
-        """The event's frame, encoded once per session (cached on the buffer's entry)."""
-        text = entry.wire
-        if text is None:
-            text = entry.wire = encode_frame(
-                EventFrame(session=session_id, event=remote_event(entry.event))
+    def _frame(self, session_id: str, entry: Entry) -> bytes:
+        """The event's websocket frame, made once per session (cached on the buffer's entry)."""
+        frame = entry.wire
+        if not isinstance(frame, bytes):
+            frame = entry.wire = text_frame(
+                encode_frame(EventFrame(session=session_id, event=remote_event(entry.event)))
             )
-        return text
+        return frame
 
     def _notify(self, attached: _Attached) -> None:
         """Called by the fleet (in the session's task) when the subscription has something."""
