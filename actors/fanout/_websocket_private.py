@@ -167,6 +167,9 @@ async def send_texts(connection: WebSocketConnection, texts: Sequence[str | byte
         try:
             await connection._stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            await connection._abort_web_socket()
-            assert connection._close_reason is not None
-            raise ConnectionClosed(connection._close_reason) from None
+            pass
+        else:
+            return
+        await connection._abort_web_socket()
+        assert connection._close_reason is not None
+        raise ConnectionClosed(connection._close_reason)

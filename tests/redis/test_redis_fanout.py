@@ -37,9 +37,10 @@ async def entries(subscription: Subscription, got: list[Entry] | None = None) ->
         try:
             got.append(subscription.receive_entry_nowait())
         except trio.WouldBlock:
-            await trio.sleep(0.005)
+            pass
         except trio.EndOfChannel:
             return got
+        await trio.sleep(0.001 if subscription.queued else 0.005)
 
 
 def subscribe(fleet: RedisFleet, sid: str, last_seq: int | None, **options: int) -> Subscription:
