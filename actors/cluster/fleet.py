@@ -30,14 +30,13 @@ from typing import Any
 
 import attrs
 import coredis
-import coredis.exceptions
 import trio
 
 from claude_trio.actors.cluster.controls import ClusterControls
 from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
+from claude_trio.actors.cluster.follower import REDIS_ERRORS, StreamFollowers
 from claude_trio.actors.cluster.inbox import ClusterInbox
 from claude_trio.actors.cluster.owned import own, owner_load
-from claude_trio.actors.cluster.questions import pending_questions
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet import (
     FleetStatistics,
@@ -67,7 +66,6 @@ from claude_trio.protocol.cluster.records import (
     WorkerStatus,
     cluster_summary,
     decode_event,
-    event_id,
     is_final,
     seq_of_id,
 )
@@ -86,7 +84,6 @@ from claude_trio.protocol.fanout.idempotency import (
     continue_digest,
     open_digest,
 )
-from claude_trio.protocol.fanout.replay import Entry, entry_size
 from claude_trio.protocol.fanout.wire import SessionInfo, params_to_json
 from claude_trio.protocol.session.events import Event
 from claude_trio.protocol.session.lifecycle import Accepted, Rejected
@@ -97,7 +94,6 @@ __all__ = ["ClusterUnavailableError", "RedisFleet", "RedisSession", "open_redis_
 
 log = logging.getLogger("claude_trio.cluster")
 
-REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
 LISTING_MAX = 100_000
 """The most sessions ``list`` shows (the newest), read from Redis in pages of ``LISTING_PAGE``."""
 LISTING_PAGE = 1000
@@ -206,7 +202,7 @@ class RedisSession:
         return ClusterControls(self.id, read, self.fleet._command)
 
     def _detach(self, subscription: Subscription) -> None:
-        pass  # its follower sees ``closed`` and stops
+        self.fleet._followers.detach(self.id, subscription)
 
     def subscribe_nowait(
         self,
@@ -233,7 +229,16 @@ class RedisSession:
             subscription._end()  # nothing after its final event until it is continued
             return subscription
         start = (oldest - 1 if oldest is not None else 0) if last_seq is None else last_seq
-        self.fleet._follow(subscription, self.id, start, max_queue, record.first_seq)
+        head = self.fleet._followers.subscribe(
+            subscription,
+            self.id,
+            start,
+            record.first_seq,
+            batch=max(1, max_queue // 2),
+            behind=record.last_seq - start,
+        )
+        if head:
+            subscription._head = head
         return subscription
 
     @asynccontextmanager
@@ -338,6 +343,9 @@ class RedisFleet:
         self._oldest: dict[str, int | None] = {}
         self._listed: tuple[str, ...] = ()
         self._inbox = ClusterInbox(self, nursery, block)  # actors/cluster/inbox.py
+        self._followers = StreamFollowers(
+            redis, keys, nursery, block_ms=self._block_ms, replay_buffer=replay_buffer
+        )
 
     # -- what the gateway reads -----------------------------------------------------------------
 
@@ -730,58 +738,6 @@ class RedisFleet:
                 "worker)",
             )
         return Outcome.decode(got[1])
-
-    # -- followers --------------------------------------------------------------------------------
-
-    def _follow(
-        self, subscription: Subscription, sid: str, after: int, max_queue: int, first_seq: int
-    ) -> None:
-        self._nursery.start_soon(
-            self._follower, subscription, sid, after, max(1, max_queue // 2), first_seq
-        )
-
-    async def _follower(
-        self, subscription: Subscription, sid: str, after: int, batch: int, first_seq: int
-    ) -> None:
-        await trio.lowlevel.checkpoint()
-        stream = self.keys.events(sid)
-        last = after
-        if after >= first_seq:  # the client skips part of this execution: its open questions first
-            try:
-                asked = await pending_questions(
-                    self.redis, self.keys, sid, first_seq=first_seq, through=after,
-                    limit=self._replay_buffer,
-                )  # fmt: skip
-            except REDIS_ERRORS as exc:
-                subscription._drop(f"the cluster is unavailable: {exc}")
-                return
-            for event in asked:
-                subscription._offer(Entry(event=event, size=entry_size(event)))
-        while not subscription.closed:
-            if subscription.queued >= batch:
-                await trio.sleep(0.01)  # the subscriber is behind: read on when it catches up
-                continue
-            try:
-                got = await self.redis.xread(
-                    {stream: event_id(last)}, count=batch, block=self._block_ms
-                )
-            except REDIS_ERRORS as exc:
-                subscription._drop(f"the cluster is unavailable: {exc}")
-                return
-            for entry in (got or {}).get(stream, ()):
-                seq = seq_of_id(str(entry.identifier))
-                if seq != last + 1:
-                    subscription._drop(
-                        "slow consumer: the session moved on past the replay (attach again "
-                        "with your last seq)"
-                    )
-                    return
-                event = decode_event({str(k): str(v) for k, v in entry.field_values.items()})
-                last = seq
-                subscription._offer(Entry(event=event, size=entry_size(event)))
-                if seq >= first_seq and is_final(event):
-                    subscription._end()
-                    return
 
 
 @asynccontextmanager

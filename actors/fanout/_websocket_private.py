@@ -22,6 +22,13 @@ answers a ``CloseConnection`` only when                       frames_get_a_close
 frame wsproto refused, so the close frame carries
 wsproto's code (1007/1002) instead of none (the client
 would see 1006).
+``WebSocketConnection._wsproto``,                             ``test_gateway_ws.py`` and every
+``WebSocketConnection._stream``,                              gateway test that reads events
+``WebSocketConnection._stream_lock``,                         (:func:`send_texts`)
+``WebSocketConnection._close_reason`` and
+``WebSocketConnection._abort_web_socket()``: what
+``send_message`` does (its ``_send``), for several
+messages written at once.
 ============================================================  ====================================
 
 Everything else the gateway uses is public API: ``WebSocketConnection(stream, ws_connection,
@@ -32,13 +39,13 @@ max_message_size=...)`` (documented, "users are discouraged from directly instan
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 
 import trio
-from trio_websocket import WebSocketConnection, WebSocketRequest
+from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
-from wsproto.events import CloseConnection, Event, Message
+from wsproto.events import CloseConnection, Event, Message, TextMessage
 
 #: RFC 6455 5.5: a control frame's payload is at most 125 bytes, 2 of them the close code.
 MAX_CLOSE_REASON_BYTES = 123
@@ -126,3 +133,43 @@ async def wait_request(connection: WebSocketConnection) -> WebSocketRequest:
     """The client's upgrade request (private ``_get_request``); may be called once."""
     request: WebSocketRequest = await connection._get_request()
     return request
+
+
+def text_frame(text: str) -> bytes:
+    """``text`` as one server text frame (RFC 6455 5.2: FIN, opcode 1, no mask), the bytes
+    wsproto writes for it on a connection without extensions (the gateway negotiates none).
+    Made once per event and written to every client as is."""
+    payload = text.encode("utf-8")
+    length = len(payload)
+    if length < 126:
+        head = bytes((0x81, length))
+    elif length < 1 << 16:
+        head = bytes((0x81, 126)) + length.to_bytes(2, "big")
+    else:
+        head = bytes((0x81, 127)) + length.to_bytes(8, "big")
+    return head + payload
+
+
+async def send_texts(connection: WebSocketConnection, texts: Sequence[str | bytes]) -> None:
+    """Send ``texts`` as text messages, in order, with one write to the socket: what
+    ``send_message`` does for each (under the same lock, with the same errors), without a
+    write and a lock per message. A ``bytes`` item is a frame made by :func:`text_frame`.
+    ``ConnectionClosed`` when the connection is closed."""
+    if connection._close_reason:
+        raise ConnectionClosed(connection._close_reason)
+    encode = connection._wsproto.send
+    if connection._wsproto.state is not ConnectionState.OPEN:
+        encode(TextMessage(data=""))  # raises wsproto's error, as send_message would
+    data = b"".join(
+        [text if isinstance(text, bytes) else encode(TextMessage(data=text)) for text in texts]
+    )
+    async with connection._stream_lock:
+        try:
+            await connection._stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        else:
+            return
+        await connection._abort_web_socket()
+        assert connection._close_reason is not None
+        raise ConnectionClosed(connection._close_reason)

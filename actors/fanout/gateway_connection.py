@@ -40,7 +40,7 @@ from opentelemetry.trace import SpanKind
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from claude_trio.actors.extensions.broker import AnswerAccepted
-from claude_trio.actors.fanout._websocket_private import clip_reason
+from claude_trio.actors.fanout._websocket_private import clip_reason, send_texts, text_frame
 from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired, Subscription
 from claude_trio.actors.fanout.gateway_inbox import InboxFollower
 from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
@@ -113,6 +113,10 @@ GOING_AWAY = 1001
 PROTOCOL_ERROR = 1002
 POLICY_VIOLATION = 1008
 INTERNAL_ERROR = 1011
+
+# The writer sends the frames ready at once in one write to the socket, up to these bounds.
+WRITE_FRAMES = 256
+WRITE_CHARS = 256 * 1024
 
 
 @attrs.frozen(kw_only=True, repr=False)  # no repr: it holds the tokens
@@ -254,14 +258,15 @@ class _Client:
     # -- the writer -----------------------------------------------------------------------------
 
     async def _writer(self) -> None:
-        """Send replies first, then one event per attached session in turn. Stops before the
-        next frame once a close is wanted (trio-websocket serializes sends on a lock, so the
-        close frame follows a whole frame)."""
+        """Send replies first, then one event per attached session in turn; every frame ready
+        goes out in one write (``_next_frames``). Stops before the next write once a close is
+        wanted (trio-websocket serializes sends on a lock, so the close frame follows whole
+        frames)."""
         try:
             await trio.lowlevel.checkpoint()
             while not self._close_wanted.is_set():
-                text = self._next_frame()
-                if text is None:
+                texts = self._next_frames()
+                if not texts:
                     if self._close_wanted.is_set():
                         return
                     self._wake = trio.Event()
@@ -269,7 +274,7 @@ class _Client:
                     continue
                 self._sending = True
                 try:
-                    await self._ws.send_message(text)
+                    await send_texts(self._ws, texts)
                 except ConnectionClosed:
                     self._close(None)
                     return
@@ -278,7 +283,20 @@ class _Client:
         finally:
             self._writer_done.set()
 
-    def _next_frame(self) -> str | None:
+    def _next_frames(self) -> list[str | bytes]:
+        """The frames ready now, in the order ``_next_frame`` takes them, as one write: at
+        most ``WRITE_FRAMES`` frames or ``WRITE_CHARS`` characters (whole frames)."""
+        texts: list[str | bytes] = []
+        size = 0
+        while len(texts) < WRITE_FRAMES and size < WRITE_CHARS:
+            text = self._next_frame()
+            if text is None:
+                break
+            texts.append(text)
+            size += len(text)
+        return texts
+
+    def _next_frame(self) -> str | bytes | None:
         if self._replies:
             text = self._replies.popleft()
             self._reply_room.set()
@@ -311,14 +329,14 @@ class _Client:
             return self._frame(attached.session_id, entry)
         return None
 
-    def _frame(self, session_id: str, entry: Entry) -> str:
-        """The event's frame, encoded once per session (cached on the buffer's entry)."""
-        text = entry.wire
-        if text is None:
-            text = entry.wire = encode_frame(
-                EventFrame(session=session_id, event=remote_event(entry.event))
+    def _frame(self, session_id: str, entry: Entry) -> bytes:
+        """The event's websocket frame, made once per session (cached on the buffer's entry)."""
+        frame = entry.wire
+        if not isinstance(frame, bytes):
+            frame = entry.wire = text_frame(
+                encode_frame(EventFrame(session=session_id, event=remote_event(entry.event)))
             )
-        return text
+        return frame
 
     def _notify(self, attached: _Attached) -> None:
         """Called by the fleet (in the session's task) when the subscription has something."""

@@ -183,9 +183,9 @@ class Entry:
     """The event, without ``raw`` (rule 1)."""
     size: int
     """Its counted bytes (rule 2)."""
-    wire: str | None = None
-    """A slot for a serving layer's encoding of the event: the gateway stores its frame text
-    here, so each event is encoded once per session rather than once per client."""
+    wire: str | bytes | None = None
+    """A slot for a serving layer's encoding of the event: the gateway stores its websocket
+    frame here, so each event is encoded once per session rather than once per client."""
 
     @classmethod
     def of(cls, event: Event) -> Entry:

@@ -1,0 +1,265 @@
+"""The followers of a cluster's gateway: each session's event stream is read once per gateway
+and fanned out in memory to its subscriptions (``actors/fanout/subscription.py``), as a local
+fleet's session fans its events out.
+
+A :class:`StreamFollower` reads one session's stream (``XREAD`` from the last seq it read) and
+keeps what it read in a :class:`~claude_trio.protocol.fanout.replay.ReplayBuffer` of the
+gateway's ``replay_buffer``; every event enters once, as one ``Entry`` shared by every
+subscription (so a serving layer encodes it once per gateway, not once per client). A
+subscription joins it:
+
+* at once, when the follower has read past the subscriber's ``last_seq`` and still holds every
+  event after it (the replay is its buffer's entries after ``last_seq``), or when the
+  subscriber is at or ahead of it (events it already saw are skipped);
+* after a catch-up of its own otherwise: a task that reads the stream after ``last_seq`` only
+  while the subscription's queue is below half full (so a replay never overflows it), first
+  re-showing the questions still pending when ``last_seq`` is inside the current execution,
+  and joins the follower as soon as the follower holds what comes next.
+
+Live events are offered to every member without waiting: a member that falls behind by more
+than its queue is dropped (the slow-subscriber policy of ``protocol/fanout/replay.py``) and its
+client attaches again with its last seq, which costs that client a replay and nobody else
+anything. A member ends after the final event of the execution that was current when it
+subscribed.
+
+Channels: the followers only offer events to subscriptions, which their subscribers own.
+Cancellation: the follower and catch-up tasks live in the ``RedisFleet``'s nursery; a follower
+stops when its last member leaves (after the read in flight, at most the fleet's ``block``),
+a catch-up when its subscription is closed, dropped or ended. Error handling: Redis unavailable,
+or a stream trimmed past what a follower read, drops the subscriptions with the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import coredis
+import coredis.exceptions
+import trio
+
+from claude_trio.actors.cluster.questions import pending_questions
+from claude_trio.actors.fanout.subscription import Subscription
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import decode_event, event_id, is_final, seq_of_id
+from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer, entry_size
+from claude_trio.protocol.session.events import Event
+
+__all__ = ["FOLLOWER_READ", "REDIS_ERRORS", "StreamFollower", "StreamFollowers"]
+
+REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
+FOLLOWER_READ = 512
+"""Stream entries a follower reads per round trip at most."""
+FOLLOWER_BYTES = 8 * 2**20
+"""Counted bytes a follower's buffer holds at most (besides ``replay_buffer`` events)."""
+GAP_REASON = "slow consumer: the session moved on past the replay (attach again with your last seq)"
+
+
+@attrs.define(eq=False)
+class _Member:
+    skip_through: int
+    """Events up to this seq were offered already (the replay, or what the client saw)."""
+    first_seq: int
+    """The first seq of the execution it follows: its final event ends the member."""
+
+
+def _decoded(entry: Any) -> tuple[int, Event]:
+    event = decode_event({str(k): str(v) for k, v in entry.field_values.items()})
+    return seq_of_id(str(entry.identifier)), event
+
+
+class StreamFollower:
+    """One session's stream as this gateway reads it, and the subscriptions it feeds."""
+
+    def __init__(self, sid: str, start: int, replay_buffer: int) -> None:
+        self.sid = sid
+        self.last = start
+        """The last seq read."""
+        self.buffer = ReplayBuffer(max_events=max(1, replay_buffer), max_bytes=FOLLOWER_BYTES)
+        self.members: dict[Subscription, _Member] = {}
+
+    def replay_after(self, seq: int) -> list[Entry] | None:
+        """Every event after ``seq`` that this follower read, or ``None`` when it does not hold
+        them all (it started later, or evicted some)."""
+        if seq >= self.last:
+            return []
+        oldest = self.buffer.oldest_seq
+        if oldest is None or seq < oldest - 1:
+            return None
+        return self.buffer.after(seq)
+
+    def _publish(self, seq: int, event: Event) -> None:
+        self.last = seq
+        entry = self.buffer.append(event)
+        final = is_final(entry.event)
+        for subscription, member in list(self.members.items()):
+            if seq <= member.skip_through or subscription not in self.members:
+                continue
+            subscription._offer(entry)
+            if final and seq >= member.first_seq:
+                self.members.pop(subscription, None)
+                subscription._end()
+
+    def _drop_all(self, reason: str) -> None:
+        members, self.members = self.members, {}
+        for subscription in members:
+            subscription._drop(reason)
+
+
+class StreamFollowers:
+    """The :class:`StreamFollower` of every session this gateway follows (one per session)."""
+
+    def __init__(
+        self,
+        redis: coredis.Redis[str],
+        keys: RedisKeys,
+        nursery: trio.Nursery,
+        *,
+        block_ms: int,
+        replay_buffer: int,
+    ) -> None:
+        self._redis = redis
+        self._keys = keys
+        self._nursery = nursery
+        self._block_ms = block_ms
+        self._replay_buffer = replay_buffer
+        self._followers: dict[str, StreamFollower] = {}
+
+    def following(self, sid: str) -> StreamFollower | None:
+        """The follower of ``sid``, while it has members (or its last read is in flight)."""
+        return self._followers.get(sid)
+
+    def subscribe(
+        self,
+        subscription: Subscription,
+        sid: str,
+        after: int,
+        first_seq: int,
+        *,
+        batch: int,
+        behind: int,
+    ) -> list[Entry] | None:
+        """Feed ``subscription`` every event after ``after`` until the final event of the
+        execution starting at ``first_seq``. Returns the replay it joins a follower with at once
+        (hand it to the subscription ahead of live events), or ``None`` when a catch-up task
+        was started instead. ``batch``: how many events the subscription may have queued
+        before its catch-up waits (half its queue). ``behind``: how many events the stream
+        held after ``after`` when last read (a follower is started here only when that is at
+        most ``batch``: a longer replay is read with the subscription's pace)."""
+        if after < first_seq:  # no questions to re-show before the replay
+            at_tip = behind <= batch
+            head = self._join(subscription, sid, after, first_seq, None, at_tip=at_tip)
+            if head is not None:
+                return head
+        self._nursery.start_soon(self._catch_up, subscription, sid, after, first_seq, batch)
+        return None
+
+    def detach(self, sid: str, subscription: Subscription) -> None:
+        follower = self._followers.get(sid)
+        if follower is not None:
+            follower.members.pop(subscription, None)
+
+    def _join(
+        self,
+        subscription: Subscription,
+        sid: str,
+        after: int,
+        first_seq: int,
+        limit: int | None,
+        *,
+        at_tip: bool,
+    ) -> list[Entry] | None:
+        """Make ``subscription`` a member of the follower of ``sid`` if it can be fed from it
+        (starting the follower at ``after`` when there is none and ``at_tip``); the replay it
+        still needs (at most ``limit`` events), or ``None``."""
+        follower = self._followers.get(sid)
+        if follower is None:
+            if not at_tip:
+                return None
+            follower = StreamFollower(sid, after, self._replay_buffer)
+            self._followers[sid] = follower
+            self._nursery.start_soon(self._follow, follower)
+        head = follower.replay_after(after)
+        if head is None or (limit is not None and len(head) > limit):
+            return None
+        for entry in head:
+            if entry.seq >= first_seq and is_final(entry.event):
+                subscription._end()
+                return head
+        follower.members[subscription] = _Member(
+            skip_through=max(after, follower.last), first_seq=first_seq
+        )
+        return head
+
+    async def _read(self, sid: str, after: int, count: int, block: int | None) -> list[Any]:
+        stream = self._keys.events(sid)
+        got = await self._redis.xread({stream: event_id(after)}, count=count, block=block)
+        return list((got or {}).get(stream, ()))
+
+    async def _follow(self, follower: StreamFollower) -> None:
+        """Read the stream on while the follower has members."""
+        await trio.lowlevel.checkpoint()
+        try:
+            while follower.members:
+                try:
+                    got = await self._read(
+                        follower.sid, follower.last, FOLLOWER_READ, self._block_ms
+                    )
+                except REDIS_ERRORS as exc:
+                    follower._drop_all(f"the cluster is unavailable: {exc}")
+                    return
+                for raw in got:
+                    seq, event = _decoded(raw)
+                    if seq != follower.last + 1:
+                        follower._drop_all(GAP_REASON)
+                        return
+                    follower._publish(seq, event)
+        finally:
+            if self._followers.get(follower.sid) is follower:
+                del self._followers[follower.sid]
+
+    async def _catch_up(
+        self, subscription: Subscription, sid: str, after: int, first_seq: int, batch: int
+    ) -> None:
+        """A subscription's own replay from the stream, until a follower can feed it."""
+        await trio.lowlevel.checkpoint()
+        last = after
+        if after >= first_seq:  # the client skips part of this execution: its open questions first
+            try:
+                asked = await pending_questions(
+                    self._redis, self._keys, sid, first_seq=first_seq, through=after,
+                    limit=self._replay_buffer,
+                )  # fmt: skip
+            except REDIS_ERRORS as exc:
+                subscription._drop(f"the cluster is unavailable: {exc}")
+                return
+            for event in asked:
+                subscription._offer(Entry(event=event, size=entry_size(event)))
+        at_tip = False
+        while not subscription.closed:
+            if subscription.queued >= batch:
+                await trio.sleep(0.01)  # the subscriber is behind: read on when it catches up
+                continue
+            head = self._join(subscription, sid, last, first_seq, batch, at_tip=at_tip)
+            if head is not None:
+                for entry in head:
+                    subscription._offer(entry)
+                return
+            try:
+                got = await self._read(sid, last, batch, None)
+            except REDIS_ERRORS as exc:
+                subscription._drop(f"the cluster is unavailable: {exc}")
+                return
+            for raw in got:
+                seq, event = _decoded(raw)
+                if seq != last + 1:
+                    subscription._drop(GAP_REASON)
+                    return
+                last = seq
+                subscription._offer(Entry(event=event, size=entry_size(event)))
+                if seq >= first_seq and is_final(event):
+                    subscription._end()
+                    return
+            at_tip = len(got) < batch
+            if not got and self._followers.get(sid) is not None:
+                await trio.sleep(0.01)  # the follower has not read this far yet

@@ -1,0 +1,182 @@
+"""A cluster's gateway reads each session's stream once and fans it out in memory
+(``actors/cluster/follower.py``): every subscription gets the same entries, a subscription
+behind the follower catches up exactly and then joins it, a slow one is dropped alone, and the
+follower stops when its last subscription leaves."""
+
+from __future__ import annotations
+
+import trio
+from cluster_kit import open_worker
+
+from claude_trio import ExecuteParams
+from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
+from claude_trio.actors.fanout.subscription import Subscription
+from claude_trio.errors import SlowSubscriberError
+from claude_trio.protocol.fanout.replay import Entry
+from claude_trio.protocol.session.events import Result
+from claude_trio.redis_url import open_redis
+from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
+
+
+def gated(parts_before: int, parts_after: int, gate: trio.Event) -> FakeCLI:
+    async def turn(turn: FakeTurn) -> None:
+        for i in range(parts_before):
+            await turn.text(f"a{i} ")
+        await gate.wait()
+        for i in range(parts_after):
+            await turn.text(f"b{i} ")
+
+    return FakeCLI(turn)
+
+
+async def entries(subscription: Subscription, got: list[Entry] | None = None) -> list[Entry]:
+    """Every entry until the subscription ends, into ``got`` as they come (polling: a
+    subscription never waits for its reader)."""
+    got = [] if got is None else got
+    while True:
+        try:
+            got.append(subscription.receive_entry_nowait())
+        except trio.WouldBlock:
+            pass
+        except trio.EndOfChannel:
+            return got
+        await trio.sleep(0.001 if subscription.queued else 0.005)
+
+
+def subscribe(fleet: RedisFleet, sid: str, last_seq: int | None, **options: int) -> Subscription:
+    options.setdefault("max_queue", 1000)
+    subscription = fleet.get_nowait(sid).subscribe_nowait(last_seq, **options)
+    assert isinstance(subscription, Subscription)
+    return subscription
+
+
+async def wait_until(condition: object) -> None:
+    while not condition():  # type: ignore[operator]  # noqa: ASYNC110 (another task's state)
+        await trio.sleep(0.01)
+
+
+async def test_subscriptions_of_one_session_share_one_follower_and_its_entries(
+    redis_server: RedisServer,
+) -> None:
+    gate = trio.Event()
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, gated(0, 30, gate)),
+            open_redis(url) as redis,
+            open_redis_fleet(redis, block=0.2) as fleet,
+        ):
+            session = await fleet.open(ExecuteParams(prompt="go"))
+            await fleet.refresh(session.id)
+            subscriptions = [subscribe(fleet, session.id, None) for _ in range(10)]
+            follower = fleet._followers.following(session.id)
+            assert follower is not None
+            assert set(follower.members) == set(subscriptions)
+            got: list[list[Entry]] = []
+
+            async def read(subscription: Subscription) -> None:
+                got.append(await entries(subscription))
+
+            async with trio.open_nursery() as nursery:
+                for subscription in subscriptions:
+                    nursery.start_soon(read, subscription)
+                gate.set()
+            # Every member ended at the final event: the follower stops.
+            await wait_until(lambda: fleet._followers.following(session.id) is None)
+
+    first = got[0]
+    assert [e.seq for e in first] == list(range(1, len(first) + 1))
+    assert isinstance(first[-1].event, Result)
+    for other in got[1:]:
+        # The very same entries: read, decoded (and encoded by a gateway) once per gateway.
+        assert len(other) == len(first)
+        assert all(a is b for a, b in zip(other, first, strict=True))
+
+
+async def test_a_subscription_behind_the_follower_catches_up_exactly_then_joins_it(
+    redis_server: RedisServer,
+) -> None:
+    gate = trio.Event()
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, gated(40, 10, gate)),
+            open_redis(url) as redis,
+            # The follower holds the last 5 events only: a replay from seq 3 is read from Redis.
+            open_redis_fleet(redis, block=0.2, replay_buffer=5) as fleet,
+        ):
+            session = await fleet.open(ExecuteParams(prompt="go"))
+            await fleet.refresh(session.id)
+            early = subscribe(fleet, session.id, None)
+            early_got: list[Entry] = []
+
+            async def read_early() -> None:
+                await entries(early, early_got)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(read_early)
+                await wait_until(lambda: len(early_got) >= 40)
+                follower = fleet._followers.following(session.id)
+                assert follower is not None
+                assert (follower.buffer.oldest_seq or 0) > 4
+                await fleet.refresh(session.id)
+                late = subscribe(fleet, session.id, 3, max_queue=64)  # reads 32 per round
+                assert late not in follower.members  # not servable from the follower's buffer
+                late_got: list[Entry] = []
+
+                async def read_late() -> None:
+                    await entries(late, late_got)
+
+                nursery.start_soon(read_late)
+                await wait_until(lambda: late in follower.members)
+                gate.set()
+
+    assert [e.seq for e in early_got] == list(range(1, len(early_got) + 1))
+    assert [e.seq for e in late_got] == list(range(4, len(early_got) + 1))
+    assert [e.event for e in late_got] == [e.event for e in early_got[3:]]
+    assert isinstance(late_got[-1].event, Result)
+
+
+async def test_a_slow_subscription_is_dropped_alone_and_the_follower_stops_when_all_leave(
+    redis_server: RedisServer,
+) -> None:
+    gate = trio.Event()
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, gated(0, 20, gate)),
+            open_redis(url) as redis,
+            open_redis_fleet(redis, block=0.2) as fleet,
+        ):
+            session = await fleet.open(ExecuteParams(prompt="go"))
+            await fleet.refresh(session.id)
+            reader = subscribe(fleet, session.id, None)
+            stuck = subscribe(fleet, session.id, None, max_bytes=1)  # one entry fills it
+            follower = fleet._followers.following(session.id)
+            assert follower is not None
+            got: list[Entry] = []
+            async with trio.open_nursery() as nursery:
+
+                async def read() -> None:
+                    while len(got) < 10:
+                        try:
+                            got.append(reader.receive_entry_nowait())
+                        except trio.WouldBlock:
+                            await trio.sleep(0.005)
+
+                nursery.start_soon(read)
+                gate.set()
+            assert stuck.dropped_reason is not None
+            assert stuck not in follower.members
+            try:
+                stuck.receive_nowait()
+            except SlowSubscriberError:
+                pass
+            else:
+                raise AssertionError("a dropped subscription must say so")
+            assert set(follower.members) == {reader}
+            reader.close()
+            # Its last member left: the follower stops after the read in flight.
+            await wait_until(lambda: fleet._followers.following(session.id) is None)
+            assert not follower.members
+    assert [e.seq for e in got] == list(range(1, 11))
