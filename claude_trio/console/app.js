@@ -212,6 +212,9 @@ function renderLists() {
   renderControls();
 }
 
+const rowNodes = new Map(); // session id -> <tr>, kept (updated in place) while it is listed
+const itemNodes = new Map(); // request key -> <li>, kept until the request is resolved
+
 function renderSessions() {
   const now = Date.now() / 1000;
   const rows = [...state.sessions.values()]
@@ -219,32 +222,47 @@ function renderSessions() {
     .map((s) => ({ s, st: stateOf(s) }))
     .sort((a, b) => ORDER[a.st] - ORDER[b.st] || b.s.info.created_at - a.s.info.created_at);
   const body = $("session-rows");
-  body.replaceChildren(
-    ...rows.map(({ s, st }) => {
-      const usage = s.info.usage || {};
-      const tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);
-      const tr = el(
-        "tr",
-        { testid: "session-row", "data-session-id": s.id, "data-state": st, "data-last-seq": s.lastSeq },
-        el("td", { text: st.replace("_", " ") }),
-        el("td", { text: s.info.label ?? s.id.slice(0, 8), title: s.id }),
-        el("td", { text: s.model ?? "" }),
-        el("td", { text: s.turns }),
-        el("td", { text: tokens }),
-        el("td", { testid: "session-cost", text: money(usage.cost_usd) }),
-        el("td", { text: age(now - s.info.created_at) }),
-      );
-      if (s.id === state.selected) tr.className = "selected";
+  for (const { s, st } of rows) {
+    const usage = s.info.usage || {};
+    const tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);
+    let tr = rowNodes.get(s.id);
+    if (!tr) {
+      tr = el("tr", { testid: "session-row", "data-session-id": s.id });
+      for (let i = 0; i < 7; i++) tr.append(el("td"));
+      tr.cells[5].dataset.testid = "session-cost";
       tr.addEventListener("click", () => select(s.id));
-      return tr;
-    }),
-  );
+      rowNodes.set(s.id, tr);
+    }
+    tr.dataset.state = st;
+    tr.dataset.lastSeq = String(s.lastSeq);
+    tr.className = s.id === state.selected ? "selected" : "";
+    const cells = [st.replace("_", " "), s.info.label ?? s.id.slice(0, 8), s.model ?? "", s.turns, tokens, money(usage.cost_usd), age(now - s.info.created_at)];
+    cells.forEach((text, i) => {
+      if (tr.cells[i].textContent !== String(text)) tr.cells[i].textContent = String(text);
+    });
+    tr.cells[1].title = s.id;
+    body.append(tr); // moves it into its sorted place
+  }
 }
 
 function renderInbox() {
   const items = [...state.inbox.values()].sort((a, b) => a.asked_at - b.asked_at);
   $("inbox-count").textContent = String(items.length);
-  $("inbox").replaceChildren(...items.map(approvalView));
+  const list = $("inbox");
+  const wanted = new Set();
+  for (const item of items) {
+    const k = key(item.session, item.request.request_id);
+    wanted.add(k);
+    let li = itemNodes.get(k);
+    if (!li) itemNodes.set(k, (li = approvalView(item)));
+    list.append(li);
+  }
+  for (const [k, li] of itemNodes) {
+    if (!wanted.has(k)) {
+      li.remove();
+      itemNodes.delete(k);
+    }
+  }
 }
 
 function approvalView(item) {

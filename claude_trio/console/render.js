@@ -34,9 +34,16 @@ export function isEdit(name) {
 }
 
 // The lines of `before` and `after` as a unified list of [" " | "-" | "+", line].
+function lines(text) {
+  if (text === "") return [];
+  const all = text.split("\n");
+  if (all[all.length - 1] === "") all.pop(); // a final newline ends the last line
+  return all;
+}
+
 export function lineDiff(before, after) {
-  const a = before === "" ? [] : before.split("\n");
-  const b = after === "" ? [] : after.split("\n");
+  const a = lines(before);
+  const b = lines(after);
   if (a.length * b.length > 250000) {
     return [...a.map((l) => ["-", l]), ...b.map((l) => ["+", l])];
   }
