@@ -145,7 +145,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     stderr = (root / "serve.stderr").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "claude_trio.cli", "serve", "--offline", "--remote-tools", "all",
-         "--port", "0", "--tokens", str(tokens), "--cwd-root", str(work)],
+         "--port", "0", "--tokens", str(tokens), "--cwd-root", str(work), "--drain-grace", "1"],
         env=command_env({}),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -233,3 +233,88 @@ def test_three_approvals_at_once_answered_from_the_page(console: Console) -> Non
     assert "answered: always" in console.stream_text(c)
     cost = console.row(a).find_element(By.CSS_SELECTOR, "[data-testid=session-cost]")
     console.until(lambda: cost.text.startswith("$0.0") and cost.text != "$0.0000", "a cost")
+
+
+MARKUP = (
+    "<img src=x onerror=window.__pwned=1> <script>window.__pwned=2</script> "
+    "[link](javascript:window.__pwned=3) <a href=\"javascript:window.__pwned=4\">a</a>"
+)
+
+
+def test_what_a_model_or_tool_writes_is_shown_as_text_and_runs_nothing(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    marker = console.work / "xss.txt"
+    sid = console.open_session(f"{MARKUP}\n#bash touch {marker} && echo '{MARKUP}'")
+    approval = console.approval(sid)
+    assert "<img src=x onerror=window.__pwned=1>" in approval.text  # the tool input, as text
+    console.all("approve", approval)[0].click()
+    console.wait_state(sid, "ended")
+    text = console.stream_text(sid)
+    # The model's answer echoes the prompt and the tool's output: all of it shown as text.
+    assert text.count("<img src=x onerror=window.__pwned=1>") >= 2
+    assert "[link](javascript:window.__pwned=3)" in text
+    assert '<a href="javascript:window.__pwned=4">a</a>' in text
+    # The label (the prompt's first line, cut to 40 characters) too.
+    assert "<img src=x onerror=window.__pwned=1> <sc" in console.row(sid).text
+    driver = console.driver
+    assert driver.execute_script("return window.__pwned") is None
+    assert driver.execute_script("return document.querySelectorAll('img, a, iframe').length") == 0
+    assert driver.execute_script("return document.scripts.length") == 1  # the page's module
+    assert marker.exists()
+
+
+def test_a_principal_sees_only_its_sessions_and_abort_ends_one(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    never = console.work / "never.txt"
+    waiting = console.open_session(f"#write {never}")
+    console.wait_state(waiting, "needs_input")
+    assert int(console.find("inbox-count").text) >= 1
+    # Bob logs in with the form (no token in the URL): none of Alice's sessions or requests.
+    driver = console.driver
+    driver.execute_script("sessionStorage.clear()")
+    driver.get("about:blank")
+    driver.get(console.base + "/")
+    console.until(lambda: console.find("login-token").is_displayed(), "the login form")
+    console.find("login-token").send_keys("wrong-token-0123456789abcdef")
+    console.find("login-submit").click()
+    console.until(lambda: "refused" in driver.find_element(By.ID, "login-error").text, "refused")
+    console.find("login-token").send_keys(BOB)
+    console.find("login-submit").click()
+    console.until(lambda: console.find("status").text == "connected", "bob connected")
+    mine = console.open_session("hello from bob")
+    console.wait_state(mine, "ended")
+    assert [r.get_attribute("data-session-id") for r in console.all("session-row")] == [mine]
+    assert console.find("inbox-count").text == "0"
+    assert console.all("approval") == []
+    # Alice again: abort her waiting session from the page; its Write never runs.
+    console.login_with_fragment(ALICE)
+    console.wait_state(waiting, "needs_input")
+    console.stream_of(waiting)
+    console.find("abort").click()
+    console.wait_state(waiting, "aborted")
+    assert "aborted" in console.find("stream").text
+    assert not console.all("approval", console.driver.find_element(By.ID, "inbox")) or all(
+        a.get_attribute("data-session-id") != waiting for a in console.all("approval")
+    )
+    assert not never.exists()
+    assert mine not in {r.get_attribute("data-session-id") for r in console.all("session-row")}
+
+
+def test_a_reload_loses_no_event(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    sid = console.open_session("tell me about reloads")
+    console.wait_state(sid, "ended")
+    stream = console.stream_of(sid)
+    last = stream.get_attribute("data-last-seq")
+    seqs = [e.get_attribute("data-seq") for e in stream.find_elements(By.CSS_SELECTOR, ":scope > *")]
+    text = stream.text
+    assert "You said: tell me about reloads" in text
+    assert int(str(last)) > 5
+    console.driver.refresh()  # the token is kept for the tab (sessionStorage), not in the URL
+    console.until(lambda: console.find("status").text == "connected", "connected again")
+    console.until(lambda: console.row(sid).get_attribute("data-last-seq") == last, "replayed")
+    again = console.stream_of(sid)
+    assert again.get_attribute("data-last-seq") == last
+    got = [e.get_attribute("data-seq") for e in again.find_elements(By.CSS_SELECTOR, ":scope > *")]
+    assert got == seqs
+    assert again.text == text
