@@ -65,14 +65,15 @@ async def route_request(
     not understood is the handshake's to refuse, as without the console)."""
     head = b""
     with trio.move_on_at(deadline):
-        while b"\r\n\r\n" not in head and len(head) < MAX_HEAD_BYTES:
+        await trio.lowlevel.checkpoint()
+        while True:
             try:
                 data = await stream.receive_some(MAX_HEAD_BYTES)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
-            if not data:
-                break
             head += data
+            if not data or b"\r\n\r\n" in head or len(head) >= MAX_HEAD_BYTES:
+                break
     end = head.find(b"\r\n\r\n")
     request = None if end < 0 else parse_head(head[: end + 4])
     if request is None or not is_page_request(request):

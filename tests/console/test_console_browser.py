@@ -38,6 +38,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "console.png"
 WAIT = 60.0
+CHILDREN = ":scope > *"
 
 
 @attrs.define
@@ -151,7 +152,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         stdout=subprocess.PIPE,
         stderr=stderr,
         text=True,
-        preexec_fn=die_with_parent(),  # noqa: PLW1509 - no threads yet in this process
+        preexec_fn=die_with_parent(),
     )  # fmt: skip
     try:
         assert process.stdout is not None
@@ -306,7 +307,7 @@ def test_a_reload_loses_no_event(console: Console) -> None:
     console.wait_state(sid, "ended")
     stream = console.stream_of(sid)
     last = stream.get_attribute("data-last-seq")
-    seqs = [e.get_attribute("data-seq") for e in stream.find_elements(By.CSS_SELECTOR, ":scope > *")]
+    seqs = [e.get_attribute("data-seq") for e in stream.find_elements(By.CSS_SELECTOR, CHILDREN)]
     text = stream.text
     assert "You said: tell me about reloads" in text
     assert int(str(last)) > 5
@@ -315,6 +316,6 @@ def test_a_reload_loses_no_event(console: Console) -> None:
     console.until(lambda: console.row(sid).get_attribute("data-last-seq") == last, "replayed")
     again = console.stream_of(sid)
     assert again.get_attribute("data-last-seq") == last
-    got = [e.get_attribute("data-seq") for e in again.find_elements(By.CSS_SELECTOR, ":scope > *")]
+    got = [e.get_attribute("data-seq") for e in again.find_elements(By.CSS_SELECTOR, CHILDREN)]
     assert got == seqs
     assert again.text == text
