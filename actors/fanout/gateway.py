@@ -45,6 +45,13 @@ Handshake (before the websocket is accepted, so a refused client never gets a so
 * A request with more than one ``Authorization`` or ``Origin`` header -> HTTP 400 (which one
   would count is exactly what an attacker would like to choose).
 
+The web console (``console=True``, ``claude-trio serve``'s default on loopback): the same
+port answers a plain ``GET`` (no ``Upgrade: websocket``) with the console's static pages and
+closes that connection (``actors/fanout/gateway_http.py``; the files, headers and policy:
+``protocol/fanout/console.py``); the request head is read within ``handshake_timeout``, and
+anything else goes on to the websocket handshake unchanged. Its origin (``http://host:port``)
+is then admitted by the Origin check.
+
 Close codes: a message longer than ``max_message_size`` (``len()`` of the text, i.e.
 characters; trio-websocket's measure) -> 1009; a text frame that is not UTF-8 -> 1007; a
 frame wsproto rejects -> 1002; a binary message (the protocol is JSON text) -> 1002; a slow
