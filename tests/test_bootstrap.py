@@ -18,14 +18,14 @@ import pytest
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 BASICS = ("bash", "sh", "dirname", "sha256sum", "cut", "cat", "uname", "id")
-ABSENT = ("apt-get", "redis-server", "bwrap", "socat", "sudo")
+ABSENT = ("apt-get", "redis-server", "bwrap", "socat", "sudo", "chromium", "chromedriver")
 
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
     root = tmp_path / "checkout"
     (root / "scripts").mkdir(parents=True)
-    for name in ("bootstrap", "ensure-redis", "demo"):
+    for name in ("bootstrap", "ensure-redis", "ensure-chromium", "demo"):
         shutil.copy(SCRIPTS / name, root / "scripts" / name)
     pyproject = root / "pyproject.toml"
     pyproject.write_text('[project]\nname = "claude-trio"\n')
@@ -82,6 +82,8 @@ def test_the_test_setup_says_what_it_cannot_install_and_goes_on(
     said = done.stdout + done.stderr
     assert "redis-server is not installed and there is no apt-get here" in said
     assert "bubblewrap (bwrap) or socat is missing" in said
+    assert "chromium or chromedriver is not installed and there is no apt-get here" in said
+    assert "chromium is missing: the web console's" in said
 
 
 def test_an_unknown_bootstrap_argument_is_refused(checkout: Path, bare_path: str) -> None:

@@ -255,3 +255,21 @@ def test_remote_tools_is_the_operators_choice_read_only_unless_all() -> None:
     opted_in = serve_config(serve_args("--remote-tools", "all"), {})
     assert _gateway_options(opted_in)["remote_tools"] == "all"
     assert cli.main(["serve", "--remote-tools", "everything"]) == 2
+
+
+def test_the_console_is_on_for_loopback_unless_turned_off() -> None:
+    from claude_trio.cli.serve import _console_url_of, _gateway_options, console_url
+
+    local = serve_config(serve_args(), {})
+    assert local.console
+    assert _gateway_options(local)["console"] is True
+    assert not serve_config(serve_args("--no-console"), {}).console
+    env = {"CLAUDE_TRIO_TOKEN": TOKEN}
+    assert not serve_config(serve_args("--host", "0.0.0.0"), env).console
+    assert serve_config(serve_args("--host", "0.0.0.0", "--console"), env).console
+    # The token travels in the fragment (never sent to the server), and only when generated:
+    # a chosen token is typed into the login form.
+    assert _console_url_of(local, 8765) == f"http://127.0.0.1:8765/#token={local.token}"
+    chosen = serve_config(serve_args(), env)
+    assert _console_url_of(chosen, 8765) == "http://127.0.0.1:8765/"
+    assert console_url("::1", 9, None) == "http://[::1]:9/"

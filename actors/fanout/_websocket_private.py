@@ -115,7 +115,7 @@ class FailingWSConnection(WSConnection):
 
 
 def server_connection(
-    stream: trio.SocketStream, *, max_message_size: int, on_flood: Callable[[], None]
+    stream: trio.abc.Stream, *, max_message_size: int, on_flood: Callable[[], None]
 ) -> WebSocketConnection:
     """A server-side connection over ``stream`` that answers bad frames with their close code
     and calls ``on_flood`` when the peer floods during the closing handshake."""

@@ -45,6 +45,13 @@ Handshake (before the websocket is accepted, so a refused client never gets a so
 * A request with more than one ``Authorization`` or ``Origin`` header -> HTTP 400 (which one
   would count is exactly what an attacker would like to choose).
 
+The web console (``console=True``, ``claude-trio serve``'s default on loopback): the same
+port answers a plain ``GET`` (no ``Upgrade: websocket``) with the console's static pages and
+closes that connection (``actors/fanout/gateway_http.py``; the files, headers and policy:
+``protocol/fanout/console.py``); the request head is read within ``handshake_timeout``, and
+anything else goes on to the websocket handshake unchanged. Its origin (``http://host:port``)
+is then admitted by the Origin check.
+
 Close codes: a message longer than ``max_message_size`` (``len()`` of the text, i.e.
 characters; trio-websocket's measure) -> 1009; a text frame that is not UTF-8 -> 1007; a
 frame wsproto rejects -> 1002; a binary message (the protocol is JSON text) -> 1002; a slow
@@ -107,11 +114,17 @@ from claude_trio.actors.fanout.gateway_connection import (
     _Client,
     _Config,
 )
+from claude_trio.actors.fanout.gateway_http import (
+    PrefixedStream,
+    load_console_files,
+    route_request,
+)
 from claude_trio.actors.fanout.hosts import ServedHost
 from claude_trio.actors.fanout.owners import GatewayOwner
 from claude_trio.actors.session.metrics import unwatch_gateway, watch_gateway
 from claude_trio.protocol.checks import check_int, check_text
 from claude_trio.protocol.errors import InvalidParamsError
+from claude_trio.protocol.fanout.console import console_origins
 from claude_trio.protocol.fanout.remote import (
     DEFAULT_PRINCIPAL,
     Admission,
@@ -177,6 +190,8 @@ class _Server:
     #: A peer's budget is forgotten once it has no connection and has refilled (forgetting it
     #: then changes nothing), so this holds about as many entries as there are connections.
     buckets: dict[str, TokenBucket] = attrs.field(factory=dict)
+    #: The web console's files (``console=True``), or None: no page is served.
+    console_files: Mapping[str, bytes] | None = None
 
     def bucket(self, host: str) -> TokenBucket:
         bucket = self.buckets.get(host)
@@ -264,6 +279,7 @@ async def serve_gateway(
     allow_cwd: bool = False,
     allow_env: bool = False,
     limits: GatewayLimits | None = None,
+    console: bool = False,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> NoReturn:
     """Serve ``fleet`` over websockets on ``host:port`` until cancelled.
@@ -281,7 +297,10 @@ async def serve_gateway(
     lets clients pick a folder below it (``params.cwd``), ``allow_env`` lets them set the
     CLI's environment (both off by default). ``limits``: every other bound
     (:class:`~claude_trio.protocol.fanout.remote.GatewayLimits`). Every option is checked here, by
-    type: ``allow_cwd="false"`` is an error, not ``True``. See the module docstring.
+    type: ``allow_cwd="false"`` is an error, not ``True``. ``console``: also answer plain
+    HTTP ``GET`` requests on the same port with the web console's pages
+    (``protocol/fanout/console.py``); its own origin (``http://host:port``) is then allowed
+    too. See the module docstring.
     """
     limits = GatewayLimits() if limits is None else limits
     _check_options(
@@ -319,6 +338,8 @@ async def serve_gateway(
         policy=policy,
         limits=limits,
     )
+    if not isinstance(console, bool):
+        raise InvalidParamsError("console", console, "True or False")
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     cap = connection_cap(limits, None if soft == resource.RLIM_INFINITY else soft)
     if cap < limits.max_connections:
@@ -339,6 +360,12 @@ async def serve_gateway(
     )
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
+    if console:
+        server.console_files = load_console_files()
+        if config.allowed_origins is not None:
+            server.config = attrs.evolve(
+                config, allowed_origins=config.allowed_origins | console_origins(host, bound)
+            )
     watch_gateway(server.admission)  # its connections in the metrics, while it serves
     try:
         async with trio.open_nursery() as nursery:
@@ -377,7 +404,7 @@ async def _accept_loop(
                 server.notices.note(f"shedding connections over the cap of {cause}", host)
                 await _shed(stream)
                 continue
-            nursery.start_soon(_serve_stream, server, stream, host)
+            nursery.start_soon(_serve_connection, server, stream, host)
     finally:
         with trio.CancelScope(shield=True):
             await listener.aclose()
@@ -397,7 +424,7 @@ def _peer_host(stream: trio.SocketStream) -> str:
         return "<unknown peer>"
 
 
-def _peer(stream: trio.SocketStream) -> str:
+def _peer(stream: trio.SocketStream | PrefixedStream) -> str:
     try:
         host, port = stream.socket.getpeername()[:2]
     except OSError:
@@ -405,7 +432,35 @@ def _peer(stream: trio.SocketStream) -> str:
     return f"{host}:{port}"
 
 
-async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -> None:
+async def _serve_connection(server: _Server, stream: trio.SocketStream, host: str) -> None:
+    """One TCP connection: a console page request answered at once, or the websocket."""
+    files = server.console_files
+    if files is None:
+        await _serve_stream(server, stream, host)
+        return
+    deadline = trio.current_time() + server.config.limits.handshake_timeout
+    try:
+        routed = await route_request(stream, files, deadline)
+    except BaseException:
+        server.closed(host, in_handshake=True)
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+        raise
+    if routed is None:
+        server.closed(host, in_handshake=True)
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+        return
+    await _serve_stream(server, routed, host, deadline=deadline)
+
+
+async def _serve_stream(
+    server: _Server,
+    stream: trio.SocketStream | PrefixedStream,
+    host: str,
+    *,
+    deadline: float | None = None,
+) -> None:
     """One TCP connection: the handshake, the policy checks, then the client."""
     config = server.config
     peer = _peer(stream)
@@ -439,7 +494,7 @@ async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -
             nursery.start_soon(cut_a_flood)
             accepted = False
             try:
-                request = await _handshake(server, connection, reader_done, peer)
+                request = await _handshake(server, connection, reader_done, peer, deadline)
                 server.admission.handshake_done(host)
                 in_handshake = False
                 who = None if request is None else _authenticate(config, request)
@@ -479,12 +534,18 @@ async def _serve_stream(server: _Server, stream: trio.SocketStream, host: str) -
 
 
 async def _handshake(
-    server: _Server, connection: WebSocketConnection, reader_done: trio.Event, peer: str
+    server: _Server,
+    connection: WebSocketConnection,
+    reader_done: trio.Event,
+    peer: str,
+    deadline: float | None,
 ) -> WebSocketRequest | None:
     """The upgrade request, or None when the client did not send one in time (or the reader
     gave up on it: a malformed or oversize request, answered 400 by wsproto)."""
     request: WebSocketRequest | None = None
-    with trio.move_on_after(server.config.limits.handshake_timeout) as deadline:
+    if deadline is None:
+        deadline = trio.current_time() + server.config.limits.handshake_timeout
+    with trio.move_on_at(deadline) as timer:
         async with trio.open_nursery() as race:
 
             async def get() -> None:
@@ -499,7 +560,7 @@ async def _handshake(
             race.start_soon(get)
             race.start_soon(give_up)
     if request is None:
-        if deadline.cancelled_caught:
+        if timer.cancelled_caught:
             server.notices.note("handshakes not completed in time", peer, level=logging.INFO)
         else:
             server.notices.note("malformed handshakes", peer, level=logging.INFO)

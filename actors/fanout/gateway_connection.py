@@ -175,7 +175,7 @@ class _Client:
         self,
         server: _Listener,
         ws: WebSocketConnection,
-        stream: trio.SocketStream,
+        stream: trio.abc.Stream,
         peer: str,
         host: str,
         principal: Principal,

@@ -352,6 +352,13 @@ def add_fanout_commands(commands: Any) -> None:
         "(commands, edits) as this user; a client's asking permission mode (default, "
         "acceptEdits) then asks before each call, answered with `claude-trio inbox URL`",
     )
+    serve.add_argument(
+        "--console",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the web console on the same port (default: on when listening on a "
+        "loopback address; --no-console turns it off)",
+    )
     add_offline_option(serve, "every session talks to the built-in scripted model")
     serve.add_argument(
         "--log-json", action="store_true", help="log lines as one JSON object per line"

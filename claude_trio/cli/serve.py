@@ -95,6 +95,8 @@ class ServeConfig:
     governor: GovernorConfig | None = None
     #: ``--remote-tools``: ``read-only`` (the default) or ``all`` (``RemotePolicy.tools``).
     remote_tools: str = "read-only"
+    #: ``--console``: the web console on the gateway's port (default: on for loopback).
+    console: bool = False
 
 
 def is_loopback(host: str) -> bool:
@@ -196,7 +198,24 @@ def serve_config(args: argparse.Namespace, environ: Mapping[str, str]) -> ServeC
         command_timeout=getattr(args, "command_timeout", 10.0),
         governor=governor_config(args),
         remote_tools=getattr(args, "remote_tools", "read-only"),
+        console=_console_wanted(getattr(args, "console", None), args.host),
     )
+
+
+def _console_wanted(flag: bool | None, host: str) -> bool:
+    return is_loopback(host) if flag is None else flag
+
+
+def _console_url_of(config: ServeConfig, port: int) -> str:
+    # The token goes in the URL only when it was generated (printed anyway); a chosen one
+    # is typed into the console's login form.
+    return console_url(config.host, port, config.token if config.token_generated else None)
+
+
+def console_url(host: str, port: int, token: str | None) -> str:
+    """The console's address; with ``token``, in the fragment (never sent to the server)."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}/" + ("" if token is None else f"#token={token}")
 
 
 def url_for(host: str, port: int) -> str:
@@ -217,6 +236,7 @@ def _gateway_options(config: ServeConfig) -> dict[str, Any]:
         "allow_cwd": config.allow_cwd,
         "allow_env": config.allow_env,
         "remote_tools": config.remote_tools,
+        "console": config.console,
     }
 
 
@@ -295,6 +315,8 @@ async def serve(config: ServeConfig, out: TextIO) -> int:
                 # Printed once, here, for whoever started the server; never logged.
                 print(f"token: {config.token}", file=out)
                 print(f"  clients: export {TOKEN_ENV}={config.token}", file=out)
+            if config.console:
+                print(f"console: {_console_url_of(config, port)}", file=out)
             if config.offline:
                 print(
                     "offline: every session talks to the built-in scripted model "
@@ -370,6 +392,8 @@ async def _serve_cluster(config: ServeConfig, out: TextIO) -> int:
             if config.token_generated:
                 print(f"token: {config.token}", file=out)
                 print(f"  clients: export {TOKEN_ENV}={config.token}", file=out)
+            if config.console:
+                print(f"console: {_console_url_of(config, port)}", file=out)
             print("sessions run on the workers of the Redis cluster", file=out)
             if warning := await persistence_warning(redis, config.redis):
                 log.warning(warning, extra={"event": "no_persistence"})

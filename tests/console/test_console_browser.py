@@ -1,0 +1,321 @@
+"""The web console in a real headless Chromium (Debian's ``chromium`` and ``chromedriver``,
+``scripts/ensure-chromium``; Selenium drives it, no browser is downloaded), against
+``claude-trio serve --offline --remote-tools all`` in a subprocess: the real CLI and the
+built-in offline model, whose ``#write`` / ``#bash`` prompts make tool calls that ask.
+
+One server and one browser for the whole module; each test works on sessions of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from claude_trio.actors.children import die_with_parent
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+ALICE = "alice-console-token-0123456789"
+BOB = "bob-console-token-0123456789ab"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "console.png"
+WAIT = 60.0
+CHILDREN = ":scope > *"
+
+
+@attrs.define
+class Console:
+    driver: WebDriver
+    base: str
+    work: Path
+
+    def find(self, testid: str) -> WebElement:
+        return self.driver.find_element(By.CSS_SELECTOR, f"[data-testid={testid}]")
+
+    def all(self, testid: str, within: WebElement | None = None) -> list[WebElement]:
+        root: Any = within if within is not None else self.driver
+        return list(root.find_elements(By.CSS_SELECTOR, f"[data-testid={testid}]"))
+
+    def until(self, check: Callable[[], Any], what: str) -> Any:
+        def attempt(_: object) -> Any:
+            try:
+                return check()
+            except StaleElementReferenceException:
+                return None
+
+        return WebDriverWait(self.driver, WAIT, poll_frequency=0.1).until(attempt, what)
+
+    def login_with_fragment(self, token: str) -> None:
+        self.driver.get(self.base + "/")  # same origin first: clear what a test before held
+        self.driver.execute_script("sessionStorage.clear()")
+        self.driver.get("about:blank")  # a fragment alone would not load the page again
+        self.driver.get(f"{self.base}/#token={token}")
+        self.until(lambda: self.find("status").text == "connected", "connected")
+
+    def open_session(self, prompt: str, mode: str = "default") -> str:
+        """Open a session from the page; its id (the row that appears with its label)."""
+        before = {r.get_attribute("data-session-id") for r in self.all("session-row")}
+        self.driver.execute_script(
+            "document.getElementById('new-mode').value = arguments[0]", mode
+        )
+        self.find("new-prompt").send_keys(prompt)
+        self.find("new-submit").click()
+
+        def appeared() -> str | None:
+            for row in self.all("session-row"):
+                sid = row.get_attribute("data-session-id")
+                if sid not in before:
+                    return sid
+            return None
+
+        sid: str = self.until(appeared, f"a row for {prompt!r}")
+        return sid
+
+    def row(self, sid: str) -> WebElement:
+        return self.driver.find_element(
+            By.CSS_SELECTOR, f"[data-testid=session-row][data-session-id='{sid}']"
+        )
+
+    def state(self, sid: str) -> str:
+        return str(self.row(sid).get_attribute("data-state"))
+
+    def wait_state(self, sid: str, *states: str) -> None:
+        self.until(lambda: self.state(sid) in states, f"{sid} in {states}")
+
+    def approval(self, sid: str) -> WebElement:
+        def found() -> WebElement | None:
+            items = self.driver.find_elements(
+                By.CSS_SELECTOR, f"[data-testid=approval][data-session-id='{sid}']"
+            )
+            return items[0] if items else None
+
+        element: WebElement = self.until(found, f"an approval of {sid}")
+        return element
+
+    def stream_of(self, sid: str) -> WebElement:
+        self.row(sid).click()
+        stream = self.find("stream")
+        self.until(lambda: stream.get_attribute("data-session-id") == sid, "the stream shown")
+        return stream
+
+    def stream_text(self, sid: str) -> str:
+        return str(self.stream_of(sid).text)
+
+
+def command_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("ANTHROPIC_")
+        and key not in ("CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_TRIO_TOKEN")
+    }
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """``claude-trio serve --offline --remote-tools all`` with two principals; its console's
+    base URL and the folder its sessions run in."""
+    root = tmp_path_factory.mktemp("console")
+    work = root / "work"
+    work.mkdir()
+    tokens = root / "tokens.json"
+    tokens.write_text(
+        json.dumps([{"principal": "alice", "token": ALICE}, {"principal": "bob", "token": BOB}])
+    )
+    tokens.chmod(0o600)
+    stderr = (root / "serve.stderr").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "claude_trio.cli", "serve", "--offline", "--remote-tools", "all",
+         "--port", "0", "--tokens", str(tokens), "--cwd-root", str(work), "--drain-grace", "1"],
+        env=command_env({}),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        preexec_fn=die_with_parent(),
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        base = None
+        for line in process.stdout:
+            if line.startswith("console: "):
+                base = line.removeprefix("console: ").strip().rstrip("/")
+                break
+        assert base is not None, (root / "serve.stderr").read_text()
+        yield base, work
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+        stderr.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        pytest.fail("chromium or chromedriver is missing: run scripts/ensure-chromium")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+    ):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def console(server: tuple[str, Path], browser: WebDriver) -> Console:
+    base, work = server
+    return Console(driver=browser, base=base, work=work)
+
+
+def test_three_approvals_at_once_answered_from_the_page(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    # The fragment's token left the address bar (it never reached the server).
+    assert "token" not in console.driver.current_url
+    approved, denied, always = (console.work / name for name in ("a.txt", "b.txt", "c.txt"))
+    a = console.open_session(f"#write {approved}")
+    b = console.open_session(f"#bash touch {denied}")
+    c = console.open_session(f"#write {always}")
+    console.until(lambda: console.find("inbox-count").text == "3", "three requests waiting")
+    for sid in (a, b, c):
+        console.wait_state(sid, "needs_input")
+        assert console.approval(sid).get_attribute("data-request-id")
+    # The Write's diff is shown in the inbox and in the session's stream.
+    assert "+ written by the offline model" in console.all("diff", console.approval(a))[0].text
+    stream = console.stream_of(a)
+    console.until(lambda: console.all("diff", stream), "the diff in the stream")
+    assert "+ written by the offline model" in console.all("diff", stream)[0].text
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    console.driver.save_screenshot(str(SCREENSHOT))
+
+    console.all("approve", console.approval(a))[0].click()
+    console.all("deny", console.approval(b))[0].click()
+    console.all("always", console.approval(c))[0].click()
+    console.until(lambda: console.find("inbox-count").text == "0", "every request answered")
+    for sid in (a, b, c):
+        console.wait_state(sid, "ended")
+    # What the model saw after each answer (its reply quotes the tool's result).
+    assert approved.read_text() == "written by the offline model\n"
+    assert not denied.exists()
+    assert always.read_text() == "written by the offline model\n"
+    assert "the tool said: File created successfully" in console.stream_text(a)
+    text_b = console.stream_text(b)
+    assert "answered: deny" in text_b
+    assert "denied from the console" in text_b
+    assert "the tool said: File created successfully" in console.stream_text(c)
+    assert "answered: always" in console.stream_text(c)
+    cost = console.row(a).find_element(By.CSS_SELECTOR, "[data-testid=session-cost]")
+    console.until(lambda: cost.text.startswith("$0.0") and cost.text != "$0.0000", "a cost")
+
+
+MARKUP = (
+    "<img src=x onerror=window.__pwned=1> <script>window.__pwned=2</script> "
+    "[link](javascript:window.__pwned=3) <a href=\"javascript:window.__pwned=4\">a</a>"
+)
+
+
+def test_what_a_model_or_tool_writes_is_shown_as_text_and_runs_nothing(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    marker = console.work / "xss.txt"
+    sid = console.open_session(f"{MARKUP}\n#bash touch {marker} && echo '{MARKUP}'")
+    approval = console.approval(sid)
+    assert "<img src=x onerror=window.__pwned=1>" in approval.text  # the tool input, as text
+    console.all("approve", approval)[0].click()
+    console.wait_state(sid, "ended")
+    text = console.stream_text(sid)
+    # The model's answer echoes the prompt and the tool's output: all of it shown as text.
+    assert text.count("<img src=x onerror=window.__pwned=1>") >= 2
+    assert "[link](javascript:window.__pwned=3)" in text
+    assert '<a href="javascript:window.__pwned=4">a</a>' in text
+    # The label (the prompt's first line, cut to 40 characters) too.
+    assert "<img src=x onerror=window.__pwned=1> <sc" in console.row(sid).text
+    driver = console.driver
+    assert driver.execute_script("return window.__pwned") is None
+    assert driver.execute_script("return document.querySelectorAll('img, a, iframe').length") == 0
+    assert driver.execute_script("return document.scripts.length") == 1  # the page's module
+    assert marker.exists()
+
+
+def test_a_principal_sees_only_its_sessions_and_abort_ends_one(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    never = console.work / "never.txt"
+    waiting = console.open_session(f"#write {never}")
+    console.wait_state(waiting, "needs_input")
+    assert int(console.find("inbox-count").text) >= 1
+    # Bob logs in with the form (no token in the URL): none of Alice's sessions or requests.
+    driver = console.driver
+    driver.execute_script("sessionStorage.clear()")
+    driver.get("about:blank")
+    driver.get(console.base + "/")
+    console.until(lambda: console.find("login-token").is_displayed(), "the login form")
+    console.find("login-token").send_keys("wrong-token-0123456789abcdef")
+    console.find("login-submit").click()
+    console.until(lambda: "refused" in driver.find_element(By.ID, "login-error").text, "refused")
+    console.find("login-token").send_keys(BOB)
+    console.find("login-submit").click()
+    console.until(lambda: console.find("status").text == "connected", "bob connected")
+    mine = console.open_session("hello from bob")
+    console.wait_state(mine, "ended")
+    assert [r.get_attribute("data-session-id") for r in console.all("session-row")] == [mine]
+    assert console.find("inbox-count").text == "0"
+    assert console.all("approval") == []
+    # Alice again: abort her waiting session from the page; its Write never runs.
+    console.login_with_fragment(ALICE)
+    console.wait_state(waiting, "needs_input")
+    console.stream_of(waiting)
+    console.find("abort").click()
+    console.wait_state(waiting, "aborted")
+    assert "aborted" in console.find("stream").text
+    assert not console.all("approval", console.driver.find_element(By.ID, "inbox")) or all(
+        a.get_attribute("data-session-id") != waiting for a in console.all("approval")
+    )
+    assert not never.exists()
+    assert mine not in {r.get_attribute("data-session-id") for r in console.all("session-row")}
+
+
+def test_a_reload_loses_no_event(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    sid = console.open_session("tell me about reloads")
+    console.wait_state(sid, "ended")
+    stream = console.stream_of(sid)
+    last = stream.get_attribute("data-last-seq")
+    seqs = [e.get_attribute("data-seq") for e in stream.find_elements(By.CSS_SELECTOR, CHILDREN)]
+    text = stream.text
+    assert "You said: tell me about reloads" in text
+    assert int(str(last)) > 5
+    console.driver.refresh()  # the token is kept for the tab (sessionStorage), not in the URL
+    console.until(lambda: console.find("status").text == "connected", "connected again")
+    console.until(lambda: console.row(sid).get_attribute("data-last-seq") == last, "replayed")
+    again = console.stream_of(sid)
+    assert again.get_attribute("data-last-seq") == last
+    got = [e.get_attribute("data-seq") for e in again.find_elements(By.CSS_SELECTOR, CHILDREN)]
+    assert got == seqs
+    assert again.text == text
