@@ -472,6 +472,19 @@ class GovernorRules(Generic[K]):
         self._forget_owner_if_done(entry.owner)
         return True
 
+    def check_budget(
+        self, *, principal: str | None = None, label: str | None = None
+    ) -> BudgetFigures | None:
+        """The exhausted budget (rule 4) an open of ``principal`` and ``label`` would be
+        refused for, counted as a refusal; None when none is spent. A host asks before it
+        starts the open's CLI, so a refused open costs no CLI."""
+        figures = self._exhausted(
+            _Open(owner=None, priority=0, principal=principal, label=label, seq=0)
+        )
+        if figures is not None:
+            self._refusals += 1
+        return figures
+
     def observe(self, signal: Signal, *, now: float, wall_now: float) -> list[Notice]:
         """What a session's CLI reported (rule 2). ``wall_now`` converts ``resets_at``."""
         match signal:
