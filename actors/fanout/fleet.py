@@ -120,7 +120,12 @@ from claude_trio.protocol.errors import (
     LocalProtocolError,
     UnknownSessionError,
 )
-from claude_trio.protocol.fanout.governor import BudgetFigures, GovernorConfig, GovernorRules
+from claude_trio.protocol.fanout.governor import (
+    DEFAULT_START_LIMIT,
+    BudgetFigures,
+    GovernorConfig,
+    GovernorRules,
+)
 from claude_trio.protocol.fanout.idempotency import (
     DEFAULT_IDEMPOTENCY_TTL,
     IdempotencyRecords,
@@ -161,7 +166,8 @@ class _Default(enum.Enum):
 
 DEFAULT_GOVERNOR = _Default.DEFAULT
 """``open_fleet(governor=DEFAULT_GOVERNOR)`` (the default): a governor with the settings of
-:class:`GovernorConfig`, which suit one API key."""
+:class:`GovernorConfig`, which suit one API key, starting at a concurrency limit of
+``DEFAULT_START_LIMIT`` (slow start raises it turn by turn until the API pushes back)."""
 
 DEFAULT_REPLAY_BYTES = 8 * 2**20
 """Counted bytes a session's replay buffer keeps by default (``protocol/fanout/replay.py``)."""
@@ -751,7 +757,10 @@ async def open_fleet(
     check_number("idempotency_ttl", idempotency_ttl, above=0, allowed="seconds > 0")
     check_session_options(session_options)
     if governor is DEFAULT_GOVERNOR:
-        governor = GovernorConfig(max_live=max_live)
+        # Two model requests at once to begin with; slow start finds more in a few turns.
+        governor = GovernorConfig(
+            max_live=max_live, initial_limit=min(DEFAULT_START_LIMIT, max_live)
+        )
     if not (governor is None or isinstance(governor, GovernorConfig)):
         raise InvalidParamsError(
             "governor", governor, "a GovernorConfig, None (no governor) or DEFAULT_GOVERNOR"

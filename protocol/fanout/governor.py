@@ -20,7 +20,10 @@ Rules:
 
 1. **Adaptive concurrency limit (AIMD).** At most ``limit`` executions run; ``limit`` starts at
    ``initial_limit`` (default ``max_live``) and always stays within ``1 <= limit <= max_live``.
-   Every ``increase_after`` successful turns raise it by one (additive increase); a rejection
+   Until the first rejection every successful turn raises it by one (slow start, as TCP
+   does: a fleet opened with a low ``initial_limit`` finds the account's limit in a few
+   turns); after it, every ``increase_after`` successful turns raise it by one (additive
+   increase); a rejection
    (rule 2) multiplies it by ``decrease_factor``, rounded down, at most once per
    ``decrease_interval`` seconds (multiplicative decrease: the ten sessions that see the same
    429 lower it once, not ten times). A lowered limit stops no running execution; it only holds
@@ -74,6 +77,7 @@ from claude_trio.protocol.fanout.remote import TokenBucket
 from claude_trio.protocol.session.events import Event, Passthrough, Retry, WarningEvent
 
 __all__ = [
+    "DEFAULT_START_LIMIT",
     "REJECTED_STATUSES",
     "Abort",
     "BudgetFigures",
@@ -95,6 +99,10 @@ __all__ = [
 ]
 
 K = TypeVar("K", bound=Hashable)
+
+#: The first concurrency limit of the governor a fleet, ``serve`` and ``batch`` get by default
+#: (slow start, rule 1, raises it turn by turn until the API pushes back).
+DEFAULT_START_LIMIT = 2
 
 #: API statuses that mean "slow down": rate limited, overloaded.
 REJECTED_STATUSES = frozenset({429, 529})
@@ -541,7 +549,8 @@ class GovernorRules(Generic[K]):
             )
         elif api_error_status is None and error is None:
             self._successes += 1
-            if self._successes >= self.config.increase_after:
+            # Slow start: until the first rejection every success raises the limit.
+            if self._rejections == 0 or self._successes >= self.config.increase_after:
                 self._successes = 0
                 if self._limit < self.config.max_live:
                     old, self._limit = self._limit, self._limit + 1
