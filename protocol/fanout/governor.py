@@ -19,7 +19,10 @@ the decisions: :class:`Start`, :class:`Refuse`, :class:`Abort`, :class:`Resumed`
 Rules:
 
 1. **Adaptive concurrency limit (AIMD).** At most ``limit`` executions run; ``limit`` starts at
-   ``initial_limit`` (default ``max_live``) and always stays within ``1 <= limit <= max_live``.
+   ``initial_limit`` (default ``max_live``; a fleet's default governor starts at
+   :data:`DEFAULT_START_LIMIT`) and always stays within ``1 <= limit <= max_live``. A fleet
+   starts an execution's CLI first and asks the rules only for its first turn (a "start" here
+   lets its prompt go to the model): the limit counts model requests, not CLI start-ups.
    Until the first rejection every successful turn raises it by one (slow start, as TCP
    does: a fleet opened with a low ``initial_limit`` finds the account's limit in a few
    turns); after it, every ``increase_after`` successful turns raise it by one (additive
@@ -40,7 +43,7 @@ Rules:
    them nothing.
 3. **Staggered resume and spaced starts.** Starts take a token from a bucket that refills at
    ``starts_per_second`` up to ``start_burst``; with none left, starts wait for the next token
-   (a burst of opens is not a burst of cold CLIs). When a pause ends the bucket is empty, so
+   (a burst of opens is not a burst of requests). When a pause ends the bucket is empty, so
    the waiting opens start one token apart, not all in the resume's second.
 4. **Budgets, exact.** A turn's cost (the accountant's per-turn ``cost_usd``) is spent on the
    fleet (``budget_usd``), on the open's principal (``principal_budgets_usd``) and on its label
