@@ -12,7 +12,7 @@ def test_the_governor_options_of_serve_and_batch() -> None:
         ["serve", "--max-live", "6", "--fleet-budget", "2.5", "--on-budget", "abort"]
     )
     assert governor_config(serve) == GovernorConfig(
-        max_live=6, budget_usd=2.5, on_budget="abort", starts_per_second=4.0
+        max_live=6, initial_limit=2, budget_usd=2.5, on_budget="abort", starts_per_second=4.0
     )
     batch = parser.parse_args(["batch", "items.jsonl", "--no-governor"])
     assert governor_config(batch) is None

@@ -75,7 +75,7 @@ import enum
 import json
 import math
 import random
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -123,7 +123,12 @@ from claude_trio.protocol.errors import (
     LocalProtocolError,
     UnknownSessionError,
 )
-from claude_trio.protocol.fanout.governor import BudgetFigures, GovernorConfig, GovernorRules
+from claude_trio.protocol.fanout.governor import (
+    DEFAULT_START_LIMIT,
+    BudgetFigures,
+    GovernorConfig,
+    GovernorRules,
+)
 from claude_trio.protocol.fanout.idempotency import (
     DEFAULT_IDEMPOTENCY_TTL,
     IdempotencyRecords,
@@ -165,7 +170,8 @@ class _Default(enum.Enum):
 
 DEFAULT_GOVERNOR = _Default.DEFAULT
 """``open_fleet(governor=DEFAULT_GOVERNOR)`` (the default): a governor with the settings of
-:class:`GovernorConfig`, which suit one API key."""
+:class:`GovernorConfig`, which suit one API key, starting at a concurrency limit of
+``DEFAULT_START_LIMIT`` (slow start raises it turn by turn until the API pushes back)."""
 
 DEFAULT_REPLAY_BYTES = 8 * 2**20
 """Counted bytes a session's replay buffer keeps by default (``protocol/fanout/replay.py``)."""
@@ -560,21 +566,24 @@ class Fleet:
             )
 
     def _request_slot(self, session: FleetSession, x: _Execution) -> None:
-        """``x`` wants to start: it waits for its governor's start (if any), then a slot."""
+        """``x`` wants to start: unless its budget is spent (refused at once), it asks for a
+        CLI slot; with a governor its CLI starts (warms up) there and its prompt waits for
+        the governor's start (``_admission``)."""
         x.requested = True
+        refusal = self._budget_refusal(session)
+        if refusal is not None:
+            session._refuse(x, refusal)
+            return
+        self._ask_slot(session, x)
+
+    def _budget_refusal(self, session: FleetSession) -> Error | None:
+        """Why ``session`` may not start a CLI now (its budget is spent), None when it may:
+        asked when it wants a slot and again when it gets one."""
         governor = self._governor
         if governor is None:
-            self._ask_slot(session, x)
-            return
-        self._governed_sessions[x] = session
-        self._governor_waiting[session.owner] += 1
-        governor.submit(
-            x,
-            owner=session.owner,
-            priority=session.priority,
-            principal=principal_of(session.owner),
-            label=session.label,
-        )
+            return None
+        figures = governor.check_budget(principal=principal_of(session.owner), label=session.label)
+        return None if figures is None else _refusal(figures)
 
     def _ask_slot(self, session: FleetSession, x: _Execution) -> None:
         x.slot_asked = True
@@ -591,18 +600,37 @@ class Fleet:
     def _governor_start(self, x: _Execution) -> None:
         session = self._governed_sessions[x]
         self._not_waiting(session.owner)
-        self._ask_slot(session, x)
+        x.admitted.set()
+
+    def _admission(
+        self, session: FleetSession, x: _Execution
+    ) -> Callable[[], Awaitable[object]] | None:
+        """What ``x``'s session awaits once its CLI is up, before its prompt goes to the
+        model: the governor's start (None without a governor). Asking only then (not with
+        the CLI slot) keeps the two from waiting on each other: every execution the governor
+        chooses from already holds its CLI."""
+        governor = self._governor
+        if governor is None:
+            return None
+
+        async def admitted() -> None:
+            self._governed_sessions[x] = session
+            self._governor_waiting[session.owner] += 1
+            governor.submit(
+                x,
+                owner=session.owner,
+                priority=session.priority,
+                principal=principal_of(session.owner),
+                label=session.label,
+            )
+            await x.admitted.wait()
+
+        return admitted
 
     def _governor_refuse(self, x: _Execution, figures: BudgetFigures) -> None:
         session = self._governed_sessions.pop(x)
         self._not_waiting(session.owner)
-        refusal = Error(
-            message=budget_message(figures),
-            code="budget_exhausted",
-            detail=json.dumps(attrs.asdict(figures)),
-            phase="init",
-        )
-        session._refuse(x, refusal)
+        session._refuse(x, _refusal(figures))  # its CLI is up: it is stopped
 
     def _governor_abort(self, x: _Execution, figures: BudgetFigures) -> None:
         session = self._governed_sessions.get(x)
@@ -621,6 +649,9 @@ class Fleet:
                 event.api_error_status,
                 event.terminal_reason if event.is_error else None,
             )
+            # The governed turn is over: its place under the limit is free now, not once
+            # its CLI has exited (later turns of the execution are not held back).
+            governor.execution_ended(x)
         else:
             governor.signal(event)
 
@@ -685,10 +716,6 @@ class Fleet:
     def _withdraw(self, session: FleetSession) -> None:
         """A waiting session gave up (aborted, or the fleet closed) before it got a slot."""
         x = session._x
-        if self._governor is not None and self._governor.cancel(x):
-            del self._governed_sessions[x]
-            self._not_waiting(session.owner)
-            return
         if x.slot_asked:
             self._slots.withdraw(session, session.owner)
 
@@ -705,6 +732,8 @@ class Fleet:
         self._finished += 1
         if self._governed_sessions.pop(x, None) is not None:
             assert self._governor is not None
+            if self._governor.cancel(x):  # it ended still waiting for its admission
+                self._not_waiting(session.owner)
             self._governor.execution_ended(x)
         if x is not session._x:
             return
@@ -712,6 +741,15 @@ class Fleet:
         while len(self._idle) > self._keep_finished:
             forgotten, _ = self._idle.popitem(last=False)
             self._sessions.pop(forgotten, None)
+
+
+def _refusal(figures: BudgetFigures) -> Error:
+    return Error(
+        message=budget_message(figures),
+        code="budget_exhausted",
+        detail=json.dumps(attrs.asdict(figures)),
+        phase="init",
+    )
 
 
 @asynccontextmanager
@@ -760,7 +798,10 @@ async def open_fleet(
     check_number("idempotency_ttl", idempotency_ttl, above=0, allowed="seconds > 0")
     check_session_options(session_options)
     if governor is DEFAULT_GOVERNOR:
-        governor = GovernorConfig(max_live=max_live)
+        # Two model requests at once to begin with; slow start finds more in a few turns.
+        governor = GovernorConfig(
+            max_live=max_live, initial_limit=min(DEFAULT_START_LIMIT, max_live)
+        )
     if not (governor is None or isinstance(governor, GovernorConfig)):
         raise InvalidParamsError(
             "governor", governor, "a GovernorConfig, None (no governor) or DEFAULT_GOVERNOR"

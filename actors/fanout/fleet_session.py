@@ -22,7 +22,7 @@ import contextlib
 import logging
 import time
 import uuid as uuid_module
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import attrs
@@ -104,6 +104,11 @@ class SlotKeeper(Protocol):
 
     #: The fleet's inbox, told of each request asked and resolved (``actors/fanout/inbox.py``).
     _inbox: InboxHub
+    def _budget_refusal(self, session: FleetSession) -> Error | None: ...
+
+    def _admission(
+        self, session: FleetSession, x: _Execution
+    ) -> Callable[[], Awaitable[object]] | None: ...
 
 
 def _outcome(event: Event) -> str:
@@ -129,6 +134,8 @@ class _Execution:
     seq_offset: int
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     slot: trio.Event = attrs.field(factory=trio.Event)  # granted a slot
+    #: The fleet's governor let its prompt go to the model (``Fleet._admission``).
+    admitted: trio.Event = attrs.field(factory=trio.Event)
     requested: bool = False  # asked the fleet for a start (its governor, or its SlotQueue)
     slot_asked: bool = False  # asked the fleet's SlotQueue for a slot
     #: The governor refused to start it: its final event (code ``budget_exhausted``).
@@ -529,13 +536,13 @@ class FleetSession:
                         await previous.wait()
                         fleet._request_slot(self, x)
                     await x.slot.wait()
-                    x.state = "live"
-                    await self._run_session(x)
+                    x.refusal = fleet._budget_refusal(self)
+                    if x.refusal is None:  # else the budget was spent while it waited
+                        x.state = "live"
+                        await self._run_session(x)
                 finally:
                     if x.slot.is_set():
                         fleet._release_slot(self)
-                    elif x.refusal is not None:
-                        pass  # the governor refused it: it waits nowhere
                     elif x.requested:
                         fleet._withdraw(self)
         except Exception as exc:  # one session's failure must not take the fleet down
@@ -568,7 +575,12 @@ class FleetSession:
 
     async def _run_session(self, x: _Execution) -> None:
         otel_context.attach(x.trace_context)  # this task's own context: no detach needed
-        async with open_session(self.params, on_user_input="manual", **self._options) as session:
+        async with open_session(
+            self.params,
+            on_user_input="manual",
+            before_prompt=self._fleet._admission(self, x),
+            **self._options,
+        ) as session:
             x.session = session
             events = session.events
             offset = x.seq_offset

@@ -87,6 +87,10 @@ class GovernorState(Protocol[K]):
 
     def cancel(self, key: K) -> bool: ...
 
+    def check_budget(
+        self, *, principal: str | None = None, label: str | None = None
+    ) -> BudgetFigures | None: ...
+
     def observe(self, signal: Signal, *, now: float, wall_now: float) -> list[Notice]: ...
 
     def turn_ended(
@@ -173,6 +177,13 @@ class Governor(Generic[K]):
 
     def position(self, key: K) -> int | None:
         return self.state.position(key)
+
+    def check_budget(
+        self, *, principal: str | None = None, label: str | None = None
+    ) -> BudgetFigures | None:
+        """The spent budget an open of ``principal`` and ``label`` is refused for (counted as
+        a refusal), None when it may start: checked before its CLI starts."""
+        return self.state.check_budget(principal=principal, label=label)
 
     def signal(self, event: Event) -> None:
         """A session's event: a rate-limit report is read, anything else costs a set lookup."""

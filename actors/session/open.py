@@ -27,7 +27,7 @@ import importlib.metadata
 import os
 import time
 import uuid as uuid_module
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, Literal, cast
@@ -359,6 +359,7 @@ async def open_session(
     tracer_provider: TracerProvider | None = None,
     trace_content: bool | None = None,
     meter_provider: MeterProvider | None = None,
+    before_prompt: Callable[[], Awaitable[object]] | None = None,
 ) -> AsyncIterator[Session]:
     """Start a CLI session running ``params.prompt``; yield its :class:`Session`.
 
@@ -399,6 +400,10 @@ async def open_session(
     SDK); ``trace_content``: record prompts and outputs in them (default: the conventions' env
     switch). See ``actors/session/tracing.py``. ``meter_provider``: the metrics' (default: the
     global one, a no-op without an SDK); see ``actors/session/metrics.py``.
+
+    ``before_prompt``: awaited once the CLI is up (after ``adapter_ready``), before the prompt
+    is written to it: a fleet's governor holds the turn there, so the CLI starts while the
+    model request waits (a CLI's start-up is not a request to the API).
     """
     check_tracing_options(tracer_provider, trace_content, meter_provider)
     check_options(
@@ -444,6 +449,7 @@ async def open_session(
             session_store=session_store,
             tracer=tracer,
             meter=meter,
+            before_prompt=before_prompt,
         ) as session:
             yield session
     finally:
@@ -470,6 +476,7 @@ async def _open_session(
     session_store: SessionStore | None = None,
     tracer: SessionTracer | None = None,
     meter: SessionMeter | None = None,
+    before_prompt: Callable[[], Awaitable[object]] | None = None,
 ) -> AsyncIterator[Session]:
     """``open_session`` once its arguments are checked and the skills folder exists."""
     config = config or DEFAULT_CONFIG
@@ -627,6 +634,7 @@ async def _open_session(
                         tool_runner,
                         session_hooks.hooks if session_hooks is not None else (),
                         scope_problem=scope_problem,
+                        before_prompt=before_prompt,
                     )
                 yield session
             except BaseException as exc:
@@ -659,6 +667,7 @@ async def _start(
     hooks: Sequence[Hook] = (),
     *,
     scope_problem: str | None = None,
+    before_prompt: Callable[[], Awaitable[object]] | None = None,
 ) -> None:
     """Start the actors: broker (its task starts with the first request), tool runner, driver
     (connects), then the input channel with the prompt.
@@ -695,6 +704,8 @@ async def _start(
             bash_sandboxed=params.scoped and scope_problem is None,
         )
     )
+    if before_prompt is not None:
+        await before_prompt()
     lifecycle = core.lifecycle
     assert core.prompt_uuid is not None
     lifecycle.push(core.prompt_uuid)

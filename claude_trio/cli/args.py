@@ -26,7 +26,7 @@ from claude_trio.protocol.config.subagents import SubagentDefinition, subagent_f
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.scope import SCOPE_ENFORCEMENTS, SETTING_SOURCES
 from claude_trio.protocol.extensions.skills import InlineSkill
-from claude_trio.protocol.fanout.governor import GovernorConfig
+from claude_trio.protocol.fanout.governor import DEFAULT_START_LIMIT, GovernorConfig
 
 EXIT_OK = 0
 EXIT_SESSION_ERROR = 1
@@ -209,6 +209,7 @@ def governor_config(args: argparse.Namespace) -> GovernorConfig | None:
         return None
     return GovernorConfig(
         max_live=args.max_live,
+        initial_limit=min(DEFAULT_START_LIMIT, args.max_live),
         starts_per_second=args.starts_per_second,
         budget_usd=getattr(args, "fleet_budget", None),
         on_budget=getattr(args, "on_budget", "finish"),

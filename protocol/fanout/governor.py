@@ -19,8 +19,14 @@ the decisions: :class:`Start`, :class:`Refuse`, :class:`Abort`, :class:`Resumed`
 Rules:
 
 1. **Adaptive concurrency limit (AIMD).** At most ``limit`` executions run; ``limit`` starts at
-   ``initial_limit`` (default ``max_live``) and always stays within ``1 <= limit <= max_live``.
-   Every ``increase_after`` successful turns raise it by one (additive increase); a rejection
+   ``initial_limit`` (default ``max_live``; a fleet's default governor starts at
+   :data:`DEFAULT_START_LIMIT`) and always stays within ``1 <= limit <= max_live``. A fleet
+   starts an execution's CLI first and asks the rules only for its first turn (a "start" here
+   lets its prompt go to the model): the limit counts model requests, not CLI start-ups.
+   Until the first rejection every successful turn raises it by one (slow start, as TCP
+   does: a fleet opened with a low ``initial_limit`` finds the account's limit in a few
+   turns); after it, every ``increase_after`` successful turns raise it by one (additive
+   increase); a rejection
    (rule 2) multiplies it by ``decrease_factor``, rounded down, at most once per
    ``decrease_interval`` seconds (multiplicative decrease: the ten sessions that see the same
    429 lower it once, not ten times). A lowered limit stops no running execution; it only holds
@@ -37,7 +43,7 @@ Rules:
    them nothing.
 3. **Staggered resume and spaced starts.** Starts take a token from a bucket that refills at
    ``starts_per_second`` up to ``start_burst``; with none left, starts wait for the next token
-   (a burst of opens is not a burst of cold CLIs). When a pause ends the bucket is empty, so
+   (a burst of opens is not a burst of requests). When a pause ends the bucket is empty, so
    the waiting opens start one token apart, not all in the resume's second.
 4. **Budgets, exact.** A turn's cost (the accountant's per-turn ``cost_usd``) is spent on the
    fleet (``budget_usd``), on the open's principal (``principal_budgets_usd``) and on its label
@@ -74,6 +80,7 @@ from claude_trio.protocol.fanout.remote import TokenBucket
 from claude_trio.protocol.session.events import Event, Passthrough, Retry, WarningEvent
 
 __all__ = [
+    "DEFAULT_START_LIMIT",
     "REJECTED_STATUSES",
     "Abort",
     "BudgetFigures",
@@ -95,6 +102,10 @@ __all__ = [
 ]
 
 K = TypeVar("K", bound=Hashable)
+
+#: The first concurrency limit of the governor a fleet, ``serve`` and ``batch`` get by default
+#: (slow start, rule 1, raises it turn by turn until the API pushes back).
+DEFAULT_START_LIMIT = 2
 
 #: API statuses that mean "slow down": rate limited, overloaded.
 REJECTED_STATUSES = frozenset({429, 529})
@@ -472,6 +483,19 @@ class GovernorRules(Generic[K]):
         self._forget_owner_if_done(entry.owner)
         return True
 
+    def check_budget(
+        self, *, principal: str | None = None, label: str | None = None
+    ) -> BudgetFigures | None:
+        """The exhausted budget (rule 4) an open of ``principal`` and ``label`` would be
+        refused for, counted as a refusal; None when none is spent. A host asks before it
+        starts the open's CLI, so a refused open costs no CLI."""
+        figures = self._exhausted(
+            _Open(owner=None, priority=0, principal=principal, label=label, seq=0)
+        )
+        if figures is not None:
+            self._refusals += 1
+        return figures
+
     def observe(self, signal: Signal, *, now: float, wall_now: float) -> list[Notice]:
         """What a session's CLI reported (rule 2). ``wall_now`` converts ``resets_at``."""
         match signal:
@@ -528,7 +552,8 @@ class GovernorRules(Generic[K]):
             )
         elif api_error_status is None and error is None:
             self._successes += 1
-            if self._successes >= self.config.increase_after:
+            # Slow start: until the first rejection every success raises the limit.
+            if self._rejections == 0 or self._successes >= self.config.increase_after:
                 self._successes = 0
                 if self._limit < self.config.max_live:
                     old, self._limit = self._limit, self._limit + 1

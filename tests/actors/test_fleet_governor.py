@@ -5,6 +5,7 @@ opens show their position and can be cancelled, and ``governor=None`` turns it o
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import trio
@@ -19,6 +20,15 @@ from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.testing import FakeCLI, FakeTurn
 
 NO_JITTER = GovernorConfig(max_live=1, resume_jitter=0.0)
+
+
+def prompts(transport: Any) -> list[str]:
+    """The user messages written to a fake CLI."""
+    return [
+        m["message"]["content"] if isinstance(m["message"]["content"], str) else "?"
+        for m in transport.written
+        if m.get("type") == "user"
+    ]
 
 
 async def test_a_sessions_429_pauses_the_starts_of_the_whole_fleet(
@@ -114,19 +124,17 @@ async def test_a_waiting_open_can_be_cancelled_and_gives_its_place_up(
     async with open_fleet(max_live=3, transport_factory=fake, config=CONFIG, governor=config) as f:
         a, b, c = [await f.start(ExecuteParams(prompt=p)) for p in "abc"]
         await trio.testing.wait_all_tasks_blocked()
-        assert (a.state, a.queue_position, b.queue_position, c.queue_position) == (
-            "live",
-            None,
-            0,
-            1,
-        )
-        await b.abort()  # it waited for the governor: it never starts a CLI
+        # Their CLIs start (warm up) at once; the governor holds their prompts.
+        assert (a.state, b.state, c.state) == ("live", "live", "live")
+        assert (a.queue_position, b.queue_position, c.queue_position) == (None, 0, 1)
+        assert len(fake.transports) == 3
+        assert [prompts(t) for t in fake.transports] == [["a"], [], []]
+        await b.abort()  # it waited for the governor: its prompt never went to the model
         assert c.queue_position == 0
         transcript = await b.result()
         assert isinstance(transcript.events[-1], Aborted)
-        assert transcript.events[-1].phase == "starting"
         await c.wait_ended()
-        assert len(fake.transports) == 2
+        assert [prompts(t) for t in fake.transports] == [["a"], [], ["c"]]
         assert f.statistics().waiting == 0
 
 
@@ -139,9 +147,11 @@ async def test_higher_priority_opens_start_first(autojump_clock: trio.testing.Mo
         await turn.text("ok")
 
     fake = FakeCLI(script)
-    config = GovernorConfig(max_live=1)
-    async with open_fleet(max_live=1, transport_factory=fake, config=CONFIG, governor=config) as f:
+    # Three CLIs warm up; the governor lets one prompt at a time go, the highest first.
+    config = GovernorConfig(max_live=3, initial_limit=1, increase_after=100)
+    async with open_fleet(max_live=3, transport_factory=fake, config=CONFIG, governor=config) as f:
         sessions = [await f.start(ExecuteParams(prompt="low 0"))]
+        await trio.testing.wait_all_tasks_blocked()
         sessions.append(await f.start(ExecuteParams(prompt="low 1")))
         sessions.append(await f.start(ExecuteParams(prompt="high"), priority=5))
         for fs in sessions:

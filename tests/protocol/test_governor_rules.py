@@ -80,6 +80,21 @@ def test_a_rejection_halves_the_limit_once_and_successes_raise_it_one_at_a_time(
     assert run_turn(gov, "s5", 3.0) == [LimitChanged(old=2, new=3, cause="succeeded")]
 
 
+def test_slow_start_raises_the_limit_every_success_until_the_first_rejection() -> None:
+    gov = rules(max_live=8, initial_limit=2, increase_after=5, decrease_interval=0.0)
+    for i in range(8):
+        gov.submit(f"s{i}")
+    assert started(gov.poll(0.0)) == ["s0", "s1"]
+    assert run_turn(gov, "s0", 1.0) == [LimitChanged(old=2, new=3, cause="succeeded")]
+    assert run_turn(gov, "s1", 1.0) == [LimitChanged(old=3, new=4, cause="succeeded")]
+    assert started(gov.poll(1.0)) == ["s2", "s3"]  # s0 and s1 still run: 4 at once
+    run_turn(gov, "s2", 2.0, api_error_status=429)  # 4 -> 2: slow start is over
+    assert gov.limit == 2
+    for t in range(4):  # now it takes increase_after (5) successes to raise it
+        assert run_turn(gov, "s3", 3.0 + t) == []
+    assert run_turn(gov, "s3", 7.0) == [LimitChanged(old=2, new=3, cause="succeeded")]
+
+
 def test_a_lowered_limit_holds_back_starts_until_fewer_run() -> None:
     gov = rules(max_live=4, default_retry_after=0.0)
     for key in "abcdef":
