@@ -438,6 +438,7 @@ class _Agent:
         request: UserInputRequest,
         scope: trio.CancelScope,
     ) -> None:
+        await trio.lowlevel.checkpoint()
         with scope:
             if request.source != "tool_permission":
                 # The protocol has no questions nor forms for an agent to ask: no answer.
@@ -457,9 +458,10 @@ class _Agent:
                         answer = {"decision": "deny", "message": "The editor's answer was invalid."}
                     else:
                         answer = permission_answer(chosen)
-            del session.asking[request.request_id]
-            with trio.CancelScope(shield=True):
-                await handle.answer(request.request_id, answer)
+            # None: resolved elsewhere (or cancelled) as the editor answered, nothing to send
+            if session.asking.pop(request.request_id, None) is not None:
+                with trio.CancelScope(shield=True):
+                    await handle.answer(request.request_id, answer)
 
     def _cancel(self, session_id: str) -> None:
         session = self._sessions.get(session_id)

@@ -172,9 +172,9 @@ def test_remote_sessions_outlive_the_editor_killed_mid_turn(tmp_path: Path) -> N
     started, gate, after = tmp_path / "started", tmp_path / "gate", tmp_path / "after"
     first, second = Editor(), Editor()
     env = agent_env({"CLAUDE_TRIO_TOKEN": TOKEN})
-    # the tool call runs until the test opens the gate (at most a minute)
+    # the tool call runs until the test opens the gate (a few minutes at most)
     command = (
-        f"#bash touch {started}; for i in $(seq 1200); do [ -e {gate} ] && break; "
+        f"#bash touch {started}; for i in $(seq 3000); do [ -e {gate} ] && break; "
         f"sleep 0.05; done; touch {after}"
     )
 
