@@ -35,6 +35,9 @@ Sections (all by default; pick with ``--only``):
   40 items at ``max_live=8`` with 1 s turns (20 items, 0.5 s turns with ``--quick``), the fleet
   with its governor vs without: wall time and its ratio to the ideal (items x turn / K plus
   the CLI's start-up), 429s served, CPU.
+* ``acp``: the editor face, ``claude-trio acp --offline`` as a subprocess: ``session/prompt`` to
+  the first ``agent_message_chunk`` vs ``claude-trio run --offline`` to its first text, and
+  ``session/cancel`` mid-tool to the ``cancelled`` answer vs ``abort()`` to the terminal event.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -57,7 +60,7 @@ from claude_trio.actors.children import sigterm_interrupts, terminated
 
 SECTIONS = (
     "hot", "traced", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency",
-    "redis", "fleetcost", "governor",
+    "redis", "fleetcost", "governor", "acp",
 )  # fmt: skip
 
 
@@ -113,6 +116,7 @@ def _run(argv: list[str] | None) -> int:
     parser.add_argument(
         "--cost-sessions", type=int, help="short sessions per side in the fleet's own cost"
     )
+    parser.add_argument("--acp-rounds", type=int, help="rounds of the editor face's bench")
     parser.add_argument("--cost-rounds", type=int, help="rounds of the fleet's own cost")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -219,6 +223,11 @@ def _run(argv: list[str] | None) -> int:
 
         print("\n[14] the fleet governor against a rate-limited account: with vs without")
         bench_governor.run(items=20 if quick else 40, turn=0.5 if quick else 1.0)
+    if "acp" in only:
+        import bench_acp
+
+        print("\n[15] the editor face: claude-trio acp --offline vs claude-trio run --offline")
+        bench_acp.run(rounds=args.acp_rounds or (3 if quick else 10))
     print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
 

@@ -108,6 +108,9 @@ class _Session:
     #: approval request id -> the scope of the task asking the editor
     asking: dict[str, trio.CancelScope] = attrs.field(factory=dict)
     seen_requests: set[str] = attrs.field(factory=set)
+    #: while a load replays a running turn: the requests seen so far and not resolved yet,
+    #: asked once the replay has caught up (None: not replaying, ask at once)
+    deferred: dict[str, UserInputRequest] | None = None
 
 
 @attrs.define(eq=False)
@@ -317,15 +320,22 @@ class _Agent:
         self, session: _Session, handle: SessionHandle, upto: int, ready: trio.Event
     ) -> None:
         session.running = True
+        session.deferred = {}
         try:
             async with trio.open_nursery() as asks, handle.subscribe(None) as events:
                 async for event in events:
                     await self._show(session, handle, event, asks)
-                    if event.seq >= upto:
+                    if event.seq >= upto and session.deferred is not None:
+                        # caught up: ask what is still waiting (one resolved during the
+                        # turn so far was answered already, it is not asked again)
+                        waiting, session.deferred = session.deferred, None
+                        for request in waiting.values():
+                            self._start_ask(session, handle, request, asks)
                         ready.set()
         finally:
             ready.set()
             session.running = False
+            session.deferred = None
 
     async def _find(self, session_id: str) -> SessionInfo | None:
         for info in await self._host.list():
@@ -396,16 +406,30 @@ class _Agent:
         for update in session.mapper.updates(event):
             await self._notify(session.id, update)
         if isinstance(event, UserInputRequest) and asks is not None:
-            if event.request_id in session.seen_requests:
-                return
-            session.seen_requests.add(event.request_id)
-            scope = trio.CancelScope()
-            session.asking[event.request_id] = scope
-            asks.start_soon(self._ask, session, handle, event, scope)
+            if session.deferred is not None:
+                session.deferred[event.request_id] = event
+            else:
+                self._start_ask(session, handle, event, asks)
         elif isinstance(event, UserInputResolved):
+            if session.deferred is not None:
+                session.deferred.pop(event.request_id, None)
             resolved = session.asking.pop(event.request_id, None)
             if resolved is not None:
                 resolved.cancel()  # resolved elsewhere: the editor's answer is dropped
+
+    def _start_ask(
+        self,
+        session: _Session,
+        handle: SessionHandle,
+        request: UserInputRequest,
+        asks: trio.Nursery,
+    ) -> None:
+        if request.request_id in session.seen_requests:
+            return
+        session.seen_requests.add(request.request_id)
+        scope = trio.CancelScope()
+        session.asking[request.request_id] = scope
+        asks.start_soon(self._ask, session, handle, request, scope)
 
     async def _ask(
         self,
@@ -414,6 +438,7 @@ class _Agent:
         request: UserInputRequest,
         scope: trio.CancelScope,
     ) -> None:
+        await trio.lowlevel.checkpoint()
         with scope:
             if request.source != "tool_permission":
                 # The protocol has no questions nor forms for an agent to ask: no answer.
@@ -433,9 +458,10 @@ class _Agent:
                         answer = {"decision": "deny", "message": "The editor's answer was invalid."}
                     else:
                         answer = permission_answer(chosen)
-            del session.asking[request.request_id]
-            with trio.CancelScope(shield=True):
-                await handle.answer(request.request_id, answer)
+            # None: resolved elsewhere (or cancelled) as the editor answered, nothing to send
+            if session.asking.pop(request.request_id, None) is not None:
+                with trio.CancelScope(shield=True):
+                    await handle.answer(request.request_id, answer)
 
     def _cancel(self, session_id: str) -> None:
         session = self._sessions.get(session_id)

@@ -102,6 +102,7 @@ class ScriptedHandle:
 class ScriptedHost:
     handle: ScriptedHandle = attrs.field(factory=ScriptedHandle)
     opened: list[tuple[ExecuteParams, str | None]] = attrs.field(factory=list)
+    infos: list[SessionInfo] = attrs.field(factory=list)
 
     async def open(self, params: ExecuteParams, *, label: str | None = None, **_: Any) -> Any:
         await trio.lowlevel.checkpoint()
@@ -117,7 +118,7 @@ class ScriptedHost:
 
     async def list(self) -> Sequence[SessionInfo]:
         await trio.lowlevel.checkpoint()
-        return []
+        return self.infos
 
 
 @attrs.define(eq=False)
@@ -208,6 +209,76 @@ async def test_an_approval_answered_elsewhere_drops_the_editors_request() -> Non
     assert (params.prompt, params.cwd, params.permission_mode) == ("go", "/w", "default")
     assert label is not None
     assert label.startswith("acp:")
+
+
+def approval(seq: int, n: int) -> UserInputRequest:
+    return UserInputRequest(
+        seq=seq,
+        request_id=f"r{n}",
+        source="tool_permission",
+        tool_name="Bash",
+        tool_input={"command": f"make {n}"},
+        tool_use_id=f"t{n}",
+    )
+
+
+async def test_a_load_of_a_running_turn_asks_only_what_still_waits(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    host = ScriptedHost()
+    host.infos.append(
+        SessionInfo(
+            session="h1",
+            label="acp:S",
+            owner=None,
+            state="live",
+            executions=1,
+            first_seq=1,
+            last_seq=4,
+            usage=Usage(),
+            created_at=0.0,
+            ended_at=None,
+        )
+    )
+    # the turn so far: one approval answered (by the editor that went away), one waiting
+    for event in (
+        TextDelta(seq=1, text="working"),
+        approval(2, 1),
+        UserInputResolved(seq=3, request_id="r1", outcome="answered"),
+        approval(4, 2),
+    ):
+        host.handle.add(event)
+    async with open_wire(host) as wire:
+        await wire.send(
+            {
+                "id": 7,
+                "method": "session/load",
+                "params": {"sessionId": "S", "cwd": "/w", "mcpServers": []},
+            }
+        )
+        asked: list[dict[str, Any]] = []
+        loaded = False
+        while not (loaded and asked):
+            message = await wire.receive()
+            if message.get("method") == "session/request_permission":
+                asked.append(message)
+            loaded = loaded or message.get("id") == 7
+        with trio.move_on_after(5):
+            extra = await wire.receive()
+            raise AssertionError(f"more than one request asked: {extra}")
+        (request,) = asked
+        assert request["params"]["toolCall"]["toolCallId"] == "t2"
+        await wire.send(
+            {
+                "id": request["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": "allow"}},
+            }
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        host.handle.add(UserInputResolved(seq=5, request_id="r2", outcome="answered"))
+        host.handle.add(result(6))
+        await trio.testing.wait_all_tasks_blocked()
+    assert host.handle.answers == [("r2", {"decision": "allow"})]
 
 
 async def test_cancel_aborts_and_the_prompt_answers_cancelled_at_once(

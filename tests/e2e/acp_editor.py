@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -34,6 +34,8 @@ class Editor:
     with ``choose(request)`` (an option id, or None to leave it pending until cancelled)."""
 
     choose: Callable[[schema.RequestPermissionRequest], str | None] = lambda _r: "allow"
+    #: when given, answers instead of ``choose`` (whenever it returns)
+    choose_async: Callable[[schema.RequestPermissionRequest], Awaitable[str]] | None = None
     updates: list[tuple[str, Any]] = attrs.field(factory=list)
     permissions: list[schema.RequestPermissionRequest] = attrs.field(factory=list)
     asked: asyncio.Event = attrs.field(factory=asyncio.Event)
@@ -48,7 +50,11 @@ class Editor:
         )
         self.permissions.append(request)
         self.asked.set()
-        option = self.choose(request)
+        option = (
+            await self.choose_async(request)
+            if self.choose_async is not None
+            else self.choose(request)
+        )
         if option is None:
             await asyncio.Event().wait()  # until cancelled
         return schema.RequestPermissionResponse(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, schema, text_block
-from acp_editor import TOKEN, Editor, agent_env, open_agent, open_server
+from acp_editor import COMMAND, TOKEN, Editor, agent_env, open_agent, open_server
 
 pytestmark = pytest.mark.e2e
 
@@ -169,35 +169,147 @@ def test_load_replays_a_finished_session(tmp_path: Path) -> None:
 
 
 def test_remote_sessions_outlive_the_editor_killed_mid_turn(tmp_path: Path) -> None:
+    started, gate, after = tmp_path / "started", tmp_path / "gate", tmp_path / "after"
     first, second = Editor(), Editor()
     env = agent_env({"CLAUDE_TRIO_TOKEN": TOKEN})
+    # the tool call runs until the test opens the gate (a few minutes at most)
+    command = (
+        f"#bash touch {started}; for i in $(seq 3000); do [ -e {gate} ] && break; "
+        f"sleep 0.05; done; touch {after}"
+    )
 
     async def scenario() -> None:
-        async with open_server() as url:
-            async with open_agent(first, "--remote", url, env=env) as (conn, _init):
+        async with open_server("--remote-tools", "all") as url:
+            async with open_agent(
+                first, "--remote", url, "--permission-mode", "default", env=env
+            ) as (conn, _init):
                 new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
                 prompt = asyncio.create_task(
-                    conn.prompt(session_id=new.session_id, prompt=[text_block("survive me")])
+                    conn.prompt(session_id=new.session_id, prompt=[text_block(command)])
                 )
-                await asyncio.wait_for(first.first_chunk.wait(), TURN)
-                # the editor (and its agent process) go away in the middle of the turn
+                await asyncio.wait_for(_until(started), TURN)
+                # the editor (and its agent process) go away in the middle of the tool call
             prompt.cancel()
             async with open_agent(second, "--remote", url, env=env) as (conn, _init):
                 await asyncio.wait_for(
                     conn.load_session(cwd=str(tmp_path), session_id=new.session_id, mcp_servers=[]),
                     TURN,
                 )
-                # the load shows the turn so far; a running turn goes on streaming: wait for
-                # its end, then the conversation continues in the same session
-                while "You said: survive me" not in second.text():  # noqa: ASYNC110
+                # the load found the turn still running (the command waits for the gate) ...
+                assert not after.exists()
+                at_load, text_at_load = second.kinds(), second.text()
+                gate.touch()
+                # ... and it goes on streaming to the new editor, to its end
+                while "(the tool said:" not in second.text():  # noqa: ASYNC110
                     await asyncio.sleep(0.05)
-                loaded = second.text()
+                assert after.exists()
+                loaded = second.kinds()
                 again = await _prompt(conn, new.session_id, "and now?")
                 assert again.stop_reason == "end_turn"
 
-        assert loaded == "Let me plan this first.You said: survive me"
-        assert second.text() == loaded + (
-            "Let me plan this first.You said: and now? (earlier in this conversation: survive me)"
-        )
+        # the load shows the turn so far exactly as the first editor saw it, the rest comes
+        # after it: each event once, in order
+        assert (at_load, text_at_load) == (first.kinds(), first.text())
+        assert at_load[-1] == "tool_call"
+        assert text_at_load == "Running Bash as asked."
+        rest = loaded[len(at_load) :]
+        assert rest[0] == "tool_call_update"
+        assert set(rest[1:]) == {"agent_message_chunk"}
+        # the approval the first editor gave is not asked again
+        assert len(first.permissions) == 1
+        assert second.permissions == []
+        updates = [u for _s, u in second.updates if isinstance(u, schema.ToolCallProgress)]
+        assert [u.status for u in updates] == ["completed"]
+        assert second.text().startswith("Running Bash as asked.")
 
     run(scenario)
+
+
+async def _until(path: Path) -> None:
+    while not path.exists():  # noqa: ASYNC110, ASYNC240 (a file another process makes)
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize(("option", "written"), [("allow", True), ("reject", False)])
+def test_a_remote_approval_through_the_server_is_the_editors_choice(
+    tmp_path: Path, option: str, written: bool
+) -> None:
+    target = tmp_path / "remote-note.txt"
+    editor = Editor(choose=lambda _request: option)
+    env = agent_env({"CLAUDE_TRIO_TOKEN": TOKEN})
+
+    async def scenario() -> None:
+        async with (
+            open_server("--remote-tools", "all") as url,
+            open_agent(editor, "--remote", url, "--permission-mode", "default", env=env) as (
+                conn,
+                _init,
+            ),
+        ):
+            new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            done = await _prompt(conn, new.session_id, f"#write {target}")
+            assert done.stop_reason == "end_turn"
+
+    run(scenario)
+    (request,) = editor.permissions
+    assert request.tool_call.title == f"Write {target}"
+    assert target.exists() is written
+    said = editor.text()
+    if written:
+        assert f"(the tool said: File created successfully at: {target}" in said
+    else:
+        assert "(the tool said: error: The user rejected this tool call in the editor.)" in said
+
+
+def test_an_approval_answered_in_the_inbox_resolves_the_editors_request(tmp_path: Path) -> None:
+    target = tmp_path / "inbox-note.txt"
+    release = asyncio.Event()
+    late: list[str] = []
+
+    async def hold(_request: schema.RequestPermissionRequest) -> str:
+        await release.wait()  # the editor's user answers only after the inbox did
+        late.append("allow")
+        return "allow"
+
+    editor = Editor(choose_async=hold)
+    env = agent_env({"CLAUDE_TRIO_TOKEN": TOKEN})
+
+    async def scenario() -> None:
+        async with (
+            open_server("--remote-tools", "all") as url,
+            open_agent(editor, "--remote", url, "--permission-mode", "default", env=env) as (
+                conn,
+                _init,
+            ),
+        ):
+            new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            prompt = asyncio.create_task(_prompt(conn, new.session_id, f"#write {target}"))
+            await asyncio.wait_for(editor.asked.wait(), TURN)
+            # the same request, answered first at a terminal: `claude-trio inbox` says no
+            inbox = await asyncio.create_subprocess_exec(
+                *COMMAND[:-1], "inbox", url, "--count", "1",
+                env=env,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            shown, errors = await asyncio.wait_for(
+                inbox.communicate(b"n\nnot from the editor\n"), TURN
+            )
+            assert inbox.returncode == 0, (shown, errors)
+            done = await prompt
+            assert done.stop_reason == "end_turn"
+            # the editor's own answer, late: dropped, the turn already went on without it
+            release.set()
+            await asyncio.sleep(0.5)
+            again = await _prompt(conn, new.session_id, "and then?")
+            assert again.stop_reason == "end_turn"
+            assert late == ["allow"]
+
+    run(scenario)
+    assert len(editor.permissions) == 1
+    assert not target.exists()
+    said = editor.text()
+    assert "(the tool said: error: not from the editor)" in said
+    updates = [u for _s, u in editor.updates if isinstance(u, schema.ToolCallProgress)]
+    assert [u.status for u in updates] == ["failed"]
