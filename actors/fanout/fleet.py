@@ -71,8 +71,6 @@ sessions it knows, draining) and its statistics. A session and its executions ar
 from __future__ import annotations
 
 import collections
-import enum
-import json
 import math
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping
@@ -83,6 +81,12 @@ import attrs
 import trio
 
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
+from claude_trio.actors.fanout.fleet_figures import (
+    FleetStatistics,
+    HostDescription,
+    HostLoad,
+    OwnerStatistics,
+)
 from claude_trio.actors.fanout.fleet_options import (
     SESSION_OPTIONS,
     check_session_options,
@@ -94,7 +98,12 @@ from claude_trio.actors.fanout.fleet_session import (
     SessionState,
     _Execution,
 )
-from claude_trio.actors.fanout.governor import Governor, GovernorFigures, budget_message
+from claude_trio.actors.fanout.governor import (
+    DEFAULT_GOVERNOR,
+    Governor,
+    _Default,
+    budget_refusal,
+)
 from claude_trio.actors.fanout.inbox import InboxChannel, InboxHub, MaySee
 from claude_trio.actors.fanout.owners import key_scope, principal_of
 from claude_trio.actors.fanout.subscription import (
@@ -164,59 +173,8 @@ __all__ = [
 ]
 
 
-class _Default(enum.Enum):
-    DEFAULT = "default"
-
-
-DEFAULT_GOVERNOR = _Default.DEFAULT
-"""``open_fleet(governor=DEFAULT_GOVERNOR)`` (the default): a governor with the settings of
-:class:`GovernorConfig`, which suit one API key, starting at a concurrency limit of
-``DEFAULT_START_LIMIT`` (slow start raises it turn by turn until the API pushes back)."""
-
 DEFAULT_REPLAY_BYTES = 8 * 2**20
 """Counted bytes a session's replay buffer keeps by default (``protocol/fanout/replay.py``)."""
-
-
-@attrs.frozen(kw_only=True)
-class FleetStatistics:
-    """``live``: sessions holding a slot (their CLI exists); ``waiting``: for a slot;
-    ``finished``: executions whose task is done (their CLI gone; remembered or not);
-    ``waiting`` counts the executions waiting for the governor's start too."""
-
-    live: int
-    waiting: int
-    finished: int
-    #: The governor's figures (None when the fleet has no governor).
-    governor: GovernorFigures | None = None
-
-
-@attrs.frozen(kw_only=True)
-class OwnerStatistics:
-    """One owner's sessions: ``live`` (holding a slot), ``waiting`` (for one), and ``active``
-    (started and not ended yet: live, waiting, or between the two)."""
-
-    live: int
-    waiting: int
-    active: int
-
-
-@attrs.frozen(kw_only=True)
-class HostLoad:
-    """How busy a served host is, overall (``total``) and for one owner (``owner``): what a
-    gateway's per-client and server limits count."""
-
-    total: FleetStatistics
-    owner: OwnerStatistics
-
-
-@attrs.frozen(kw_only=True)
-class HostDescription:
-    """What a gateway's ``hello`` says of the host it serves: its bounds by name (``limits``)
-    and, for a cluster, the summary of its workers (``cluster``; ``None`` for one process)."""
-
-    limits: Mapping[str, int]
-    cluster: Mapping[str, Any] | None = None
-    governor: GovernorFigures | None = None
 
 
 class Fleet:
@@ -583,7 +541,7 @@ class Fleet:
         if governor is None:
             return None
         figures = governor.check_budget(principal=principal_of(session.owner), label=session.label)
-        return None if figures is None else _refusal(figures)
+        return None if figures is None else budget_refusal(figures)
 
     def _ask_slot(self, session: FleetSession, x: _Execution) -> None:
         x.slot_asked = True
@@ -630,7 +588,7 @@ class Fleet:
     def _governor_refuse(self, x: _Execution, figures: BudgetFigures) -> None:
         session = self._governed_sessions.pop(x)
         self._not_waiting(session.owner)
-        session._refuse(x, _refusal(figures))  # its CLI is up: it is stopped
+        session._refuse(x, budget_refusal(figures))  # its CLI is up: it is stopped
 
     def _governor_abort(self, x: _Execution, figures: BudgetFigures) -> None:
         session = self._governed_sessions.get(x)
@@ -741,15 +699,6 @@ class Fleet:
         while len(self._idle) > self._keep_finished:
             forgotten, _ = self._idle.popitem(last=False)
             self._sessions.pop(forgotten, None)
-
-
-def _refusal(figures: BudgetFigures) -> Error:
-    return Error(
-        message=budget_message(figures),
-        code="budget_exhausted",
-        detail=json.dumps(attrs.asdict(figures)),
-        phase="init",
-    )
 
 
 @asynccontextmanager

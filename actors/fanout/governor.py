@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import collections
 import datetime
+import enum
+import json
 import logging
 import math
 import time
@@ -51,14 +53,16 @@ from claude_trio.protocol.fanout.governor import (
     Wait,
     signal_of,
 )
-from claude_trio.protocol.session.events import Event
+from claude_trio.protocol.session.events import Error, Event
 
 __all__ = [
+    "DEFAULT_GOVERNOR",
     "NOTICES_KEPT",
     "Governor",
     "GovernorFigures",
     "GovernorNotice",
     "GovernorState",
+    "budget_refusal",
 ]
 
 log = logging.getLogger("claude_trio.actors.fanout.governor")
@@ -317,3 +321,23 @@ def _budget_text(figures: BudgetFigures) -> str:
 def budget_message(figures: BudgetFigures) -> str:
     """What a refused open's error says."""
     return f"budget_exhausted: not started, the {_budget_text(figures)}"
+
+
+class _Default(enum.Enum):
+    DEFAULT = "default"
+
+
+DEFAULT_GOVERNOR = _Default.DEFAULT
+"""``open_fleet(governor=DEFAULT_GOVERNOR)`` (the default): a governor with the settings of
+:class:`GovernorConfig`, which suit one API key, starting at a concurrency limit of
+``DEFAULT_START_LIMIT`` (slow start raises it turn by turn until the API pushes back)."""
+
+
+def budget_refusal(figures: BudgetFigures) -> Error:
+    """The ``budget_exhausted`` error that ends a refused execution, with the figures."""
+    return Error(
+        message=budget_message(figures),
+        code="budget_exhausted",
+        detail=json.dumps(attrs.asdict(figures)),
+        phase="init",
+    )
