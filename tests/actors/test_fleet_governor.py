@@ -139,10 +139,10 @@ async def test_a_waiting_open_can_be_cancelled_and_gives_its_place_up(
 
 
 async def test_higher_priority_opens_start_first(autojump_clock: trio.testing.MockClock) -> None:
-    order: list[str] = []
+    order: list[tuple[str, float]] = []
 
     async def script(turn: FakeTurn) -> None:
-        order.append(turn.prompt)
+        order.append((turn.prompt, trio.current_time()))
         await turn.sleep(1.0)
         await turn.text("ok")
 
@@ -154,9 +154,14 @@ async def test_higher_priority_opens_start_first(autojump_clock: trio.testing.Mo
         await trio.testing.wait_all_tasks_blocked()
         sessions.append(await f.start(ExecuteParams(prompt="low 1")))
         sessions.append(await f.start(ExecuteParams(prompt="high"), priority=5))
+        await trio.testing.wait_all_tasks_blocked()
+        # Both wait behind "low 0", the later but higher one first in the queue.
+        assert [fs.queue_position for fs in sessions] == [None, 1, 0]
         for fs in sessions:
             await fs.wait_ended()
-    assert order == ["low 0", "high", "low 1"]
+    # "low 0"'s success raises the limit to two (slow start): both go at 1.0.
+    assert order[0] == ("low 0", 0.0)
+    assert sorted(order[1:]) == [("high", 1.0), ("low 1", 1.0)]
 
 
 async def test_without_a_governor_there_are_no_governor_figures(

@@ -43,7 +43,9 @@ async def next_change(inbox: InboxChannel) -> InboxChange:
 async def test_three_sessions_ask_at_once_and_each_resolution_is_announced(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    async with open_fleet(transport_factory=FakeCLI(bash_asker), max_live=4) as fleet:
+    # No governor: its slow start lets two first turns go at once, and these three ask at once.
+    fake = FakeCLI(bash_asker)
+    async with open_fleet(transport_factory=fake, max_live=4, governor=None) as fleet:
         async with fleet.inbox() as inbox:
             assert await next_change(inbox) == InboxSnapshot(items=())
             start = trio.current_time()
