@@ -68,9 +68,9 @@ from claude_trio.cli.args import (
     EXIT_SESSION_ERROR,
     EXIT_USAGE,
     NO_CREDENTIALS_MESSAGE,
-    governor_config,
     has_credentials,
 )
+from claude_trio.cli.number_args import governor_config
 from claude_trio.client import GatewayClient, connect_gateway
 from claude_trio.protocol.checks import check_int, check_number
 from claude_trio.protocol.errors import (

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from claude_trio.cli.args import build_parser, governor_config
+from claude_trio.cli.args import build_parser
+from claude_trio.cli.number_args import governor_config
 from claude_trio.protocol.fanout.governor import GovernorConfig
 
 

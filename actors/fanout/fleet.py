@@ -659,10 +659,14 @@ class Fleet:
         )
 
     def owner_statistics(self, owner: Hashable) -> OwnerStatistics:
-        """How many sessions of ``owner`` are live, waiting, and not ended."""
+        """How many sessions of ``owner`` are live, waiting (for a slot), and not ended. A
+        session whose CLI is up while its first turn waits for the governor is live (it holds
+        its slot; ``governor_waiting`` counts it), so a gateway's per-client limits count it
+        once."""
         return OwnerStatistics(
             live=self._slots.live_of(owner),
-            waiting=self._slots.waiting_of(owner) + self._governor_waiting.get(owner, 0),
+            waiting=self._slots.waiting_of(owner),
+            governor_waiting=self._governor_waiting.get(owner, 0),
             active=self._active.get(owner, 0),
         )
 

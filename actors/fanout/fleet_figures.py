@@ -34,6 +34,8 @@ class OwnerStatistics:
     live: int
     waiting: int
     active: int
+    #: Of the live ones, those whose first turn waits for the fleet's governor.
+    governor_waiting: int = 0
 
 
 @attrs.frozen(kw_only=True)

@@ -108,17 +108,13 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest
 
 from claude_trio.actors.fanout._websocket_private import run_reader, server_connection, wait_request
-from claude_trio.actors.fanout.gateway_connection import (
-    GOING_AWAY,
-    INTERNAL_ERROR,
-    _Client,
-    _Config,
-)
+from claude_trio.actors.fanout.gateway_connection import _Client
 from claude_trio.actors.fanout.gateway_http import (
     PrefixedStream,
     load_console_files,
     route_request,
 )
+from claude_trio.actors.fanout.gateway_records import GOING_AWAY, INTERNAL_ERROR, _Config
 from claude_trio.actors.fanout.hosts import ServedHost
 from claude_trio.actors.fanout.owners import GatewayOwner
 from claude_trio.actors.session.metrics import unwatch_gateway, watch_gateway

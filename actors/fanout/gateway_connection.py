@@ -29,10 +29,9 @@ propagates to the listener, which logs it and closes that connection only (1011)
 from __future__ import annotations
 
 import collections
-import importlib.metadata
 import logging
 from functools import partial
-from typing import Protocol, assert_never
+from typing import assert_never
 
 import attrs
 import trio
@@ -41,9 +40,18 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout._websocket_private import clip_reason, send_texts, text_frame
-from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired, Subscription
+from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired
 from claude_trio.actors.fanout.gateway_inbox import InboxFollower
-from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
+from claude_trio.actors.fanout.gateway_records import (
+    POLICY_VIOLATION,
+    PROTOCOL_ERROR,
+    WRITE_CHARS,
+    WRITE_FRAMES,
+    _Attached,
+    _Listener,
+    _version,
+)
+from claude_trio.actors.fanout.hosts import ServedSession
 from claude_trio.actors.fanout.owners import GatewayOwner, principal_of
 from claude_trio.actors.fanout.remote_paths import resolve_cwd, resolve_scope
 from claude_trio.actors.session.metrics import instruments
@@ -62,10 +70,7 @@ from claude_trio.protocol.errors import (
 )
 from claude_trio.protocol.fanout.codec import to_json_safe
 from claude_trio.protocol.fanout.remote import (
-    GatewayLimits,
     Principal,
-    RemotePolicy,
-    TokenBucket,
     open_refusal,
     permission_mode_refusal,
     remote_event,
@@ -107,65 +112,6 @@ from claude_trio.protocol.session.lifecycle import Accepted
 
 # A connection's lines are the gateway's: one logger for operators to configure.
 log = logging.getLogger("claude_trio.actors.fanout.gateway")
-
-# RFC 6455 7.4.1 close codes we send.
-GOING_AWAY = 1001
-PROTOCOL_ERROR = 1002
-POLICY_VIOLATION = 1008
-INTERNAL_ERROR = 1011
-
-# The writer sends the frames ready at once in one write to the socket, up to these bounds.
-WRITE_FRAMES = 256
-WRITE_CHARS = 256 * 1024
-
-
-@attrs.frozen(kw_only=True, repr=False)  # no repr: it holds the tokens
-class _Config:
-    """The gateway's settings, checked by ``serve_gateway``."""
-
-    fleet: ServedHost
-    #: Every token (UTF-8) with the principal it names.
-    tokens: tuple[tuple[bytes, Principal], ...]
-    allowed_origins: frozenset[str] | None
-    max_message_size: int
-    client_queue: int
-    policy: RemotePolicy
-    limits: GatewayLimits
-
-
-class _Notes(Protocol):
-    """Where a connection logs what may repeat (the listener's: once per cause, then counted)."""
-
-    def note(self, cause: str, detail: str = "", *, level: int = logging.WARNING) -> None: ...
-
-
-class _Listener(Protocol):
-    """What a connection uses of the listener that accepted it (``gateway._Server``)."""
-
-    @property
-    def config(self) -> _Config: ...
-
-    @property
-    def notices(self) -> _Notes: ...
-
-    def bucket(self, host: str) -> TokenBucket:
-        """The op budget of peer ``host`` (shared by its connections)."""
-        ...
-
-
-@attrs.define(eq=False)
-class _Attached:
-    """One session this client follows: its subscription and its place in the writer's turn."""
-
-    session_id: str
-    #: The session followed (the handle it was attached through, read again when its
-    #: execution ends: a continued one is followed on).
-    session: ServedSession
-    subscription: Subscription
-    ready: bool = False  # in the client's ready queue
-    #: The seq of the last event sent (a continued session is re-subscribed from it).
-    last_sent: int = 0
-
 
 class _Client:
     """One accepted websocket: a reader (ops in), a writer (replies, then events, out), a
@@ -804,10 +750,3 @@ class _Client:
             self._reply(ReplyFrame(id=op_id, ok=True))
         self._attached[session.id] = attached
         self._notify(attached)  # the replay is ready now
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("claude-trio")
-    except importlib.metadata.PackageNotFoundError:  # a source tree, not installed
-        return "unknown"

@@ -58,10 +58,10 @@ from claude_trio.cli.args import (
     EXIT_SESSION_ERROR,
     EXIT_USAGE,
     NO_CREDENTIALS_MESSAGE,
-    governor_config,
     has_credentials,
 )
 from claude_trio.cli.logs import configure_logging
+from claude_trio.cli.number_args import governor_config
 from claude_trio.protocol.errors import InvalidParamsError, ServeUsageError
 from claude_trio.protocol.fanout.governor import GovernorConfig
 from claude_trio.protocol.fanout.remote import Principal, check_token

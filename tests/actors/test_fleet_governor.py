@@ -58,7 +58,9 @@ async def test_a_sessions_429_pauses_the_starts_of_the_whole_fleet(
         later = [await fleet.start(ExecuteParams(prompt=f"later {i}")) for i in range(3)]
         await trio.testing.wait_all_tasks_blocked()
         assert [fs.queue_position for fs in later] == [0, 1, 2]
-        assert fleet.owner_statistics(None).waiting == 3
+        # Their CLIs are up (live), their first turns wait for the governor.
+        owner = fleet.owner_statistics(None)
+        assert (owner.waiting, owner.governor_waiting) == (0, 3)
         for fs in [first, *later]:
             await fs.wait_ended()
         notices = [n.kind for n in fleet.governor.notices()] if fleet.governor else []

@@ -80,7 +80,8 @@ async def test_hello_says_who_the_server_is_who_you_are_and_what_it_allows() -> 
     assert hello.limits["max_message_size"] == 64 * 1024
     # the fleet's governor (on by default), its figures in wall-clock time
     assert hello.governor is not None
-    assert (hello.governor.limit, hello.governor.max_live, hello.governor.paused) == (3, 3, False)
+    # (the default governor starts at two turns at once: slow start raises it from there)
+    assert (hello.governor.limit, hello.governor.max_live, hello.governor.paused) == (2, 3, False)
     assert hello.policy == {
         "remote_tools": "read-only",
         "cwd_root_set": False,
