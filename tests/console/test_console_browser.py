@@ -145,8 +145,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     tokens.chmod(0o600)
     stderr = (root / "serve.stderr").open("wb")
     process = subprocess.Popen(
+        # No governor: its slow start lets two first turns run at once, and a turn waiting for
+        # a person holds its place, so a third session asking at once would wait behind them.
         [sys.executable, "-m", "claude_trio.cli", "serve", "--offline", "--remote-tools", "all",
-         "--port", "0", "--tokens", str(tokens), "--cwd-root", str(work), "--drain-grace", "1"],
+         "--port", "0", "--tokens", str(tokens), "--cwd-root", str(work), "--drain-grace", "1",
+         "--no-governor"],
         env=command_env({}),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -42,7 +42,11 @@ async def test_a_remote_batch_gives_every_result_once_even_at_the_server_s_limit
 
     with trio.fail_after(30):
         async with (
-            gateway(fake, limits=limits, allowed_origins=None) as (fleet, port),
+            # No governor: this is about the server's per-client limits, and the governor's
+            # slow start would keep sessions open longer than the batch's quick retries wait.
+            gateway(
+                fake, limits=limits, allowed_origins=None, fleet_options={"governor": None}
+            ) as (fleet, port),
             connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=FAST) as gw,
         ):
             report = await run_batch(
