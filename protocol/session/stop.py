@@ -64,7 +64,8 @@ Rules:
    ``deadline_passed("settle")`` first kills it with a ``cli_timeout`` error: ``KILLED``.
 7. ``teardown(keep_cli=...)``: the session is done with the CLI (once). From ``LIVE`` it starts
    the stop of rule 3 without touching the execution (it ended already, or is being left).
-   A ``SETTLED`` CLI is then given back (``keep_cli``: a pool's warm CLI stays ``SETTLED``) or
+   A ``SETTLED`` CLI is then given back (``keep_cli``, only for a ``reusable`` one: a pool's
+   warm CLI stays ``SETTLED``; asked of another, it is a ``LocalProtocolError``) or
    let exit on the end of its input (:class:`EndInput`, the ``exit`` deadline: ``EXITING``),
    also when it settles only later. A CLI that will not be given back (not ``reusable``, or
    torn down without ``keep_cli``) has its input ended as soon as it confirmed the interrupt
@@ -415,6 +416,11 @@ class StopMachine:
         self._check(_I.TEARDOWN)
         if self.torn_down:
             raise LocalProtocolError("teardown() twice: the session tears its CLI down once")
+        if keep_cli and self.connected and not self.reusable:
+            raise LocalProtocolError(
+                "teardown(keep_cli=True) of a CLI that is not reusable: only a pool's CLI"
+                " (cli_connected(reusable=True)) is given back; its input may have ended already"
+            )
         self.torn_down = True
         self.keep_cli = keep_cli
         actions: list[StopAction] = []

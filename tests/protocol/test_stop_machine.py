@@ -39,33 +39,34 @@ STOP_STARTED = [
 ]
 
 
-def running(*, connected: bool = True) -> StopMachine:
-    """A machine whose execution runs (the prompt went out) and whose CLI is connected."""
+def running(*, connected: bool = True, reusable: bool = False) -> StopMachine:
+    """A machine whose execution runs (the prompt went out) and whose CLI is connected
+    (``reusable``: a pool's CLI)."""
     lifecycle = ExecutionLifecycle()
     lifecycle.push("prompt")
     lifecycle.started()
     machine = StopMachine(lifecycle)
     if connected:
-        assert machine.cli_connected() == []
+        assert machine.cli_connected(reusable=reusable) == []
     return machine
 
 
-def interrupting() -> StopMachine:
-    machine = running()
+def interrupting(*, reusable: bool = False) -> StopMachine:
+    machine = running(reusable=reusable)
     machine.abort("aborted")
     assert machine.phase is P.INTERRUPTING
     return machine
 
 
-def settling() -> StopMachine:
-    machine = interrupting()
+def settling(*, reusable: bool = False) -> StopMachine:
+    machine = interrupting(reusable=reusable)
     machine.interrupt_answered(still_queued=False, turn_open=True)
     assert machine.phase is P.SETTLING
     return machine
 
 
-def settled() -> StopMachine:
-    machine = settling()
+def settled(*, reusable: bool = False) -> StopMachine:
+    machine = settling(reusable=reusable)
     machine.cli_reported("idle")
     assert machine.phase is P.SETTLED
     return machine
@@ -415,14 +416,27 @@ def test_rule_7_a_settled_cli_exits_on_the_end_of_its_input_or_is_killed() -> No
 
 
 def test_rule_7_a_pool_s_cli_is_given_back_settled() -> None:
-    machine = settled()
+    machine = settled(reusable=True)
+    assert not machine.input_ended
     assert machine.teardown(keep_cli=True) == []
     assert machine.phase is P.SETTLED
     assert machine.finished
-    pooled = running()
+    pooled = running(reusable=True)
     pooled.lifecycle.finish("completed")
     assert pooled.teardown(keep_cli=True) == []
     assert pooled.finished
+
+
+def test_rule_7_only_a_pool_s_cli_is_given_back() -> None:
+    # A CLI that is not reusable had its input ended once it confirmed: keeping it would give
+    # back a CLI that is exiting.
+    machine = settling()
+    assert machine.input_ended
+    with pytest.raises(LocalProtocolError, match="not reusable"):
+        machine.teardown(keep_cli=True)
+    assert not machine.torn_down
+    assert machine.teardown() == []
+    assert machine.torn_down
 
 
 def test_rule_7_teardown_without_a_cli_is_over_at_once_and_happens_once() -> None:
@@ -430,7 +444,7 @@ def test_rule_7_teardown_without_a_cli_is_over_at_once_and_happens_once() -> Non
     assert machine.teardown() == []
     assert machine.phase is P.GONE
     assert machine.finished
-    settled_pool = settled()
+    settled_pool = settled(reusable=True)
     settled_pool.teardown(keep_cli=True)
     with pytest.raises(LocalProtocolError, match="teardown\\(\\) twice"):
         settled_pool.teardown()
@@ -609,7 +623,19 @@ class StopMachineRun(RuleBasedStateMachine):
     @precondition(lambda self: takes(self, StopInput.TEARDOWN) and not self.machine.torn_down)
     @rule(keep_cli=st.booleans())
     def tear_down(self, keep_cli: bool) -> None:
-        self.feed(StopInput.TEARDOWN, lambda: self.machine.teardown(keep_cli=keep_cli))
+        machine = self.machine
+        if keep_cli and machine.connected and not machine.reusable:
+            # Only a pool's CLI is given back (rule 7): refused, and nothing changes.
+            phase, input_ended = machine.phase, machine.input_ended
+            with pytest.raises(LocalProtocolError, match="not reusable"):
+                machine.teardown(keep_cli=True)
+            assert (machine.phase, machine.input_ended, machine.torn_down) == (
+                phase,
+                input_ended,
+                False,
+            )
+            return
+        self.feed(StopInput.TEARDOWN, lambda: machine.teardown(keep_cli=keep_cli))
 
     @precondition(lambda self: takes(self, StopInput.INTERRUPT_ANSWERED))
     @rule(still_queued=st.booleans(), turn_open=st.booleans())
