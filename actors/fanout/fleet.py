@@ -148,7 +148,13 @@ from claude_trio.protocol.fanout.idempotency import (
 from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES
 from claude_trio.protocol.fanout.slots import SlotQueue
 from claude_trio.protocol.fanout.wire import SessionInfo, params_to_json
-from claude_trio.protocol.session.events import Error, Event, Result
+from claude_trio.protocol.session.events import (
+    Error,
+    Event,
+    Result,
+    UserInputRequest,
+    UserInputResolved,
+)
 
 __all__ = [
     "DEFAULT_GOVERNOR",
@@ -610,6 +616,10 @@ class Fleet:
             # The governed turn is over: its place under the limit is free now, not once
             # its CLI has exited (later turns of the execution are not held back).
             governor.execution_ended(x)
+        elif isinstance(event, UserInputRequest):
+            governor.person_asked(x, event.request_id)
+        elif isinstance(event, UserInputResolved):
+            governor.person_answered(x, event.request_id)
         else:
             governor.signal(event)
 

@@ -475,9 +475,11 @@ class FleetSession:
                         asked_at=InboxHub.now(),
                     )
                 )
+                self._fleet._governed(x, event)
             case UserInputResolved():
                 self._pending.pop(event.request_id, None)
                 self._fleet._inbox.resolved(self.id, event.request_id, event.outcome)
+                self._fleet._governed(x, event)
             case Result():
                 if event.session_id:
                     self.claude_session_id = event.session_id

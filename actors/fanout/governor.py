@@ -107,6 +107,10 @@ class GovernorState(Protocol[K]):
         error: str | None = None,
     ) -> list[Notice]: ...
 
+    def person_asked(self, key: K, request_id: str) -> None: ...
+
+    def person_answered(self, key: K, request_id: str) -> None: ...
+
     def execution_ended(self, key: K) -> None: ...
 
     def poll(self, now: float) -> list[Decision[K]]: ...
@@ -215,6 +219,18 @@ class Governor(Generic[K]):
             )
         )
 
+    def person_asked(self, key: K, request_id: str) -> None:
+        """A started execution waits for a person (an approval, a question): it gives its
+        place under the limit back until answered (the rules' rule 7)."""
+        if key in self._running:
+            self.state.person_asked(key, request_id)
+            self._wake.set()
+
+    def person_answered(self, key: K, request_id: str) -> None:
+        """A request :meth:`person_asked` told of is resolved: the execution counts again."""
+        if key in self._running:
+            self.state.person_answered(key, request_id)
+
     def execution_ended(self, key: K) -> None:
         """A started execution is over (its CLI gone)."""
         if key in self._running:
@@ -247,6 +263,7 @@ class Governor(Generic[K]):
             budget_usd=s.budget_usd,
             overshoot_usd=s.overshoot_usd,
             last_notice=self._notices[-1].message if self._notices else None,
+            asking=s.asking,
         )
 
     # -- the task -------------------------------------------------------------------------------

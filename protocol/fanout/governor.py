@@ -63,6 +63,13 @@ Rules:
    the waiting opens of exhausted scopes, aborts what rule 4 aborts, then starts opens while
    rules 1-3 allow, and ends with one :class:`Wait` naming what it waits for (``paused``,
    ``spacing``: a time; ``concurrency``: an execution's end) or :class:`Idle` (nothing waits).
+7. **A turn waiting for a person gives its place back.** While a running execution has a
+   user-input request pending (an approval, a question, an elicitation:
+   :meth:`~GovernorRules.person_asked` until :meth:`~GovernorRules.person_answered`), its CLI
+   makes no model request, so it does not count against ``limit``: an interactive session
+   waiting for its approval does not hold back the others. Once answered it counts again, at
+   once (its turn goes on; the answer is never held), so the executions counted can pass
+   ``limit`` for a while; starts then wait until fewer run (rule 1).
 """
 
 from __future__ import annotations
@@ -281,7 +288,8 @@ class Resumed:
 @attrs.frozen(kw_only=True)
 class Wait:
     """Opens wait: for ``until`` (``paused``, ``spacing``) or, with ``until=None``, for an
-    execution to end (``concurrency``). Call ``poll`` again then, or on any input."""
+    execution to end or to wait for a person (``concurrency``). Call ``poll`` again then, or on
+    any input."""
 
     until: float | None
     reason: Literal["paused", "spacing", "concurrency"]
@@ -337,6 +345,7 @@ class GovernorStatistics:
     spent_usd: float
     budget_usd: float | None
     overshoot_usd: float
+    asking: int = 0
 
 
 @attrs.frozen(kw_only=True)
@@ -346,7 +355,8 @@ class GovernorFigures:
     ``limit`` (at most ``max_live``), executions ``running`` under it and ``waiting`` for a
     start, whether starts are ``paused`` and until when (``resumes_at``, seconds since the
     epoch), counts of starts, refusals and rejections seen, the fleet's spend and budget, the
-    overshoot past it, and the latest notice."""
+    overshoot past it, the latest notice, and how many running executions wait for a person
+    (``asking``, rule 7)."""
 
     limit: int
     max_live: int
@@ -361,6 +371,8 @@ class GovernorFigures:
     budget_usd: float | None
     overshoot_usd: float
     last_notice: str | None = None
+    asking: int = 0
+    """Of ``running``, those waiting for a person, not counted against ``limit``."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,6 +406,7 @@ class GovernorRules(Generic[K]):
         self._waiting: dict[K, _Open] = {}
         self._turns: list[Hashable] = []  # owners with waiting opens, whose turn is next first
         self._running: dict[K, _Open] = {}
+        self._asking: dict[K, set[str]] = {}  # running keys -> their pending request ids
         self._aborted: set[K] = set()
         self._seq = 0
         self._spent_fleet = 0.0
@@ -423,6 +436,17 @@ class GovernorRules(Generic[K]):
     def waiting(self) -> int:
         return len(self._waiting)
 
+    @property
+    def counted(self) -> int:
+        """The running executions counted against ``limit``: those not waiting for a person
+        (rule 7)."""
+        return len(self._running) - len(self._asking)
+
+    @property
+    def asking(self) -> frozenset[K]:
+        """The running executions waiting for a person (rule 7)."""
+        return frozenset(self._asking)
+
     def position(self, key: K) -> int | None:
         """``key``'s place in the start order of the waiting opens (0: next); None when it
         does not wait."""
@@ -445,6 +469,7 @@ class GovernorRules(Generic[K]):
             max_live=self.config.max_live,
             running=len(self._running),
             waiting=len(self._waiting),
+            asking=len(self._asking),
             paused_until=self._paused_until,
             starts=self._starts,
             refusals=self._refusals,
@@ -560,10 +585,27 @@ class GovernorRules(Generic[K]):
                     notices.append(LimitChanged(old=old, new=self._limit, cause="succeeded"))
         return notices
 
+    def person_asked(self, key: K, request_id: str) -> None:
+        """``key``'s running execution waits for a person's answer to ``request_id`` (rule 7);
+        an execution that is not running under the governor is not counted anyway."""
+        if key in self._running:
+            self._asking.setdefault(key, set()).add(request_id)
+
+    def person_answered(self, key: K, request_id: str) -> None:
+        """``request_id`` of ``key`` is resolved (answered, expired, withdrawn...): once none is
+        pending the execution counts against the limit again (rule 7)."""
+        pending = self._asking.get(key)
+        if pending is None:
+            return
+        pending.discard(request_id)
+        if not pending:
+            del self._asking[key]
+
     def execution_ended(self, key: K) -> None:
         """``key``'s execution ended (its slot is free)."""
         if self._running.pop(key, None) is None:
             raise KeyError(f"{key!r} is not running under the governor")
+        self._asking.pop(key, None)
         self._aborted.discard(key)
 
     # -- decisions ----------------------------------------------------------------------------
@@ -591,7 +633,7 @@ class GovernorRules(Generic[K]):
             if self._paused_until is not None:
                 out.append(Wait(until=self._paused_until, reason="paused"))
                 return out
-            if len(self._running) >= self._limit:
+            if self.counted >= self._limit:
                 out.append(Wait(until=None, reason="concurrency"))
                 return out
             ready = self._bucket.ready_at(now)

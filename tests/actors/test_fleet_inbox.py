@@ -43,9 +43,10 @@ async def next_change(inbox: InboxChannel) -> InboxChange:
 async def test_three_sessions_ask_at_once_and_each_resolution_is_announced(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    # No governor: its slow start lets two first turns go at once, and these three ask at once.
+    # The default governor lets two first turns go at once (slow start); a turn waiting for a
+    # person gives its place back, so the third asks at once too.
     fake = FakeCLI(bash_asker)
-    async with open_fleet(transport_factory=fake, max_live=4, governor=None) as fleet:
+    async with open_fleet(transport_factory=fake, max_live=4) as fleet:
         async with fleet.inbox() as inbox:
             assert await next_change(inbox) == InboxSnapshot(items=())
             start = trio.current_time()
@@ -55,6 +56,9 @@ async def test_three_sessions_ask_at_once_and_each_resolution_is_announced(
             arrivals = [await next_change(inbox) for _ in range(3)]
             assert all(isinstance(change, InboxArrived) for change in arrivals)
             assert trio.current_time() == start  # the requests are asked at once
+            figures = fleet.statistics().governor
+            assert figures is not None
+            assert (figures.limit, figures.running, figures.asking) == (2, 3, 3)
             # A second consumer's snapshot holds all three, in the order they arrived.
             async with fleet.inbox() as second:
                 snapshot = await next_change(second)

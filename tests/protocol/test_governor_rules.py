@@ -121,6 +121,47 @@ def test_the_limit_never_drops_below_one() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Rule 7: a turn waiting for a person gives its place back
+
+
+def test_an_execution_waiting_for_a_person_does_not_count_against_the_limit() -> None:
+    gov = rules(max_live=4, initial_limit=2)
+    for key in "abcd":
+        gov.submit(key)
+    assert started(gov.poll(0.0)) == ["a", "b"]
+    gov.person_asked("a", "r1")
+    gov.person_asked("a", "r2")  # two requests at once: it waits until both are resolved
+    assert (gov.counted, gov.asking) == (1, frozenset({"a"}))
+    assert started(gov.poll(0.0)) == ["c"]
+    gov.person_answered("a", "r1")
+    assert gov.counted == 2  # still waiting for r2
+    gov.person_answered("a", "r2")
+    # answered, it counts again at once: three counted over a limit of two, so d waits
+    assert gov.counted == 3
+    assert gov.poll(0.0)[-1] == Wait(until=None, reason="concurrency")
+    gov.execution_ended("b")
+    assert gov.poll(0.0)[-1] == Wait(until=None, reason="concurrency")
+    gov.execution_ended("c")
+    assert started(gov.poll(0.0)) == ["d"]
+    assert gov.statistics().asking == 0
+
+
+def test_only_running_executions_are_asked_for_and_an_end_forgets_the_requests() -> None:
+    gov = rules(max_live=1)
+    gov.submit("a")
+    gov.submit("b")
+    gov.person_asked("b", "r1")  # waiting for its start: not running, nothing to give back
+    assert gov.asking == frozenset()
+    assert started(gov.poll(0.0)) == ["a"]
+    gov.person_asked("a", "r1")
+    assert started(gov.poll(0.0)) == ["b"]
+    gov.execution_ended("a")  # ended with r1 pending (aborted, say)
+    assert gov.asking == frozenset()
+    gov.person_answered("a", "r1")  # a late resolution of an ended execution changes nothing
+    assert gov.counted == 1
+
+
+# ---------------------------------------------------------------------------------------------
 # Rules 2 and 3: the pause, its jitter, the staggered resume
 
 
@@ -424,7 +465,9 @@ class GovernorMachine(RuleBasedStateMachine):
         assert not any(isinstance(d, Wait | Idle) for d in decisions[:-1])
         keys = started(decisions)
         if keys:
-            assert len(self.gov.running) <= self.gov.limit <= self.MAX_LIVE
+            # Counted: the running executions not waiting for a person (rule 7).
+            assert self.gov.counted <= self.gov.limit <= self.MAX_LIVE
+            assert self.gov.counted == len(self.gov.running - self.gov.asking)
             assert self.gov.paused_until is None
             assert self.reached_with is None, "a start after the budget was reached"
         for d in decisions:
@@ -488,6 +531,19 @@ class GovernorMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def end(self, data: st.DataObject) -> None:
         self.gov.execution_ended(data.draw(st.sampled_from(sorted(self.gov.running))))
+        self.poll()
+
+    @precondition(lambda self: bool(self.gov.running))
+    @rule(data=st.data(), request=st.sampled_from(["r1", "r2"]))
+    def person_asked(self, data: st.DataObject, request: str) -> None:
+        self.gov.person_asked(data.draw(st.sampled_from(sorted(self.gov.running))), request)
+        assert self.gov.asking <= self.gov.running
+        self.poll()
+
+    @precondition(lambda self: bool(self.gov.asking))
+    @rule(data=st.data(), request=st.sampled_from(["r1", "r2"]))
+    def person_answered(self, data: st.DataObject, request: str) -> None:
+        self.gov.person_answered(data.draw(st.sampled_from(sorted(self.gov.asking))), request)
         self.poll()
 
     @rule(
