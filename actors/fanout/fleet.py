@@ -98,12 +98,7 @@ from claude_trio.actors.fanout.fleet_session import (
     SessionState,
     _Execution,
 )
-from claude_trio.actors.fanout.governor import (
-    DEFAULT_GOVERNOR,
-    Governor,
-    _Default,
-    budget_refusal,
-)
+from claude_trio.actors.fanout.governor import Governor, budget_refusal
 from claude_trio.actors.fanout.inbox import InboxChannel, InboxHub, MaySee
 from claude_trio.actors.fanout.owners import key_scope, principal_of
 from claude_trio.actors.fanout.subscription import (
@@ -133,8 +128,10 @@ from claude_trio.protocol.errors import (
     UnknownSessionError,
 )
 from claude_trio.protocol.fanout.governor import (
+    DEFAULT_GOVERNOR,
     DEFAULT_START_LIMIT,
     BudgetFigures,
+    DefaultGovernor,
     GovernorConfig,
     GovernorRules,
 )
@@ -723,7 +720,7 @@ async def open_fleet(
     replay_bytes: int = DEFAULT_REPLAY_BYTES,
     keep_finished: int = 256,
     idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
-    governor: GovernorConfig | _Default | None = DEFAULT_GOVERNOR,
+    governor: GovernorConfig | DefaultGovernor | None = DEFAULT_GOVERNOR,
     budget_usd: float | None = None,
     governor_random: Callable[[], float] = random.random,
     **session_options: Any,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import collections
 import datetime
-import enum
 import json
 import logging
 import math
@@ -37,6 +36,7 @@ import attrs
 import trio
 
 from claude_trio.protocol.fanout.governor import (
+    DEFAULT_GOVERNOR,
     Abort,
     BudgetFigures,
     BudgetReached,
@@ -338,16 +338,6 @@ def _budget_text(figures: BudgetFigures) -> str:
 def budget_message(figures: BudgetFigures) -> str:
     """What a refused open's error says."""
     return f"budget_exhausted: not started, the {_budget_text(figures)}"
-
-
-class _Default(enum.Enum):
-    DEFAULT = "default"
-
-
-DEFAULT_GOVERNOR = _Default.DEFAULT
-"""``open_fleet(governor=DEFAULT_GOVERNOR)`` (the default): a governor with the settings of
-:class:`GovernorConfig`, which suit one API key, starting at a concurrency limit of
-``DEFAULT_START_LIMIT`` (slow start raises it turn by turn until the API pushes back)."""
 
 
 def budget_refusal(figures: BudgetFigures) -> Error:

@@ -74,6 +74,7 @@ Rules:
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
@@ -87,11 +88,13 @@ from claude_trio.protocol.fanout.remote import TokenBucket
 from claude_trio.protocol.session.events import Event, Passthrough, Retry, WarningEvent
 
 __all__ = [
+    "DEFAULT_GOVERNOR",
     "DEFAULT_START_LIMIT",
     "REJECTED_STATUSES",
     "Abort",
     "BudgetFigures",
     "BudgetReached",
+    "DefaultGovernor",
     "GovernorConfig",
     "GovernorFigures",
     "GovernorRules",
@@ -116,6 +119,18 @@ DEFAULT_START_LIMIT = 2
 
 #: API statuses that mean "slow down": rate limited, overloaded.
 REJECTED_STATUSES = frozenset({429, 529})
+
+
+class DefaultGovernor(enum.Enum):
+    """The type of :data:`DEFAULT_GOVERNOR`."""
+
+    DEFAULT = "default"
+
+
+DEFAULT_GOVERNOR = DefaultGovernor.DEFAULT
+"""``open_fleet(governor=DEFAULT_GOVERNOR)`` (the default): a governor with the settings of
+:class:`GovernorConfig`, which suit one API key, starting at a concurrency limit of
+:data:`DEFAULT_START_LIMIT` (slow start raises it turn by turn until the API pushes back)."""
 
 
 def _budget(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
