@@ -26,10 +26,15 @@ Rules:
    Until the first rejection every successful turn raises it by one (slow start, as TCP
    does: a fleet opened with a low ``initial_limit`` finds the account's limit in a few
    turns); after it, every ``increase_after`` successful turns raise it by one (additive
-   increase); a rejection
+   increase). A rejection that follows a raise is a failed probe: the successful turns the next
+   raise waits for double (up to ``PROBE_BACKOFF_MAX`` times ``increase_after``), so a fleet
+   at the account's limit does not knock on it every few turns; they are ``increase_after``
+   again once a raised limit held until the next raise. A rejection
    (rule 2) multiplies it by ``decrease_factor``, rounded down, at most once per
    ``decrease_interval`` seconds (multiplicative decrease: the ten sessions that see the same
-   429 lower it once, not ten times). A lowered limit stops no running execution; it only holds
+   429 lower it once, not ten times), and not while more executions run than the limit (the
+   executions over a lowered limit are the push-back it already answered: their retries do not
+   lower it again). A lowered limit stops no running execution; it only holds
    back starts until fewer run.
 2. **A shared pause on a rejection.** A rejection is a ``rate_limit_event`` with status
    ``rejected``, an ``api_retry`` for status 429 or 529 (or whose error is ``rate_limit`` or
@@ -90,6 +95,7 @@ from claude_trio.protocol.session.events import Event, Passthrough, Retry, Warni
 __all__ = [
     "DEFAULT_GOVERNOR",
     "DEFAULT_START_LIMIT",
+    "PROBE_BACKOFF_MAX",
     "REJECTED_STATUSES",
     "Abort",
     "BudgetFigures",
@@ -116,6 +122,10 @@ K = TypeVar("K", bound=Hashable)
 #: The first concurrency limit of the governor a fleet, ``serve`` and ``batch`` get by default
 #: (slow start, rule 1, raises it turn by turn until the API pushes back).
 DEFAULT_START_LIMIT = 2
+
+#: How many times ``increase_after`` successful turns a raise waits for at most after failed
+#: probes (rule 1).
+PROBE_BACKOFF_MAX = 16
 
 #: API statuses that mean "slow down": rate limited, overloaded.
 REJECTED_STATUSES = frozenset({429, 529})
@@ -154,8 +164,8 @@ class GovernorConfig:
 
     max_live: int = attrs.field(validator=positive_int)
     initial_limit: int | None = attrs.field(default=None, validator=optional(positive_int))
-    increase_after: int = attrs.field(default=5, validator=positive_int)
-    decrease_factor: float = attrs.field(default=0.5, validator=_fraction)
+    increase_after: int = attrs.field(default=10, validator=positive_int)
+    decrease_factor: float = attrs.field(default=0.7, validator=_fraction)
     decrease_interval: float = attrs.field(
         default=1.0, validator=validator(check_number, minimum=0)
     )
@@ -165,7 +175,7 @@ class GovernorConfig:
         default=1.0, validator=validator(check_number, minimum=0)
     )
     max_pause: float = attrs.field(default=300.0, validator=validator(check_number, minimum=0))
-    resume_jitter: float = attrs.field(default=1.0, validator=validator(check_number, minimum=0))
+    resume_jitter: float = attrs.field(default=0.5, validator=validator(check_number, minimum=0))
     budget_usd: float | None = attrs.field(default=None, validator=optional(_budget))
     principal_budgets_usd: Mapping[str, float] = attrs.field(factory=dict, validator=_budgets)
     label_budgets_usd: Mapping[str, float] = attrs.field(factory=dict, validator=_budgets)
@@ -415,6 +425,8 @@ class GovernorRules(Generic[K]):
         self._random = random
         self._limit = config.initial_limit or config.max_live
         self._successes = 0
+        self._raise_after = config.increase_after  # successes the next raise waits for
+        self._raised = False  # raised since the last decrease: a rejection is a failed probe
         self._last_decrease: float | None = None
         self._paused_until: float | None = None
         self._bucket = TokenBucket(rate=config.starts_per_second, burst=config.start_burst, now=now)
@@ -593,9 +605,12 @@ class GovernorRules(Generic[K]):
         elif api_error_status is None and error is None:
             self._successes += 1
             # Slow start: until the first rejection every success raises the limit.
-            if self._rejections == 0 or self._successes >= self.config.increase_after:
+            if self._rejections == 0 or self._successes >= self._raise_after:
                 self._successes = 0
                 if self._limit < self.config.max_live:
+                    if self._raised:  # the last raise held until this one
+                        self._raise_after = self.config.increase_after
+                    self._raised = True
                     old, self._limit = self._limit, self._limit + 1
                     notices.append(LimitChanged(old=old, new=self._limit, cause="succeeded"))
         return notices
@@ -678,9 +693,16 @@ class GovernorRules(Generic[K]):
             self._paused_until = until
             notices.append(Paused(until=until, cause=cause))
         last = self._last_decrease
-        if last is None or now - last >= self.config.decrease_interval:
+        recent = last is not None and now - last < self.config.decrease_interval
+        # More running than the limit: a decrease was made and the executions over it still
+        # run; their push-back is the one it answered (no cascade down to one).
+        if not recent and self.counted <= self._limit:
             self._last_decrease = now
             self._successes = 0
+            if self._raised:  # a failed probe: the next raise waits twice as long
+                cap = PROBE_BACKOFF_MAX * self.config.increase_after
+                self._raise_after = min(cap, 2 * self._raise_after)
+                self._raised = False
             new = max(1, math.floor(self._limit * self.config.decrease_factor))
             if new != self._limit:
                 old, self._limit = self._limit, new

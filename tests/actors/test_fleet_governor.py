@@ -5,6 +5,7 @@ opens show their position and can be cancelled, and ``governor=None`` turns it o
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 import pytest
@@ -200,3 +201,50 @@ async def test_on_budget_abort_aborts_the_running_sessions_of_a_spent_label(
         assert not other.ended  # another label: it goes on
         assert isinstance((await spender.result()).events[-1], Result)
         await other.abort()
+
+
+async def test_the_default_governor_keeps_an_account_of_two_at_once_busy_with_few_429s(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A model API that takes K=2 requests at once and answers a third with 429 (retry after
+    # 1.05 s, which the CLI reports and waits for), 40 one-second turns, max_live=8: what the
+    # governor's default settings get out of it, in virtual time. Ideal: 40 x 1 / 2 = 20 s.
+    k, items = 2, 40
+    in_flight = 0
+    answered = rejected = 0
+
+    async def rate_limited(turn: FakeTurn) -> None:
+        nonlocal in_flight, answered, rejected
+        attempt = 0
+        while in_flight >= k:
+            rejected += 1
+            attempt += 1
+            await turn.api_retry(attempt, retry_delay_ms=1050, error_status=429, error="rate_limit")
+            await turn.sleep(1.05)
+        answered += 1
+        in_flight += 1
+        await turn.sleep(1.0)
+        in_flight -= 1
+        await turn.text("ok")
+        await turn.result(cost_usd=0.0)
+
+    fake = FakeCLI(rate_limited)
+    start = trio.current_time()
+    async with open_fleet(
+        max_live=8,
+        transport_factory=fake,
+        config=CONFIG,
+        governor_random=random.Random(3).random,
+    ) as fleet:
+        sessions = [await fleet.start(ExecuteParams(prompt=f"item {i}")) for i in range(items)]
+        for session in sessions:
+            await session.wait_ended()
+        figures = fleet.statistics().governor
+    took = trio.current_time() - start
+    assert answered == items
+    assert figures is not None
+    assert figures.starts == items
+    # The targets: at most 10% of the requests answered 429, at most 1.25x the ideal.
+    # (The exact figures depend on which CLI trio runs first when two wake at one time.)
+    assert rejected / (answered + rejected) <= 0.10
+    assert took <= 1.25 * items / k

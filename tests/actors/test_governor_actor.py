@@ -75,7 +75,9 @@ async def test_a_429_pauses_every_start_and_the_resume_is_staggered(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     recorder = Recorder()
-    async with open_governor(recorder, max_live=8, resume_jitter=1.0, jitter_draw=0.25) as governor:
+    async with open_governor(
+        recorder, max_live=8, resume_jitter=1.0, jitter_draw=0.25, decrease_factor=0.5
+    ) as governor:
         governor.submit("a")
         await trio.sleep(1)  # a runs from t=0
         # a's CLI is told to retry after 3 s: the fleet pauses until 1 + 3 + 1.0 * 0.25

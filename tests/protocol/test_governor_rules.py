@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from typing import Any
@@ -14,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.fanout.governor import (
+    PROBE_BACKOFF_MAX,
     Abort,
     BudgetFigures,
     BudgetReached,
@@ -59,7 +61,7 @@ def run_turn(gov: GovernorRules[str], key: str, now: float, cost: float = 0.0, *
 
 
 def test_a_rejection_halves_the_limit_once_and_successes_raise_it_one_at_a_time() -> None:
-    gov = rules(max_live=8, increase_after=3, decrease_interval=1.0)
+    gov = rules(max_live=8, increase_after=3, decrease_interval=1.0, decrease_factor=0.5)
     for i in range(8):
         gov.submit(f"s{i}")
     assert started(gov.poll(0.0)) == [f"s{i}" for i in range(8)]
@@ -71,7 +73,9 @@ def test_a_rejection_halves_the_limit_once_and_successes_raise_it_one_at_a_time(
         n for n in run_turn(gov, "s1", 1.5, api_error_status=529) if isinstance(n, LimitChanged)
     ]
     assert gov.limit == 4
-    # A second later it is a new push-back.
+    # A second later, with no more running than the limit, it is a new push-back.
+    for key in ("s0", "s1", "s6", "s7"):
+        gov.execution_ended(key)
     run_turn(gov, "s2", 2.0, api_error_status=529)
     assert gov.limit == 2
 
@@ -81,7 +85,9 @@ def test_a_rejection_halves_the_limit_once_and_successes_raise_it_one_at_a_time(
 
 
 def test_slow_start_raises_the_limit_every_success_until_the_first_rejection() -> None:
-    gov = rules(max_live=8, initial_limit=2, increase_after=5, decrease_interval=0.0)
+    gov = rules(
+        max_live=8, initial_limit=2, increase_after=5, decrease_interval=0.0, decrease_factor=0.5
+    )
     for i in range(8):
         gov.submit(f"s{i}")
     assert started(gov.poll(0.0)) == ["s0", "s1"]
@@ -90,13 +96,90 @@ def test_slow_start_raises_the_limit_every_success_until_the_first_rejection() -
     assert started(gov.poll(1.0)) == ["s2", "s3"]  # s0 and s1 still run: 4 at once
     run_turn(gov, "s2", 2.0, api_error_status=429)  # 4 -> 2: slow start is over
     assert gov.limit == 2
-    for t in range(4):  # now it takes increase_after (5) successes to raise it
+    # Now raises are additive; the rejection ended a probe (slow start's last raise), so the
+    # next raise takes twice increase_after (10) successes.
+    for t in range(9):
         assert run_turn(gov, "s3", 3.0 + t) == []
-    assert run_turn(gov, "s3", 7.0) == [LimitChanged(old=2, new=3, cause="succeeded")]
+    assert run_turn(gov, "s3", 12.0) == [LimitChanged(old=2, new=3, cause="succeeded")]
+
+
+def test_retries_of_the_executions_over_a_lowered_limit_do_not_lower_it_again() -> None:
+    gov = rules(max_live=8, decrease_factor=0.5, decrease_interval=1.0)
+    for key in "abcd":
+        gov.submit(key)
+    assert started(gov.poll(0.0)) == list("abcd")
+    gov.observe(RetryNotice(error_status=429, delay_ms=1000), now=0.0, wall_now=WALL)
+    assert gov.limit == 4  # 8 -> 4, and four run: not over it
+    gov.observe(RetryNotice(error_status=429, delay_ms=1000), now=2.0, wall_now=WALL)
+    assert gov.limit == 2  # a new push-back with four running at a limit of four
+    # Four still run over the limit of two: their retries are the push-back it answered.
+    for t in (3.0, 4.5, 6.0):
+        gov.observe(RetryNotice(error_status=429, delay_ms=1000), now=t, wall_now=WALL)
+        assert gov.limit == 2
+    gov.execution_ended("a")
+    gov.execution_ended("b")
+    gov.observe(RetryNotice(error_status=429, delay_ms=1000), now=8.0, wall_now=WALL)
+    assert gov.limit == 1  # two run at a limit of two: this one counts
+
+
+def test_failed_probes_make_the_next_raise_wait_longer_until_a_raise_holds() -> None:
+    gov = rules(max_live=8, initial_limit=2, increase_after=2, decrease_factor=0.7)
+    key = iter(range(1000))
+    now = 0.0
+
+    def succeed(n: int) -> list[Any]:
+        nonlocal now
+        notices: list[Any] = []
+        for _ in range(n):
+            k = str(next(key))
+            gov.submit(k)
+            # (after a pause the start waits for one token of the bucket: 1 ms)
+            assert started(gov.poll(now) + gov.poll(now + 0.01)) == [k]
+            notices += run_turn(gov, k, now)
+            gov.execution_ended(k)
+            now += 1.0
+        return [n for n in notices if isinstance(n, LimitChanged)]
+
+    def reject() -> None:
+        nonlocal now
+        gov.observe(RetryNotice(error_status=429, delay_ms=0), now=now, wall_now=WALL)
+        now += 1.0
+
+    assert succeed(1) == [LimitChanged(old=2, new=3, cause="succeeded")]  # slow start
+    reject()  # 3 -> 2: a failed probe, so the next raise waits for 4 successes, not 2
+    assert gov.limit == 2
+    assert succeed(3) == []
+    assert succeed(1) == [LimitChanged(old=2, new=3, cause="succeeded")]
+    reject()  # failed again: 8 successes now
+    assert succeed(7) == []
+    assert succeed(1) == [LimitChanged(old=2, new=3, cause="succeeded")]
+    # This raise holds: the next one (after 8 more) brings the wait back to increase_after.
+    assert succeed(8) == [LimitChanged(old=3, new=4, cause="succeeded")]
+    assert succeed(2) == [LimitChanged(old=4, new=5, cause="succeeded")]
+
+
+def test_the_wait_for_a_raise_after_failed_probes_is_capped() -> None:
+    gov = rules(max_live=8, initial_limit=2, increase_after=1, decrease_factor=0.5)
+    now = 0.0
+    gov.submit("a")
+    gov.poll(now)
+    waits = []
+    for _ in range(6):
+        gov.observe(RetryNotice(error_status=429, delay_ms=0), now=now, wall_now=WALL)
+        successes = 0
+        while True:
+            now += 1.0
+            successes += 1
+            if any(isinstance(n, LimitChanged) for n in run_turn(gov, "a", now)):
+                break
+        waits.append(successes)
+    # The first rejection follows no raise (increase_after, 1); then each probe fails (the
+    # next rejection follows its raise): 2, 4, 8, then the cap.
+    assert waits == [1, 2, 4, 8, PROBE_BACKOFF_MAX, PROBE_BACKOFF_MAX]
 
 
 def test_a_lowered_limit_holds_back_starts_until_fewer_run() -> None:
-    gov = rules(max_live=4, default_retry_after=0.0)
+    gov = rules(max_live=4, default_retry_after=0.0, decrease_factor=0.5)
     for key in "abcdef":
         gov.submit(key)
     assert started(gov.poll(0.0)) == list("abcd")
@@ -174,7 +257,7 @@ def test_a_rejected_rate_limit_event_pauses_every_start_until_its_reset_plus_jit
 
     assert notices == [
         Paused(until=30.0 + jitter, cause="rate limit rejected (five_hour)"),
-        LimitChanged(old=8, new=4, cause="rejected"),
+        LimitChanged(old=8, new=5, cause="rejected"),  # 8 x 0.7, rounded down
     ]
     for key in "abc":
         gov.submit(key)
@@ -217,7 +300,7 @@ def test_api_retries_pause_for_their_delay_only_on_429_529_or_overloaded() -> No
     notices = gov.observe(RetryNotice(error_status=529, delay_ms=1500), now=2.0, wall_now=WALL)
     assert notices == [
         Paused(until=3.5, cause="API retry after 529"),
-        LimitChanged(old=8, new=4, cause="rejected"),
+        LimitChanged(old=8, new=5, cause="rejected"),
     ]
     gov.observe(RetryNotice(error="Overloaded", delay_ms=4000), now=2.0, wall_now=WALL)
     assert gov.paused_until == 6.0
@@ -456,7 +539,8 @@ class GovernorMachine(RuleBasedStateMachine):
                 assert notice.new == notice.old + 1 <= self.MAX_LIVE
             else:
                 assert notice.cause == "rejected"
-                assert notice.new == max(1, notice.old // 2) < notice.old
+                factor = self.gov.config.decrease_factor
+                assert notice.new == max(1, math.floor(notice.old * factor)) < notice.old
             self.limit = notice.new
 
     def poll(self) -> None:

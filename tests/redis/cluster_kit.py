@@ -21,6 +21,9 @@ from claude_trio.testing import FakeCLI
 
 TOKEN = "cluster-test-token-0123456789"
 FAST = WorkerConfig(heartbeat=0.2, dead_after=1.0, block=0.2)
+#: For tests where no worker dies: a loaded machine can hold a heartbeat back for over a second,
+#: and FAST's peers would then take a live worker's session over.
+STEADY = WorkerConfig(heartbeat=0.2, dead_after=15.0, block=0.2)
 
 
 @attrs.define(eq=False)

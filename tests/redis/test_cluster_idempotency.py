@@ -15,7 +15,7 @@ from typing import Any
 import coredis
 import pytest
 import trio
-from cluster_kit import TOKEN, open_gateway, open_worker
+from cluster_kit import STEADY, TOKEN, open_gateway, open_worker
 
 from claude_trio import ExecuteParams, serve_gateway
 from claude_trio.actors.cluster.fleet import open_redis_fleet
@@ -196,8 +196,10 @@ async def test_a_remote_batch_over_two_gateways_runs_every_item_once_when_one_di
     with trio.fail_after(60):
         async with (
             coredis.Redis.from_url(url, decode_responses=True) as redis,
-            open_worker(url, fake, max_live=3),
-            open_worker(url, fake, max_live=3),
+            # No worker dies here: a late heartbeat must not move a session (its prompt
+            # would reach the model twice).
+            open_worker(url, fake, max_live=3, config=STEADY),
+            open_worker(url, fake, max_live=3, config=STEADY),
             open_redis_fleet(redis, block=0.2) as fleet_a,
             open_redis_fleet(redis, block=0.2) as fleet_b,
             trio.open_nursery() as nursery,
