@@ -11,11 +11,17 @@ turn), the time an account taking K requests at once needs at best. A third run,
 batch against an account with no limit, gives the machine's own floor: ``items`` CLIs cost CPU
 seconds no governor can save, and on a machine with few cores that can take longer than the
 ideal; the ratio to ``max(ideal, floor)`` is printed too.
+
+Budget: ``budget_runs`` batches (6 items, 3 at once, turns of varied length, no rate limit)
+with a fleet budget of 2.5 turns' cost: per run what was spent past the budget against its
+bound, the cost of the turns still running when the budget was reached (the governor's
+``budget_reached`` notice says how many; each costs at most the dearest turn of the run).
 """
 
 from __future__ import annotations
 
 import collections
+import random
 import resource
 import tempfile
 import time
@@ -27,6 +33,7 @@ import trio
 from claude_trio import ExecuteParams
 from claude_trio.actors.fanout.fleet import DEFAULT_GOVERNOR, open_fleet
 from claude_trio.batch import BatchItem, RetryPolicy, run_batch
+from claude_trio.protocol.fanout.governor import GovernorConfig
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import ModelDouble, RateLimits, Reply, Rule, Script
 
@@ -137,8 +144,72 @@ async def _run(items: int, max_live: int, k: int, turn: float) -> None:
                 )
 
 
-def run(*, items: int = 40, max_live: int = 8, k: int = 2, turn: float = 1.0) -> None:
+async def _budget_run(budget: float, root: Path, seed: int) -> dict[str, Any]:
+    """One batch of 6 items, 3 at once, under a fleet budget; turns of 0.2-1.0 s."""
+    rng = random.Random(seed)
+    rules = [
+        Rule(
+            when=lambda request, prompt=f"item {i}": prompt in request.last_user_text,
+            reply=_reply(rng.uniform(0.2, 1.0)),
+            times=None,
+        )
+        for i in range(6)
+    ]
+    async with trio.open_nursery() as nursery:
+        double = ModelDouble(Script(rules))
+        await nursery.start(double.serve)
+        work = root / f"budget-{seed}"
+        work.mkdir()
+        env = hermetic_env(double.base_url, work / "cli", sandbox=True)
+        batch = [
+            BatchItem(key=f"k{i}", params=ExecuteParams(prompt=f"item {i}", cwd=str(work)))
+            for i in range(6)
+        ]
+        config = GovernorConfig(max_live=3, budget_usd=budget)
+        async with open_fleet(max_live=3, env=env, governor=config) as fleet:
+            report = await run_batch(batch, fleet, max_live=3, retry=RetryPolicy(retries=0))
+            assert fleet.governor is not None
+            notices = fleet.governor.notices()
+            figures = fleet.statistics().governor
+        nursery.cancel_scope.cancel()
+    assert figures is not None
+    reached = [n.budget for n in notices if n.kind == "budget_reached" and n.budget]
+    costs = [r.cost_usd for r in report.results if r.ok]
+    running = reached[0].running if reached else 0
+    return {
+        "spent": figures.spent_usd,
+        "overshoot": figures.overshoot_usd,
+        "bound": running * max(costs, default=0.0),
+        "ran": len(costs),
+    }
+
+
+async def _budget(runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-budget-") as tmp:
+        root = Path(tmp)
+        first = await _budget_run(1e9, root, seed=-1)  # one unbounded run: a turn's cost
+        turn_cost = first["spent"] / max(1, first["ran"])
+        budget = 2.5 * turn_cost
+        within = 0
+        overshoots: list[float] = []
+        for seed in range(runs):
+            side = await _budget_run(budget, root, seed)
+            overshoots.append(side["overshoot"])
+            within += side["overshoot"] <= side["bound"] + 1e-9
+        print(
+            f"  budget ${budget:.4f} (2.5 turns), {runs} runs of 6 items, 3 at once: "
+            f"overshoot ${min(overshoots):.4f}-${max(overshoots):.4f} "
+            f"({max(overshoots) / budget:.0%} of the budget at most); within the running "
+            f"turns' cost: {within}/{runs} ({'met' if within == runs else 'NOT met'})"
+        )
+
+
+def run(
+    *, items: int = 40, max_live: int = 8, k: int = 2, turn: float = 1.0, budget_runs: int = 20
+) -> None:
     trio.run(_run, items, max_live, k, turn)
+    if budget_runs:
+        trio.run(_budget, budget_runs)
 
 
 if __name__ == "__main__":

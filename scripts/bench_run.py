@@ -34,7 +34,9 @@ Sections (all by default; pick with ``--only``):
 * ``governor``: the real CLI against a rate-limited Messages API double (K=2 requests at once),
   40 items at ``max_live=8`` with 1 s turns (20 items, 0.5 s turns with ``--quick``), the fleet
   with its governor vs without: wall time and its ratio to the ideal (items x turn / K plus
-  the CLI's start-up), 429s served, CPU.
+  the CLI's start-up; and to the machine's floor, the same batch with no limit), 429s served,
+  CPU; then 20 batches (5 with ``--quick``) under a fleet budget: the overshoot against the
+  cost of the turns running when the budget was reached.
 * ``acp``: the editor face, ``claude-trio acp --offline`` as a subprocess: ``session/prompt`` to
   the first ``agent_message_chunk`` vs ``claude-trio run --offline`` to its first text, and
   ``session/cancel`` mid-tool to the ``cancelled`` answer vs ``abort()`` to the terminal event.
@@ -222,7 +224,9 @@ def _run(argv: list[str] | None) -> int:
         import bench_governor
 
         print("\n[14] the fleet governor against a rate-limited account: with vs without")
-        bench_governor.run(items=20 if quick else 40, turn=0.5 if quick else 1.0)
+        bench_governor.run(
+            items=20 if quick else 40, turn=0.5 if quick else 1.0, budget_runs=5 if quick else 20
+        )
     if "acp" in only:
         import bench_acp
 

@@ -124,13 +124,15 @@ class GovernorState(Protocol[K]):
 class GovernorNotice:
     """A notice of the governor, for people: ``kind`` (``paused``, ``resumed``,
     ``limit_changed``, ``budget_reached``, ``budget_abort``), when (``at``, seconds since the
-    epoch), a one-line ``message``, and for a pause when starts resume (``resumes_at``,
-    seconds since the epoch)."""
+    epoch), a one-line ``message``, for a pause when starts resume (``resumes_at``, seconds
+    since the epoch), and for a budget the scope's figures when it was reached or aborted
+    (``budget``: its ``running`` executions bound the overshoot to come)."""
 
     kind: Literal["paused", "resumed", "limit_changed", "budget_reached", "budget_abort"]
     at: float
     message: str
     resumes_at: float | None = None
+    budget: BudgetFigures | None = None
 
 
 def clock_time(at: float) -> str:
@@ -284,6 +286,7 @@ class Governor(Generic[K]):
                         self._note(
                             "budget_abort",
                             f"aborting a running execution: {_budget_text(decision.figures)}",
+                            budget=decision.figures,
                         )
                         self._abort(decision.key, decision.figures)
                     case Resumed():
@@ -313,15 +316,27 @@ class Governor(Generic[K]):
                         f"concurrency limit {notice.old} -> {notice.new} ({notice.cause})",
                     )
                 case BudgetReached():
-                    self._note("budget_reached", f"budget reached: {_budget_text(notice.figures)}")
+                    self._note(
+                        "budget_reached",
+                        f"budget reached: {_budget_text(notice.figures)}",
+                        budget=notice.figures,
+                    )
         self._wake.set()
 
-    def _note(self, kind: str, message: str, *, resumes_at: float | None = None) -> None:
+    def _note(
+        self,
+        kind: str,
+        message: str,
+        *,
+        resumes_at: float | None = None,
+        budget: BudgetFigures | None = None,
+    ) -> None:
         notice = GovernorNotice(
             kind=kind,  # type: ignore[arg-type]
             at=self._wall(),
             message=message,
             resumes_at=resumes_at,
+            budget=budget,
         )
         self._notices.append(notice)
         log.info("governor: %s", message, extra={"event": "governor", "notice": kind})

@@ -150,7 +150,11 @@ async def test_the_budget_stops_new_starts_and_running_ones_finish(
         scope="fleet", name=None, budget_usd=1.0, spent_usd=1.25, running=2
     )
     assert recorder.aborted == []  # on_budget="finish"
-    assert "budget_reached" in [n.kind for n in governor.notices()]
+    (reached,) = [n for n in governor.notices() if n.kind == "budget_reached"]
+    # reached on b's turn, with b still running: what the overshoot is bounded by
+    assert reached.budget == BudgetFigures(
+        scope="fleet", name=None, budget_usd=1.0, spent_usd=1.25, running=2
+    )
 
 
 async def test_on_budget_abort_aborts_the_running_executions_of_the_scope(
