@@ -19,7 +19,6 @@ from typing import Any
 
 import attrs
 import pytest
-
 import trio
 
 from claude_trio.actors.children import die_with_parent
@@ -77,9 +76,7 @@ class Console:
     def open_session(self, prompt: str, mode: str = "default") -> str:
         """Open a session from the page; its id (the row that appears with its label)."""
         before = {r.get_attribute("data-session-id") for r in self.all("session-row")}
-        self.driver.execute_script(
-            "document.getElementById('new-mode').value = arguments[0]", mode
-        )
+        self.driver.execute_script("document.getElementById('new-mode').value = arguments[0]", mode)
         self.find("new-prompt").send_keys(prompt)
         self.find("new-submit").click()
 
@@ -266,7 +263,7 @@ def test_three_approvals_at_once_answered_from_the_page(console: Console) -> Non
 
 MARKUP = (
     "<img src=x onerror=window.__pwned=1> <script>window.__pwned=2</script> "
-    "[link](javascript:window.__pwned=3) <a href=\"javascript:window.__pwned=4\">a</a>"
+    '[link](javascript:window.__pwned=3) <a href="javascript:window.__pwned=4">a</a>'
 )
 
 
@@ -408,20 +405,20 @@ def test_a_cut_connection_loses_no_event(console: Console) -> None:
         console.until(lambda: console.find("status").text == "reconnecting", "cut")
         events = follow_and_allow(console.base, ALICE, sid)
         seqs = [e.seq for e in events]
-        assert seqs == sorted(set(seqs)) and seqs[0] == 1
+        assert seqs == sorted(set(seqs))
+        assert seqs[0] == 1
         assert seqs[-1] > held + 5  # many events came while the page was cut off
         assert written.read_text() == "written by the offline model\n"
         assert stream.get_attribute("data-last-seq") == str(held)
         # The page reconnects and resumes from its last seq: every event, each once.
         driver.execute_script("window.__cut = false")
         console.until(lambda: console.find("status").text == "connected", "reconnected")
-        console.until(
-            lambda: stream.get_attribute("data-last-seq") == str(seqs[-1]), "caught up"
-        )
+        console.until(lambda: stream.get_attribute("data-last-seq") == str(seqs[-1]), "caught up")
         console.wait_state(sid, "ended")
         nodes = stream.find_elements(By.CSS_SELECTOR, CHILDREN)
         shown = [int(str(n.get_attribute("data-seq"))) for n in nodes]
-        assert shown == sorted(set(shown)) and set(shown) <= set(seqs)
+        assert shown == sorted(set(shown))
+        assert set(shown) <= set(seqs)
         texts: dict[str, str] = {}
         for event in events:
             if isinstance(event, TextDelta) and not event.is_subagent:
@@ -430,7 +427,8 @@ def test_a_cut_connection_loses_no_event(console: Console) -> None:
         assert shown_texts == [t.strip() for t in texts.values()]
         tool_ids = [e.tool_use_id for e in events if isinstance(e, ToolUse)]
         shown_tools = [
-            n.get_attribute("data-tool-use-id") for n in stream.find_elements(By.CSS_SELECTOR, ".tool")
+            n.get_attribute("data-tool-use-id")
+            for n in stream.find_elements(By.CSS_SELECTOR, ".tool")
         ]
         assert shown_tools == tool_ids
         assert "the tool said: File created successfully" in stream.text
@@ -478,3 +476,82 @@ def test_an_approval_with_edited_input_runs_the_tool_with_it(console: Console) -
     text = console.stream_text(sid)
     assert "answered: allow" in text
     assert f"the tool said: File created successfully at: {edited}" in text
+
+
+ASKER = "asker-console-token-0123456789"
+ASKING_SERVER = Path(__file__).with_name("asking_server.py")
+
+
+@pytest.fixture(scope="module")
+def asking(
+    tmp_path_factory: pytest.TempPathFactory, browser: WebDriver
+) -> Iterator[tuple[Console, subprocess.Popen[str]]]:
+    """A gateway whose model asks (``asking_server.py``): its console, and the process (a line
+    ``elicit`` on its stdin opens a session that elicits)."""
+    root = tmp_path_factory.mktemp("asking")
+    work = root / "work"
+    work.mkdir()
+    process, base = start_console_server(
+        [sys.executable, str(ASKING_SERVER), ASKER, str(work)], root
+    )
+    try:
+        yield Console(driver=browser, base=base, work=work), process
+    finally:
+        stop_console_server(process)
+
+
+def test_a_question_answered_from_the_page_reaches_the_model(
+    asking: tuple[Console, subprocess.Popen[str]],
+) -> None:
+    console, _ = asking
+    console.login_with_fragment(ASKER)
+    sid = console.open_session("#ask me about colours")
+    approval = console.approval(sid)
+    question = console.all("question", approval)[0]
+    assert "Which colour should the button be?" in question.text
+    options = console.all("answer-option", question)
+    assert [o.text for o in options] == ["Blue", "Orange"]
+    options[1].click()
+    console.wait_state(sid, "ended")
+    console.until(lambda: console.find("inbox-count").text == "0", "answered")
+    # The model's next request carried the answer as AskUserQuestion's result.
+    text = console.stream_text(sid)
+    assert "the tool said:" in text
+    assert '"Which colour should the button be?"="Orange"' in text
+
+
+def test_an_elicitation_form_answered_from_the_page_reaches_the_mcp_server(
+    asking: tuple[Console, subprocess.Popen[str]],
+) -> None:
+    console, process = asking
+    console.login_with_fragment(ASKER)
+    before = {r.get_attribute("data-session-id") for r in console.all("session-row")}
+    assert process.stdin is not None
+    process.stdin.write("elicit\n")
+    process.stdin.flush()
+
+    def elicitation() -> WebElement | None:
+        for item in console.all("approval"):
+            if item.get_attribute("data-session-id") not in before:
+                return item
+        return None
+
+    form: WebElement = console.until(elicitation, "the elicitation")
+    sid = str(form.get_attribute("data-session-id"))
+    assert "elicit asks: favourite colour?" in form.text
+    fields = console.all("elicit-field", form)
+    assert [f.get_attribute("data-name") for f in fields] == ["answer"]
+    fields[0].send_keys("teal <b>green</b>")
+    console.all("elicit-accept", form)[0].click()
+    console.wait_state(sid, "ended")
+    # The MCP server's tool returned what the server was told; the model saw it.
+    assert "the tool said: accept: teal <b>green</b>" in console.stream_text(sid)
+    # Declined: the server is told so, and nothing is sent.
+    before |= {sid}
+    process.stdin.write("elicit\n")
+    process.stdin.flush()
+    form = console.until(elicitation, "the second elicitation")
+    second = str(form.get_attribute("data-session-id"))
+    console.all("elicit-decline", form)[0].click()
+    console.wait_state(second, "ended")
+    assert "the tool said: decline" in console.stream_text(second)
