@@ -196,6 +196,9 @@ const ORDER = { needs_input: 0, running: 1, waiting: 2, failed: 3, aborted: 4, e
 
 // ---- the lists ----------------------------------------------------------------------------
 
+// The lists are drawn at most every LIST_MS, whatever the rate of frames (twenty sessions
+// streaming send a thousand a second; each would sort and touch every row).
+const LIST_MS = 100;
 let listsScheduled = false;
 function scheduleLists() {
   if (listsScheduled) return;
@@ -203,7 +206,7 @@ function scheduleLists() {
   setTimeout(() => {
     listsScheduled = false;
     renderLists();
-  }, 0);
+  }, LIST_MS);
 }
 
 function renderLists() {
@@ -392,7 +395,7 @@ let streamIndex = new Map();
 function select(id) {
   state.selected = id;
   redrawStream();
-  scheduleLists();
+  renderLists(); // at once: the buttons follow the click
 }
 
 function redrawStream() {

@@ -74,20 +74,19 @@ class Console:
         self.until(lambda: self.find("status").text == "connected", "connected")
 
     def open_session(self, prompt: str, mode: str = "default") -> str:
-        """Open a session from the page; its id (the row that appears with its label)."""
-        before = {r.get_attribute("data-session-id") for r in self.all("session-row")}
+        """Open a session from the page; its id (the page selects a session it opened: its
+        stream is shown, and its row listed)."""
+        stream = self.find("stream")
+        shown = stream.get_attribute("data-session-id")
         self.driver.execute_script("document.getElementById('new-mode').value = arguments[0]", mode)
         self.find("new-prompt").send_keys(prompt)
         self.find("new-submit").click()
 
-        def appeared() -> str | None:
-            for row in self.all("session-row"):
-                sid = row.get_attribute("data-session-id")
-                if sid not in before:
-                    return sid
-            return None
+        def opened() -> str | None:
+            sid = stream.get_attribute("data-session-id")
+            return sid if sid and sid != shown and self.all_rows(sid) else None
 
-        sid: str = self.until(appeared, f"a row for {prompt!r}")
+        sid: str = self.until(opened, f"the session of {prompt!r}")
         return sid
 
     def all_rows(self, sid: str) -> list[WebElement]:
