@@ -40,6 +40,9 @@ Sections (all by default; pick with ``--only``):
 * ``acp``: the editor face, ``claude-trio acp --offline`` as a subprocess: ``session/prompt`` to
   the first ``agent_message_chunk`` vs ``claude-trio run --offline`` to its first text, and
   ``session/cancel`` mid-tool to the ``cancelled`` answer vs ``abort()`` to the terminal event.
+* ``console``: the web console in a headless Chromium following 20 live sessions (fake CLIs,
+  50 events/s each) vs ``connect_gateway`` following the same: the gateway's and the
+  follower's CPU per event, and their ratios.
 
 The machine is noisy, so each comparison interleaves both sides in one run and prints their
 ratio or difference. Nothing here fails on a number; a wrong *behaviour* (a session that does
@@ -62,7 +65,7 @@ from claude_trio.actors.children import sigterm_interrupts, terminated
 
 SECTIONS = (
     "hot", "traced", "memory", "cli", "stop", "gateway", "soak", "fleet", "sweep", "latency",
-    "redis", "fleetcost", "governor", "acp",
+    "redis", "fleetcost", "governor", "acp", "console",
 )  # fmt: skip
 
 
@@ -120,6 +123,7 @@ def _run(argv: list[str] | None) -> int:
     )
     parser.add_argument("--acp-rounds", type=int, help="rounds of the editor face's bench")
     parser.add_argument("--cost-rounds", type=int, help="rounds of the fleet's own cost")
+    parser.add_argument("--console-rounds", type=int, help="rounds of the console's bench")
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(only) - set(SECTIONS))
@@ -232,6 +236,11 @@ def _run(argv: list[str] | None) -> int:
 
         print("\n[15] the editor face: claude-trio acp --offline vs claude-trio run --offline")
         bench_acp.run(rounds=args.acp_rounds or (3 if quick else 10))
+    if "console" in only:
+        import bench_console
+
+        print("\n[16] the web console following 20 live sessions vs the Python client")
+        bench_console.run(rounds=args.console_rounds or (1 if quick else 3))
     print(f"\ndone in {time.perf_counter() - started:.0f} s; load average after: {_load()}")
     return 0
 

@@ -196,6 +196,9 @@ const ORDER = { needs_input: 0, running: 1, waiting: 2, failed: 3, aborted: 4, e
 
 // ---- the lists ----------------------------------------------------------------------------
 
+// The lists are drawn at most every LIST_MS, whatever the rate of frames (twenty sessions
+// streaming send a thousand a second; each would sort and touch every row).
+const LIST_MS = 100;
 let listsScheduled = false;
 function scheduleLists() {
   if (listsScheduled) return;
@@ -203,7 +206,7 @@ function scheduleLists() {
   setTimeout(() => {
     listsScheduled = false;
     renderLists();
-  }, 0);
+  }, LIST_MS);
 }
 
 function renderLists() {
@@ -291,6 +294,7 @@ function approvalView(item) {
       button("approve", "Approve", { decision: "allow" }),
       button("deny", "Deny", { decision: "deny", message: "denied from the console" }),
       button("always", "Always", { decision: "always" }),
+      editView(request, answer),
     );
   } else if (request.questions && request.questions.length) {
     li.append(el("div", { text: `${who} asks:` }));
@@ -311,10 +315,69 @@ function approvalView(item) {
       li.append(box);
     }
   } else {
-    li.append(el("div", { text: `${who}: ${request.message ?? "a request"}` }));
-    li.append(el("pre", { text: json(request.requested_schema) }));
+    li.append(el("div", { text: `${request.server_name ?? who} asks: ${request.message ?? "a request"}` }));
+    li.append(elicitationForm(request.requested_schema, answer));
   }
   return li;
+}
+
+// Approve with an edited tool input: the input as JSON to change, sent with the allow answer.
+function editView(request, answer) {
+  const input = el("textarea", { testid: "edit-input", cls: "edit", rows: "6" });
+  input.value = json(request.tool_input ?? {});
+  const problem = el("span", { testid: "edit-error", cls: "error" });
+  const submit = el("button", { testid: "edit-submit", type: "button", text: "Approve edited input" });
+  submit.addEventListener("click", () => {
+    let value;
+    try {
+      value = JSON.parse(input.value);
+    } catch (err) {
+      problem.textContent = `not JSON: ${err.message}`;
+      return;
+    }
+    if (!value || typeof value !== "object" || Array.isArray(value)) {
+      problem.textContent = "the tool input is a JSON object ({...})";
+      return;
+    }
+    answer({ decision: "allow", input: value });
+  });
+  return el("details", { cls: "edit" }, el("summary", { text: "Edit input" }), input, submit, problem);
+}
+
+// An MCP server's form (its requested_schema): one field per property; accept sends the
+// values (numbers and booleans as such), decline sends none.
+function elicitationForm(schema, answer) {
+  const box = el("div", { cls: "elicitation" });
+  const properties = schema && typeof schema.properties === "object" && schema.properties ? schema.properties : {};
+  const fields = [];
+  for (const [name, spec] of Object.entries(properties)) {
+    const type = spec && typeof spec === "object" ? spec.type : undefined;
+    const field = el("input", { testid: "elicit-field", "data-name": name, type: type === "boolean" ? "checkbox" : "text" });
+    const title = spec && typeof spec.title === "string" ? spec.title : name;
+    box.append(el("label", {}, `${title} `, field));
+    fields.push([name, type, field]);
+  }
+  const problem = el("span", { testid: "elicit-error", cls: "error" });
+  const accept = el("button", { testid: "elicit-accept", type: "button", text: "Send" });
+  accept.addEventListener("click", () => {
+    const content = {};
+    for (const [name, type, field] of fields) {
+      if (type === "boolean") content[name] = field.checked;
+      else if (type === "number" || type === "integer") {
+        const n = Number(field.value);
+        if (field.value.trim() === "" || !Number.isFinite(n) || (type === "integer" && !Number.isInteger(n))) {
+          problem.textContent = `${name}: a ${type}`;
+          return;
+        }
+        content[name] = n;
+      } else content[name] = field.value;
+    }
+    answer({ action: "accept", content });
+  });
+  const decline = el("button", { testid: "elicit-decline", type: "button", text: "Decline" });
+  decline.addEventListener("click", () => answer({ action: "decline" }));
+  box.append(accept, decline, problem);
+  return box;
 }
 
 function renderControls() {
@@ -332,7 +395,7 @@ let streamIndex = new Map();
 function select(id) {
   state.selected = id;
   redrawStream();
-  scheduleLists();
+  renderLists(); // at once: the buttons follow the click
 }
 
 function redrawStream() {

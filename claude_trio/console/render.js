@@ -10,6 +10,7 @@ export function el(tag, props = {}, ...children) {
     else if (key === "cls") node.className = value;
     else if (key.startsWith("data-")) node.setAttribute(key, String(value));
     else if (key === "type" || key === "title" || key === "disabled") node[key] = value;
+    else if (key === "rows") node.setAttribute("rows", String(value));
     else throw new Error(`el: unexpected property ${key}`);
   }
   for (const child of children) {

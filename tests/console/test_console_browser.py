@@ -19,8 +19,11 @@ from typing import Any
 
 import attrs
 import pytest
+import trio
 
 from claude_trio.actors.children import die_with_parent
+from claude_trio.client import connect_gateway
+from claude_trio.protocol.session.events import Event, TextDelta, ToolUse, UserInputRequest
 
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
@@ -71,23 +74,27 @@ class Console:
         self.until(lambda: self.find("status").text == "connected", "connected")
 
     def open_session(self, prompt: str, mode: str = "default") -> str:
-        """Open a session from the page; its id (the row that appears with its label)."""
-        before = {r.get_attribute("data-session-id") for r in self.all("session-row")}
-        self.driver.execute_script(
-            "document.getElementById('new-mode').value = arguments[0]", mode
-        )
+        """Open a session from the page; its id (the page selects a session it opened: its
+        stream is shown, and its row listed)."""
+        stream = self.find("stream")
+        shown = stream.get_attribute("data-session-id")
+        self.driver.execute_script("document.getElementById('new-mode').value = arguments[0]", mode)
         self.find("new-prompt").send_keys(prompt)
         self.find("new-submit").click()
 
-        def appeared() -> str | None:
-            for row in self.all("session-row"):
-                sid = row.get_attribute("data-session-id")
-                if sid not in before:
-                    return sid
-            return None
+        def opened() -> str | None:
+            sid = stream.get_attribute("data-session-id")
+            return sid if sid and sid != shown and self.all_rows(sid) else None
 
-        sid: str = self.until(appeared, f"a row for {prompt!r}")
+        sid: str = self.until(opened, f"the session of {prompt!r}")
         return sid
+
+    def all_rows(self, sid: str) -> list[WebElement]:
+        return list(
+            self.driver.find_elements(
+                By.CSS_SELECTOR, f"[data-testid=session-row][data-session-id='{sid}']"
+            )
+        )
 
     def row(self, sid: str) -> WebElement:
         return self.driver.find_element(
@@ -111,6 +118,7 @@ class Console:
         return element
 
     def stream_of(self, sid: str) -> WebElement:
+        self.until(lambda: self.all_rows(sid), f"the row of {sid}")
         self.row(sid).click()
         stream = self.find("stream")
         self.until(lambda: stream.get_attribute("data-session-id") == sid, "the stream shown")
@@ -118,6 +126,34 @@ class Console:
 
     def stream_text(self, sid: str) -> str:
         return str(self.stream_of(sid).text)
+
+
+def start_console_server(argv: list[str], root: Path) -> tuple[subprocess.Popen[str], str]:
+    """Start a server that prints ``console: URL``; the process and its console's base URL."""
+    stderr = (root / "serve.stderr").open("wb")
+    process = subprocess.Popen(
+        argv,
+        env=command_env({}),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        preexec_fn=die_with_parent(),
+    )
+    stderr.close()
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("console: "):
+            return process, line.removeprefix("console: ").strip().rstrip("/")
+    process.wait(timeout=60)
+    raise AssertionError((root / "serve.stderr").read_text())
+
+
+def stop_console_server(process: subprocess.Popen[str]) -> None:
+    assert process.stdin is not None
+    process.stdin.close()
+    process.terminate()
+    process.wait(timeout=60)
 
 
 def command_env(extra: dict[str, str]) -> dict[str, str]:
@@ -143,33 +179,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         json.dumps([{"principal": "alice", "token": ALICE}, {"principal": "bob", "token": BOB}])
     )
     tokens.chmod(0o600)
-    stderr = (root / "serve.stderr").open("wb")
-    process = subprocess.Popen(
-        # No governor: its slow start lets two first turns run at once, and a turn waiting for
-        # a person holds its place, so a third session asking at once would wait behind them.
+    # No governor: its slow start lets two first turns run at once, and a turn waiting for
+    # a person holds its place, so a third session asking at once would wait behind them.
+    process, base = start_console_server(
         [sys.executable, "-m", "claude_trio.cli", "serve", "--offline", "--remote-tools", "all",
          "--port", "0", "--tokens", str(tokens), "--cwd-root", str(work), "--drain-grace", "1",
          "--no-governor"],
-        env=command_env({}),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        text=True,
-        preexec_fn=die_with_parent(),
+        root,
     )  # fmt: skip
     try:
-        assert process.stdout is not None
-        base = None
-        for line in process.stdout:
-            if line.startswith("console: "):
-                base = line.removeprefix("console: ").strip().rstrip("/")
-                break
-        assert base is not None, (root / "serve.stderr").read_text()
         yield base, work
     finally:
-        process.terminate()
-        process.wait(timeout=60)
-        stderr.close()
+        stop_console_server(process)
 
 
 @pytest.fixture(scope="module")
@@ -241,7 +262,7 @@ def test_three_approvals_at_once_answered_from_the_page(console: Console) -> Non
 
 MARKUP = (
     "<img src=x onerror=window.__pwned=1> <script>window.__pwned=2</script> "
-    "[link](javascript:window.__pwned=3) <a href=\"javascript:window.__pwned=4\">a</a>"
+    '[link](javascript:window.__pwned=3) <a href="javascript:window.__pwned=4">a</a>'
 )
 
 
@@ -322,3 +343,214 @@ def test_a_reload_loses_no_event(console: Console) -> None:
     got = [e.get_attribute("data-seq") for e in again.find_elements(By.CSS_SELECTOR, CHILDREN)]
     assert got == seqs
     assert again.text == text
+
+
+# A cut connection: every websocket the page makes is kept in window.__sockets, and while
+# window.__cut is set a new one offers a wrong token (the gateway refuses it, and the page
+# tries again).
+CUTTABLE_SOCKETS = """
+(() => {
+  const Real = window.WebSocket;
+  window.__sockets = [];
+  window.__cut = false;
+  window.WebSocket = class extends Real {
+    constructor(url, protocols) {
+      super(window.__cut ? String(url).replace(/token=[^&]*/, "token=cut-off") : url, protocols);
+      window.__sockets.push(this);
+    }
+  };
+})();
+"""
+
+
+def ws_url(base: str) -> str:
+    return base.replace("http://", "ws://", 1) + "/"
+
+
+def follow_and_allow(base: str, token: str, sid: str) -> list[Event]:
+    """Every event of ``sid``'s execution as the Python client sees it (from its first),
+    allowing the tool call it waits for."""
+
+    async def follow() -> list[Event]:
+        events: list[Event] = []
+        with trio.fail_after(WAIT):
+            async with connect_gateway(ws_url(base), token=token) as client:
+                session = await client.attach(sid)
+                async for event in session.events:
+                    events.append(event)
+                    if isinstance(event, UserInputRequest):
+                        await session.answer(event.request_id, {"decision": "allow"})
+        return events
+
+    return trio.run(follow)
+
+
+def test_a_cut_connection_loses_no_event(console: Console) -> None:
+    driver = console.driver
+    script = driver.execute_cdp_cmd(
+        "Page.addScriptToEvaluateOnNewDocument", {"source": CUTTABLE_SOCKETS}
+    )
+    try:
+        console.login_with_fragment(ALICE)
+        written = console.work / "cut.txt"
+        sid = console.open_session(f"#write {written}")
+        console.wait_state(sid, "needs_input")
+        stream = console.stream_of(sid)
+        held = int(str(stream.get_attribute("data-last-seq")))
+        assert held > 0
+        # Cut the page's connection; the session goes on without it (its tool is allowed and
+        # its turn ends while the page is cut off).
+        driver.execute_script("window.__cut = true; for (const ws of window.__sockets) ws.close()")
+        console.until(lambda: console.find("status").text == "reconnecting", "cut")
+        events = follow_and_allow(console.base, ALICE, sid)
+        seqs = [e.seq for e in events]
+        assert seqs == sorted(set(seqs))
+        assert seqs[0] == 1
+        assert seqs[-1] > held + 5  # many events came while the page was cut off
+        assert written.read_text() == "written by the offline model\n"
+        assert stream.get_attribute("data-last-seq") == str(held)
+        # The page reconnects and resumes from its last seq: every event, each once.
+        driver.execute_script("window.__cut = false")
+        console.until(lambda: console.find("status").text == "connected", "reconnected")
+        console.until(lambda: stream.get_attribute("data-last-seq") == str(seqs[-1]), "caught up")
+        console.wait_state(sid, "ended")
+        nodes = stream.find_elements(By.CSS_SELECTOR, CHILDREN)
+        shown = [int(str(n.get_attribute("data-seq"))) for n in nodes]
+        assert shown == sorted(set(shown))
+        assert set(shown) <= set(seqs)
+        texts: dict[str, str] = {}
+        for event in events:
+            if isinstance(event, TextDelta) and not event.is_subagent:
+                texts[event.message_id] = texts.get(event.message_id, "") + event.text
+        shown_texts = [n.text for n in stream.find_elements(By.CSS_SELECTOR, ".text")]
+        assert shown_texts == [t.strip() for t in texts.values()]
+        tool_ids = [e.tool_use_id for e in events if isinstance(e, ToolUse)]
+        shown_tools = [
+            n.get_attribute("data-tool-use-id")
+            for n in stream.find_elements(By.CSS_SELECTOR, ".tool")
+        ]
+        assert shown_tools == tool_ids
+        assert "the tool said: File created successfully" in stream.text
+        # The same as a page that loads the whole session at once.
+        text = stream.text
+        driver.refresh()
+        console.until(lambda: console.find("status").text == "connected", "loaded again")
+        again = console.stream_of(sid)
+        console.until(lambda: again.get_attribute("data-last-seq") == str(seqs[-1]), "replayed")
+        assert [
+            int(str(n.get_attribute("data-seq")))
+            for n in again.find_elements(By.CSS_SELECTOR, CHILDREN)
+        ] == shown
+        assert again.text == text
+    finally:
+        driver.execute_cdp_cmd(
+            "Page.removeScriptToEvaluateOnNewDocument", {"identifier": script["identifier"]}
+        )
+
+
+def test_an_approval_with_edited_input_runs_the_tool_with_it(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    asked, edited = console.work / "asked.txt", console.work / "edited.txt"
+    sid = console.open_session(f"#write {asked}")
+    approval = console.approval(sid)
+    approval.find_element(By.CSS_SELECTOR, "details.edit summary").click()
+    box = console.all("edit-input", approval)[0]
+    assert json.loads(str(box.get_attribute("value"))) == {
+        "file_path": str(asked),
+        "content": "written by the offline model\n",
+    }
+    # Not a JSON object: the page says so and sends nothing.
+    box.clear()
+    box.send_keys("[1, 2]")
+    console.all("edit-submit", approval)[0].click()
+    assert "JSON object" in console.all("edit-error", approval)[0].text
+    assert console.state(sid) == "needs_input"
+    box.clear()
+    box.send_keys(json.dumps({"file_path": str(edited), "content": "edited in the console\n"}))
+    console.all("edit-submit", approval)[0].click()
+    console.wait_state(sid, "ended")
+    # The tool ran with the edited input, and the model was told so.
+    assert edited.read_text() == "edited in the console\n"
+    assert not asked.exists()
+    text = console.stream_text(sid)
+    assert "answered: allow" in text
+    assert f"the tool said: File created successfully at: {edited}" in text
+
+
+ASKER = "asker-console-token-0123456789"
+ASKING_SERVER = Path(__file__).with_name("asking_server.py")
+
+
+@pytest.fixture(scope="module")
+def asking(
+    tmp_path_factory: pytest.TempPathFactory, browser: WebDriver
+) -> Iterator[tuple[Console, subprocess.Popen[str]]]:
+    """A gateway whose model asks (``asking_server.py``): its console, and the process (a line
+    ``elicit`` on its stdin opens a session that elicits)."""
+    root = tmp_path_factory.mktemp("asking")
+    work = root / "work"
+    work.mkdir()
+    process, base = start_console_server(
+        [sys.executable, str(ASKING_SERVER), ASKER, str(work)], root
+    )
+    try:
+        yield Console(driver=browser, base=base, work=work), process
+    finally:
+        stop_console_server(process)
+
+
+def test_a_question_answered_from_the_page_reaches_the_model(
+    asking: tuple[Console, subprocess.Popen[str]],
+) -> None:
+    console, _ = asking
+    console.login_with_fragment(ASKER)
+    sid = console.open_session("#ask me about colours")
+    approval = console.approval(sid)
+    question = console.all("question", approval)[0]
+    assert "Which colour should the button be?" in question.text
+    options = console.all("answer-option", question)
+    assert [o.text for o in options] == ["Blue", "Orange"]
+    options[1].click()
+    console.wait_state(sid, "ended")
+    console.until(lambda: console.find("inbox-count").text == "0", "answered")
+    # The model's next request carried the answer as AskUserQuestion's result.
+    text = console.stream_text(sid)
+    assert "the tool said:" in text
+    assert '"Which colour should the button be?"="Orange"' in text
+
+
+def test_an_elicitation_form_answered_from_the_page_reaches_the_mcp_server(
+    asking: tuple[Console, subprocess.Popen[str]],
+) -> None:
+    console, process = asking
+    console.login_with_fragment(ASKER)
+    before = {r.get_attribute("data-session-id") for r in console.all("session-row")}
+    assert process.stdin is not None
+    process.stdin.write("elicit\n")
+    process.stdin.flush()
+
+    def elicitation() -> WebElement | None:
+        for item in console.all("approval"):
+            if item.get_attribute("data-session-id") not in before:
+                return item
+        return None
+
+    form: WebElement = console.until(elicitation, "the elicitation")
+    sid = str(form.get_attribute("data-session-id"))
+    assert "elicit asks: favourite colour?" in form.text
+    fields = console.all("elicit-field", form)
+    assert [f.get_attribute("data-name") for f in fields] == ["answer"]
+    fields[0].send_keys("teal <b>green</b>")
+    console.all("elicit-accept", form)[0].click()
+    console.wait_state(sid, "ended")
+    # The MCP server's tool returned what the server was told; the model saw it.
+    assert "the tool said: accept: teal <b>green</b>" in console.stream_text(sid)
+    # Declined: the server is told so, and nothing is sent.
+    before |= {sid}
+    process.stdin.write("elicit\n")
+    process.stdin.flush()
+    form = console.until(elicitation, "the second elicitation")
+    second = str(form.get_attribute("data-session-id"))
+    console.all("elicit-decline", form)[0].click()
+    console.wait_state(second, "ended")
+    assert "the tool said: decline" in console.stream_text(second)
