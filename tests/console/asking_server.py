@@ -69,7 +69,7 @@ async def main(token: str, work: str) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(double.serve)
             env = {**hermetic_env(double.base_url, Path(tmp) / "cli", sandbox=True), **OFFLINE_ENV}
-            async with open_fleet(env=env, governor=None) as fleet:
+            async with open_fleet(env=env) as fleet:
                 port = await nursery.start(
                     lambda task_status: serve_gateway(
                         fleet,

@@ -179,12 +179,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         json.dumps([{"principal": "alice", "token": ALICE}, {"principal": "bob", "token": BOB}])
     )
     tokens.chmod(0o600)
-    # No governor: its slow start lets two first turns run at once, and a turn waiting for
-    # a person holds its place, so a third session asking at once would wait behind them.
+    # With the default governor: its slow start lets two first turns run at once, and a turn
+    # waiting for a person gives its place back, so three sessions can ask at once.
     process, base = start_console_server(
         [sys.executable, "-m", "claude_trio.cli", "serve", "--offline", "--remote-tools", "all",
-         "--port", "0", "--tokens", str(tokens), "--cwd-root", str(work), "--drain-grace", "1",
-         "--no-governor"],
+         "--port", "0", "--tokens", str(tokens), "--cwd-root", str(work), "--drain-grace", "1"],
         root,
     )  # fmt: skip
     try:
