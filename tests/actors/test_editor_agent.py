@@ -107,9 +107,10 @@ class ScriptedHost:
     opened: list[tuple[ExecuteParams, str | None]] = attrs.field(factory=list)
     continued: list[tuple[str, str]] = attrs.field(factory=list)
     infos: list[SessionInfo] = attrs.field(factory=list)
+    open_takes: float = 0.0
 
     async def open(self, params: ExecuteParams, *, label: str | None = None, **_: Any) -> Any:
-        await trio.lowlevel.checkpoint()
+        await trio.sleep(self.open_takes)
         self.opened.append((params, label))
         return self.handle
 
@@ -516,3 +517,18 @@ async def test_cancel_while_a_prompt_waits_for_a_loaded_turn_stops_both(
         assert trio.current_time() - began == 0.03  # the abort's own time
     assert host.handle.aborts == 1
     assert host.continued == []
+
+
+async def test_a_cancel_while_the_execution_starts_aborts_it_once_started(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    host = ScriptedHost(open_takes=1.0)
+    async with open_wire(host) as wire:
+        session_id = await start_prompt(wire)
+        await trio.sleep(0.5)  # the host is still starting the execution
+        await wire.send({"method": "session/cancel", "params": {"sessionId": session_id}})
+        with trio.fail_after(5):  # not aborted, the execution would run on and on
+            answer = await wire.receive()
+        assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "cancelled"}}
+        assert trio.current_time() == 1.03  # started at 1 s, then the abort's own time
+    assert host.handle.aborts == 1
