@@ -24,6 +24,10 @@ notifications and answers with the stop reason of the execution's final event.
 The model is a session config option of category ``model`` (``session/set_config_option``),
 as the permission mode is the session's mode: each applies to the session's first prompt, and
 to a running turn where the host has live controls (a local fleet).
+Each execution's ``adapter_ready`` carries its prompt, so a load replays the editor's prompts
+as ``user_message_chunk`` between the agent's replies, on every host and after this process
+restarted; a live prompt leaves out the one the editor just sent. A prompt sent while a turn
+that a load found running goes on waits for that turn's end, then continues the conversation.
 ``session/cancel`` aborts the execution (the stop kills the tools the CLI started, so nothing
 runs after it) and the prompt answers ``cancelled``. A tool approval becomes
 ``session/request_permission``; the editor's choice is the approval's answer. When the approval
@@ -72,6 +76,7 @@ from claude_trio.protocol.editor.updates import (
 from claude_trio.protocol.errors import ClaudeTrioError, EditorRequestError
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.events import (
+    AdapterReady,
     Event,
     UserInputRequest,
     UserInputResolved,
@@ -103,7 +108,14 @@ class _Session:
     last_seq: int | None = None
     mapper: UpdateMapper = attrs.field(factory=UpdateMapper)
     handle: SessionHandle | None = None
+    #: an execution is followed here (a prompt's, or one a load found running)
     running: bool = False
+    #: a ``session/prompt`` is in flight (one at a time)
+    prompting: bool = False
+    #: set when the turn a load found running has ended here (None: no such turn)
+    loaded_turn: trio.Event | None = None
+    #: the prompt the editor sent, until its ``adapter_ready`` came (it is not echoed back)
+    own_prompt: str | None = None
     cancelled: bool = False
     #: approval request id -> the scope of the task asking the editor
     asking: dict[str, trio.CancelScope] = attrs.field(factory=dict)
@@ -310,6 +322,7 @@ class _Agent:
             # A turn is running (the editor restarted mid-turn): what happened so far is the
             # load; the rest follows as the turn goes on.
             ready = trio.Event()
+            session.loaded_turn = trio.Event()
             self._nursery.start_soon(self._follow_running, session, handle, info.last_seq, ready)
             await ready.wait()
         return schema.LoadSessionResponse(
@@ -336,6 +349,8 @@ class _Agent:
             ready.set()
             session.running = False
             session.deferred = None
+            if session.loaded_turn is not None:
+                session.loaded_turn.set()
 
     async def _find(self, session_id: str) -> SessionInfo | None:
         for info in await self._host.list():
@@ -345,12 +360,25 @@ class _Agent:
 
     async def _prompt(self, params: schema.PromptRequest) -> BaseModel:
         session = self._session(params.session_id)
-        if session.running:
-            raise EditorRequestError(INVALID_REQUEST, "a prompt is already running in this session")
+        if session.prompting:
+            raise EditorRequestError(
+                INVALID_REQUEST,
+                "a prompt is already running in this session (wait for its answer, or "
+                "session/cancel it)",
+            )
         text, images = prompt_parts(params.prompt)
-        session.running = True
+        session.prompting = True
         session.cancelled = False
         try:
+            if session.loaded_turn is not None:
+                # a load found a turn running: this prompt continues the conversation once
+                # that turn has ended (a cancel meanwhile stops that turn, and this prompt)
+                await session.loaded_turn.wait()
+                session.loaded_turn = None
+                if session.cancelled:
+                    return schema.PromptResponse(stop_reason="cancelled")
+            session.running = True
+            session.own_prompt = text
             if session.host_id is None:
                 handle = await self._host.open(
                     self._make_params(
@@ -372,6 +400,8 @@ class _Agent:
                     )
                 handle = await self._host.continue_(session.host_id, text)
             session.handle = handle
+            if session.cancelled:  # cancelled while the execution was being started
+                self._nursery.start_soon(handle.abort)
             terminal: Event | None = None
             async with trio.open_nursery() as asks:
                 async with handle.subscribe(session.last_seq) as events:
@@ -386,7 +416,8 @@ class _Agent:
                 stop_reason=stop_reason(terminal, cancelled=session.cancelled)
             )
         finally:
-            session.running = False
+            session.running = session.prompting = False
+            session.own_prompt = None
 
     async def _show(
         self,
@@ -403,6 +434,10 @@ class _Agent:
                 return  # a pending question shown again ahead of a replay
         else:
             session.last_seq = event.seq
+        own = session.own_prompt
+        if isinstance(event, AdapterReady) and own is not None and event.prompt == own:
+            session.own_prompt = None  # the prompt the editor just sent: not echoed back
+            return
         for update in session.mapper.updates(event):
             await self._notify(session.id, update)
         if isinstance(event, UserInputRequest) and asks is not None:
@@ -465,13 +500,15 @@ class _Agent:
 
     def _cancel(self, session_id: str) -> None:
         session = self._sessions.get(session_id)
-        if session is None or not session.running or session.handle is None:
+        if session is None or not (session.running or session.prompting):
             return
         session.cancelled = True
         for scope in session.asking.values():
             scope.cancel()
         session.asking.clear()
-        self._nursery.start_soon(session.handle.abort)
+        if session.running and session.handle is not None:
+            # (a prompt still starting its execution aborts it once started)
+            self._nursery.start_soon(session.handle.abort)
 
 
 def _live_controls(handle: SessionHandle | None) -> Any:

@@ -33,7 +33,7 @@ The contracts (:data:`CONTRACTS`), in the order they run:
 
 1. ``open``: ``open`` returns a handle with an id; ``subscribe()`` yields its events, seq
    strictly increasing from 1, ending with exactly one final ``result``; the stream keeps the
-   event contract (``check_contract``).
+   event contract (``check_contract``); its ``adapter_ready`` carries the prompt.
 2. ``result``: ``result()`` is the execution's ``Transcript`` (its text, its final event), the
    same when asked again after the end.
 3. ``get``: ``get(id)`` is a handle of the same session; an id the host never issued raises
@@ -50,7 +50,8 @@ The contracts (:data:`CONTRACTS`), in the order they run:
    aborting again, or after the end, changes nothing; ``list`` shows it ended.
 8. ``continue``: ``continue_`` of a running session is refused (a ``ClaudeTrioError``); of an
    ended one it runs the next execution of the same session, its seqs following on, its
-   ``result()`` that execution's; ``list`` counts two executions and the usage of both.
+   ``adapter_ready`` carrying the new prompt, its ``result()`` that execution's; ``list``
+   counts two executions and the usage of both.
 9. ``answer``: a question shows as a ``user_input_request``; an answer to an unknown request
    is ``AnswerRejected``, the right one ``AnswerAccepted`` and reaches the CLI, a second one
    is ``AnswerRejected``.
@@ -88,6 +89,7 @@ from claude_trio.protocol.fanout.inbox import (
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.events import (
     Aborted,
+    AdapterReady,
     Event,
     Result,
     TurnStarted,
@@ -211,6 +213,11 @@ def _usage_of(events: Sequence[Event]) -> Usage:
     return total
 
 
+def _check_prompt(events: Sequence[Event], prompt: str, *, what: str) -> None:
+    shown = [event.prompt for event in events if isinstance(event, AdapterReady)]
+    _expect(shown == [prompt], f"{what}: adapter_ready shows the prompts {shown}, not {prompt!r}")
+
+
 def _check_execution(events: list[Event], *, first_seq: int, what: str) -> None:
     _expect(events, f"{what}: subscribe() yielded no event")
     seqs = [event.seq for event in events]
@@ -252,6 +259,7 @@ async def _open(host: SessionHost) -> None:
     _expect(isinstance(handle.id, str) and handle.id, f"the handle's id is {handle.id!r}")
     events = await _events(handle)
     _check_execution(events, first_seq=1, what="a new session")
+    _check_prompt(events, "say:hello", what="a new session")
     final = events[-1]
     _expect(
         isinstance(final, Result) and not final.is_error and final.text == "hello",
@@ -417,6 +425,7 @@ async def _continue(host: SessionHost) -> None:
     _expect(transcript.text == "second", f"the next execution's result is {transcript.text!r}")
     second = await _events(continued, first[-1].seq)
     _check_execution(second, first_seq=first[-1].seq + 1, what="the continued execution")
+    _check_prompt(second, "say:second", what="the continued execution")
     info = await _info(host, handle.id)
     _expect(info.executions == 2, f"list() says {info.executions} executions, not 2")
     _expect(

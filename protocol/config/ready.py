@@ -165,4 +165,5 @@ def adapter_ready(
         include_hook_events=options.include_hook_events,
         verbatim_prompts=options.verbatim_prompts,
         client_app=options.client_app,
+        prompt=params.prompt,
     )

@@ -12,7 +12,9 @@ event                                  update
 ``text_delta``                         ``agent_message_chunk``
 ``thinking``                           ``agent_thought_chunk``
 ``assistant_message``                  its text / thinking, when no delta of it streamed
-``user_message``                       ``user_message_chunk`` (the prompt, shown on a load)
+``adapter_ready`` (its ``prompt``)     ``user_message_chunk``: the execution's prompt (the
+                                       agent leaves out the one the editor just sent)
+``user_message``                       ``user_message_chunk`` (a push, from any client)
 ``tool_use``                           ``tool_call`` (kind, title, locations; Edit and Write as
                                        diffs), status ``pending``
 ``tool_result``                        ``tool_call_update``: ``completed`` or ``failed``, the text
@@ -51,6 +53,7 @@ from claude_trio.protocol.editor.jsonrpc import INTERNAL_ERROR
 from claude_trio.protocol.errors import EditorRequestError
 from claude_trio.protocol.session.events import (
     Aborted,
+    AdapterReady,
     AssistantMessage,
     ControlApplied,
     Error,
@@ -309,6 +312,8 @@ class UpdateMapper:
                     elif isinstance(block, ThinkingContent) and block.thinking:
                         out.append(update_agent_thought_text(block.thinking))
                 return out
+            case AdapterReady(prompt=prompt) if prompt:
+                return [update_user_message_text(prompt)]
             case UserMessage(text=text):
                 return [update_user_message_text(text)]
             case ToolUse(tool_use_id=tool_use_id, name=name, input=tool_input):

@@ -207,6 +207,10 @@ class AdapterReady(EventBase):
     verbatim_prompts: bool = False
     client_app: str | None = None
     """The identifier sent with API requests (``""``: none; ``None``: the SDK's default)."""
+    prompt: str | None = None
+    """The execution's prompt, as it was sent to the CLI (a continuation's own; its images are
+    counted in ``images``), so a replay of the session holds both sides of the conversation
+    (``None`` from a peer that does not send it)."""
     kind: ClassVar[str] = "adapter_ready"
 
 

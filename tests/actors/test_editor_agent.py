@@ -18,11 +18,13 @@ from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.events import (
     Aborted,
+    AdapterReady,
     Event,
     Result,
     TextDelta,
     UserInputRequest,
     UserInputResolved,
+    UserMessage,
 )
 from claude_trio.protocol.session.usage import Usage
 
@@ -82,10 +84,11 @@ class ScriptedHandle:
                 while index < len(self.events):
                     event = self.events[index]
                     index += 1
-                    if last_seq is None or event.seq > last_seq:
-                        await send.send(event)
-                    if isinstance(event, Result | Aborted):
-                        await send.aclose()
+                    if last_seq is not None and event.seq <= last_seq:
+                        continue
+                    await send.send(event)
+                    if isinstance(event, Result | Aborted) and index == len(self.events):
+                        await send.aclose()  # the current execution's end
                         return
                 await self.added.wait()
 
@@ -102,15 +105,19 @@ class ScriptedHandle:
 class ScriptedHost:
     handle: ScriptedHandle = attrs.field(factory=ScriptedHandle)
     opened: list[tuple[ExecuteParams, str | None]] = attrs.field(factory=list)
+    continued: list[tuple[str, str]] = attrs.field(factory=list)
     infos: list[SessionInfo] = attrs.field(factory=list)
+    open_takes: float = 0.0
 
     async def open(self, params: ExecuteParams, *, label: str | None = None, **_: Any) -> Any:
-        await trio.lowlevel.checkpoint()
+        await trio.sleep(self.open_takes)
         self.opened.append((params, label))
         return self.handle
 
     async def continue_(self, session_id: str, prompt: str, **_: Any) -> Any:
-        raise NotImplementedError
+        await trio.lowlevel.checkpoint()
+        self.continued.append((session_id, prompt))
+        return self.handle
 
     async def get(self, session_id: str) -> Any:
         await trio.lowlevel.checkpoint()
@@ -373,3 +380,155 @@ async def test_a_mode_and_model_chosen_before_the_first_prompt_are_the_sessions(
         assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
     assert host.opened[0][0].permission_mode == "plan"
     assert host.opened[0][0].model == "haiku"
+
+
+def info(state: str, last_seq: int) -> SessionInfo:
+    return SessionInfo(
+        session="h1",
+        label="acp:S",
+        owner=None,
+        state=state,  # type: ignore[arg-type]
+        executions=1,
+        first_seq=1,
+        last_seq=last_seq,
+        usage=Usage(),
+        created_at=0.0,
+        ended_at=None,
+    )
+
+
+def ready(seq: int, prompt: str) -> AdapterReady:
+    return AdapterReady(seq=seq, model=None, prompt=prompt)
+
+
+def update(message: dict[str, Any]) -> tuple[str, str]:
+    """A ``session/update`` as (its kind, its text)."""
+    assert message["method"] == "session/update", message
+    sent = message["params"]["update"]
+    return sent["sessionUpdate"], sent["content"]["text"]
+
+
+LOAD = {
+    "id": 7,
+    "method": "session/load",
+    "params": {"sessionId": "S", "cwd": "/w", "mcpServers": []},
+}
+
+
+def prompt_request(id_: int, text: str, session_id: str = "S") -> dict[str, Any]:
+    return {
+        "id": id_,
+        "method": "session/prompt",
+        "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
+    }
+
+
+async def test_a_load_replays_the_prompts_between_the_replies_and_none_is_echoed() -> None:
+    host = ScriptedHost()
+    host.infos.append(info("ended", 7))
+    for event in (
+        ready(1, "first"),
+        TextDelta(seq=2, text="one"),
+        result(3),
+        ready(4, "second"),
+        TextDelta(seq=5, text="two"),
+        UserMessage(seq=6, text="pushed", uuid="u", timestamp=0.0),
+        result(7),
+    ):
+        host.handle.add(event)
+    async with open_wire(host) as wire:
+        await wire.send(LOAD)
+        replayed = [update(await wire.receive()) for _ in range(5)]
+        assert replayed == [
+            ("user_message_chunk", "first"),
+            ("agent_message_chunk", "one"),
+            ("user_message_chunk", "second"),
+            ("agent_message_chunk", "two"),
+            ("user_message_chunk", "pushed"),
+        ]
+        assert "result" in await wire.receive()
+        # the loaded session goes on: the editor's own prompt is not sent back to it
+        await wire.send(prompt_request(8, "third"))
+        await trio.testing.wait_all_tasks_blocked()
+        host.handle.add(ready(8, "third"))
+        host.handle.add(TextDelta(seq=9, text="three"))
+        host.handle.add(result(10))
+        assert update(await wire.receive()) == ("agent_message_chunk", "three")
+        assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
+    assert host.continued == [("h1", "third")]
+
+
+async def test_a_prompt_right_after_a_load_waits_for_the_running_turn_then_runs(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    host = ScriptedHost()
+    host.infos.append(info("live", 2))
+    host.handle.add(ready(1, "first"))
+    host.handle.add(TextDelta(seq=2, text="working"))
+    async with open_wire(host) as wire:
+        await wire.send(LOAD)
+        assert update(await wire.receive()) == ("user_message_chunk", "first")
+        assert update(await wire.receive()) == ("agent_message_chunk", "working")
+        assert "result" in await wire.receive()
+        await wire.send(prompt_request(8, "next"))
+        await trio.sleep(60)  # the loaded turn goes on: the prompt waits, nothing is refused
+        assert host.continued == []
+        await wire.send(prompt_request(9, "another"))
+        refused = await wire.receive()
+        assert refused["id"] == 9
+        assert refused["error"]["code"] == -32600
+        assert "a prompt is already running" in refused["error"]["message"]
+        host.handle.add(TextDelta(seq=3, text=" done"))
+        assert update(await wire.receive()) == ("agent_message_chunk", " done")
+        host.handle.add(result(4))
+        await trio.testing.wait_all_tasks_blocked()
+        # the turn ended: the waiting prompt continues the conversation
+        assert host.continued == [("h1", "next")]
+        host.handle.add(ready(5, "next"))
+        host.handle.add(TextDelta(seq=6, text="next answer"))
+        host.handle.add(result(7))
+        assert update(await wire.receive()) == ("agent_message_chunk", "next answer")
+        assert await wire.receive() == {
+            "jsonrpc": "2.0",
+            "id": 8,
+            "result": {"stopReason": "end_turn"},
+        }
+
+
+async def test_cancel_while_a_prompt_waits_for_a_loaded_turn_stops_both(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    host = ScriptedHost()
+    host.infos.append(info("live", 1))
+    host.handle.add(TextDelta(seq=1, text="working"))
+    async with open_wire(host) as wire:
+        await wire.send(LOAD)
+        await wire.receive()
+        assert "result" in await wire.receive()
+        await wire.send(prompt_request(8, "next"))
+        await trio.testing.wait_all_tasks_blocked()
+        began = trio.current_time()
+        await wire.send({"method": "session/cancel", "params": {"sessionId": "S"}})
+        assert await wire.receive() == {
+            "jsonrpc": "2.0",
+            "id": 8,
+            "result": {"stopReason": "cancelled"},
+        }
+        assert trio.current_time() - began == 0.03  # the abort's own time
+    assert host.handle.aborts == 1
+    assert host.continued == []
+
+
+async def test_a_cancel_while_the_execution_starts_aborts_it_once_started(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    host = ScriptedHost(open_takes=1.0)
+    async with open_wire(host) as wire:
+        session_id = await start_prompt(wire)
+        await trio.sleep(0.5)  # the host is still starting the execution
+        await wire.send({"method": "session/cancel", "params": {"sessionId": session_id}})
+        with trio.fail_after(5):  # not aborted, the execution would run on and on
+            answer = await wire.receive()
+        assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "cancelled"}}
+        assert trio.current_time() == 1.03  # started at 1 s, then the abort's own time
+    assert host.handle.aborts == 1

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, schema, text_block
-from acp.exceptions import RequestError
 from acp_editor import COMMAND, TOKEN, Editor, agent_env, open_agent, open_server
 
 pytestmark = pytest.mark.e2e
 
 TURN = 120.0
+PLAN = "Let me plan this first."
 
 
 def run(test: Callable[[], Awaitable[None]]) -> None:
@@ -153,6 +153,9 @@ def test_load_replays_a_finished_session(tmp_path: Path) -> None:
         async with open_agent(first, "--offline") as (conn, _init):
             new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             await _prompt(conn, new.session_id, "remember me")
+            await _prompt(conn, new.session_id, "and me")
+            # the editor's own prompts are not sent back while it prompts
+            assert "user_message_chunk" not in first.kinds()
             # the editor reopens the thread (a local fleet's sessions live in this agent
             # process; across restarts of the agent, see --remote)
             first.updates.clear()
@@ -165,13 +168,36 @@ def test_load_replays_a_finished_session(tmp_path: Path) -> None:
                 await unknown
 
     run(scenario)
-    assert first.text() == "Let me plan this first.You said: remember me"
+    # both sides of the conversation, in order: each prompt, then the agent's reply to it
+    assert _sides(first) == [
+        ("user", "remember me"),
+        ("agent", f"{PLAN}You said: remember me"),
+        ("user", "and me"),
+        ("agent", f"{PLAN}You said: and me (earlier in this conversation: remember me)"),
+    ]
     assert "plan" in first.kinds()
+
+
+def _sides(editor: Editor) -> list[tuple[str, str]]:
+    """The conversation an editor was shown: (``user`` or ``agent``, the text), the chunks of
+    one side in a row joined."""
+    sides: list[tuple[str, str]] = []
+    for _sid, update in editor.updates:
+        side = {"user_message_chunk": "user", "agent_message_chunk": "agent"}.get(
+            update.session_update
+        )
+        if side is None or not isinstance(update.content, schema.TextContentBlock):
+            continue
+        if sides and sides[-1][0] == side:
+            sides[-1] = (side, sides[-1][1] + update.content.text)
+        else:
+            sides.append((side, update.content.text))
+    return sides
 
 
 def test_remote_sessions_outlive_the_editor_killed_mid_turn(tmp_path: Path) -> None:
     started, gate, after = tmp_path / "started", tmp_path / "gate", tmp_path / "after"
-    first, second = Editor(), Editor()
+    first, second, third = Editor(), Editor(), Editor()
     env = agent_env({"CLAUDE_TRIO_TOKEN": TOKEN})
     # the tool call runs until the test opens the gate (a few minutes at most)
     command = (
@@ -199,39 +225,44 @@ def test_remote_sessions_outlive_the_editor_killed_mid_turn(tmp_path: Path) -> N
                 # the load found the turn still running (the command waits for the gate) ...
                 assert not after.exists()
                 at_load, text_at_load = second.kinds(), second.text()
+                # ... a prompt sent right away waits for that turn's end, then runs
+                again = asyncio.create_task(_prompt(conn, new.session_id, "and now?"))
+                await asyncio.sleep(0.5)
+                assert not again.done()  # neither refused nor run while the turn goes on
                 gate.touch()
-                # ... and it goes on streaming to the new editor, to its end
-                while "(the tool said:" not in second.text():  # noqa: ASYNC110
-                    await asyncio.sleep(0.05)
+                assert (await again).stop_reason == "end_turn"
                 assert after.exists()
-                loaded = second.kinds()
-                # The answer's text may arrive before the turn's end does: until then the
-                # agent refuses a new prompt ("a prompt is already running"), as it says.
-                async with asyncio.timeout(TURN):
-                    while True:
-                        try:
-                            again = await _prompt(conn, new.session_id, "and now?")
-                            break
-                        except RequestError as exc:
-                            if "already running" not in str(exc):
-                                raise
-                            await asyncio.sleep(0.05)
-                assert again.stop_reason == "end_turn"
+            # a third editor, a third agent process: the whole conversation, both sides
+            async with open_agent(third, "--remote", url, env=env) as (conn, _init):
+                await asyncio.wait_for(
+                    conn.load_session(cwd=str(tmp_path), session_id=new.session_id, mcp_servers=[]),
+                    TURN,
+                )
 
-        # the load shows the turn so far exactly as the first editor saw it, the rest comes
-        # after it: each event once, in order
-        assert (at_load, text_at_load) == (first.kinds(), first.text())
+        # the load shows the editor's prompt, then the turn so far exactly as the first editor
+        # saw it, the rest comes after it: each event once, in order
+        assert at_load == ["user_message_chunk", *first.kinds()]
+        assert "user_message_chunk" not in first.kinds()
+        assert second.text("user_message_chunk") == command
+        assert text_at_load == first.text() == "Running Bash as asked."
         assert at_load[-1] == "tool_call"
-        assert text_at_load == "Running Bash as asked."
-        rest = loaded[len(at_load) :]
+        rest = second.kinds()[len(at_load) :]
         assert rest[0] == "tool_call_update"
-        assert set(rest[1:]) == {"agent_message_chunk"}
+        # the loaded turn's answer, then the prompt that waited for it streams (the editor's
+        # own prompt is not sent back to it)
+        assert set(rest[1:]) == {"agent_message_chunk", "agent_thought_chunk", "plan"}
         # the approval the first editor gave is not asked again
         assert len(first.permissions) == 1
         assert second.permissions == []
         updates = [u for _s, u in second.updates if isinstance(u, schema.ToolCallProgress)]
         assert [u.status for u in updates] == ["completed"]
-        assert second.text().startswith("Running Bash as asked.")
+        said = second.text()
+        assert said.startswith("Running Bash as asked.")
+        assert said.index("(the tool said:") < said.index("You said: and now?")
+        sides = _sides(third)
+        assert [side for side, _text in sides] == ["user", "agent", "user", "agent"]
+        assert (sides[0][1], sides[2][1]) == (command, "and now?")
+        assert sides[1][1] + sides[3][1] == said
 
     run(scenario)
 

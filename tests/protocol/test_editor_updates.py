@@ -26,6 +26,7 @@ from claude_trio.protocol.editor.updates import (
 from claude_trio.protocol.errors import EditorRequestError, InvalidParamsError
 from claude_trio.protocol.session.events import (
     Aborted,
+    AdapterReady,
     AssistantMessage,
     ControlApplied,
     Error,
@@ -198,6 +199,13 @@ def test_the_todo_list_is_the_plan_and_a_mode_change_the_current_mode() -> None:
     assert mode == {"sessionUpdate": "current_mode_update", "currentModeId": "plan"}
     (user,) = mapper.updates(UserMessage(text="more", uuid="u", timestamp=0.0))
     assert user.session_update == "user_message_chunk"
+    # an execution's prompt rides on its adapter_ready: the user's side of a replay
+    (prompt,) = dumped(mapper.updates(AdapterReady(model=None, prompt="fix the tests")))
+    assert prompt == {
+        "sessionUpdate": "user_message_chunk",
+        "content": {"type": "text", "text": "fix the tests"},
+    }
+    assert mapper.updates(AdapterReady(model=None)) == []  # from a peer that does not send it
 
 
 @pytest.mark.parametrize(
