@@ -418,6 +418,9 @@ function appendEvent(box, ev, index) {
     return node;
   };
   switch (ev.kind) {
+    case "adapter_ready": // an execution's prompt (a new session's, a continue's)
+      if (ev.prompt) add(el("div", { cls: "user prompt", text: `> ${ev.prompt}` }));
+      break;
     case "user_message":
       add(el("div", { cls: "user", text: `> ${ev.text}` }));
       break;

@@ -333,6 +333,9 @@ def test_a_reload_loses_no_event(console: Console) -> None:
     seqs = [e.get_attribute("data-seq") for e in stream.find_elements(By.CSS_SELECTOR, CHILDREN)]
     text = stream.text
     assert "You said: tell me about reloads" in text
+    # The execution's prompt heads its stream (from its adapter_ready), as text.
+    prompts = [e.text for e in stream.find_elements(By.CSS_SELECTOR, ".prompt")]
+    assert prompts == ["> tell me about reloads"]
     assert int(str(last)) > 5
     console.driver.refresh()  # the token is kept for the tab (sessionStorage), not in the URL
     console.until(lambda: console.find("status").text == "connected", "connected again")
