@@ -15,6 +15,7 @@ const state = {
   selected: null,
   openedBy: new Set(), // ids of our own "open" ops: select the session they create
   answers: new Map(), // request key -> {question: label} (questions answered so far)
+  admin: false, // the principal sees every session: the list shows their principals
 };
 
 function record(id) {
@@ -135,6 +136,10 @@ function onFrame(frame) {
       state.inbox.delete(key(frame.session, frame.request));
       state.answers.delete(key(frame.session, frame.request));
       break;
+    case "hello":
+      state.admin = frame.admin === true;
+      document.body.classList.toggle("admin", state.admin);
+      break;
     case "error":
       $("status").textContent = `error: ${frame.message}`;
       break;
@@ -231,15 +236,17 @@ function renderSessions() {
     let tr = rowNodes.get(s.id);
     if (!tr) {
       tr = el("tr", { testid: "session-row", "data-session-id": s.id });
-      for (let i = 0; i < 7; i++) tr.append(el("td"));
-      tr.cells[5].dataset.testid = "session-cost";
+      for (let i = 0; i < 8; i++) tr.append(el("td"));
+      tr.cells[2].dataset.testid = "session-principal";
+      tr.cells[2].className = "principal";
+      tr.cells[6].dataset.testid = "session-cost";
       tr.addEventListener("click", () => select(s.id));
       rowNodes.set(s.id, tr);
     }
     tr.dataset.state = st;
     tr.dataset.lastSeq = String(s.lastSeq);
     tr.className = s.id === state.selected ? "selected" : "";
-    const cells = [st.replace("_", " "), s.info.label ?? s.id.slice(0, 8), s.model ?? "", s.turns, tokens, money(usage.cost_usd), age(now - s.info.created_at)];
+    const cells = [st.replace("_", " "), s.info.label ?? s.id.slice(0, 8), s.info.owner ?? "", s.model ?? "", s.turns, tokens, money(usage.cost_usd), age(now - s.info.created_at)];
     cells.forEach((text, i) => {
       if (tr.cells[i].textContent !== String(text)) tr.cells[i].textContent = String(text);
     });
@@ -411,10 +418,15 @@ function appendEvent(box, ev, index) {
   const s = state.sessions.get(state.selected);
   box.dataset.lastSeq = String(s ? s.lastSeq : 0);
   box.dataset.sessionId = state.selected ?? "";
-  const add = (node) => {
-    if (ev.is_subagent) node.classList.add("sub");
+  const add = (node, parent = null) => {
     node.dataset.seq = String(ev.seq);
-    box.append(node);
+    let into = parent ?? box;
+    if (ev.is_subagent) {
+      // A subagent's events nest in its box, under the tool call that started it.
+      node.classList.add("sub");
+      into = parent ?? index.get(`sub ${ev.subagent_task_id}`) ?? box;
+    }
+    into.append(node);
     return node;
   };
   switch (ev.kind) {
@@ -463,6 +475,18 @@ function appendEvent(box, ev, index) {
       const node = index.get(`tool ${ev.tool_use_id}`);
       if (node) node.append(result);
       else add(result);
+      break;
+    }
+    case "subagent_started": {
+      const head = el("div", { cls: "name", text: `subagent: ${ev.description}` });
+      const nest = el("div", { cls: "subagent", testid: "subagent", "data-task-id": ev.task_id }, head);
+      add(nest, index.get(`tool ${ev.tool_use_id}`) ?? box);
+      index.set(`sub ${ev.task_id}`, nest);
+      break;
+    }
+    case "subagent_completed": {
+      const nest = index.get(`sub ${ev.task_id}`);
+      if (nest) add(el("div", { cls: "end", text: `subagent ${ev.status}` }), nest);
       break;
     }
     case "todo_list_updated":

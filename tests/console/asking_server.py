@@ -1,7 +1,8 @@
 """A gateway with its console whose model asks: the real CLI against the Messages API double,
 scripted so that a prompt with ``#ask`` makes the model ask an AskUserQuestion question and a
 prompt with ``#elicit`` makes it call the MCP server of ``claude_trio.testing.mcp_elicit_server``
-(whose tool asks for a form by MCP elicitation). After the tool, the model answers
+(whose tool asks for a form by MCP elicitation), and one with ``#subagent`` makes it start a
+subagent (which says ``Nothing to add.``). After the tool, the model answers
 ``the tool said: <its result>``, so the page shows what the session was told.
 
 Run by the browser tests: ``python asking_server.py TOKEN WORKDIR``. It prints
@@ -44,6 +45,12 @@ ASK_INPUT = {
     ]
 }
 ELICIT_QUESTION = "favourite colour?"
+AGENT_INPUT = {
+    "description": "count files",
+    "prompt": "count the files",
+    "subagent_type": "general-purpose",
+    "run_in_background": False,
+}
 TOOL_ID = "toolu_asking_1"
 
 
@@ -58,6 +65,8 @@ def respond(request: ModelRequest) -> Response | None:
     prompt = request.user_texts[-1] if request.user_texts else ""
     if "#ask" in prompt:
         return Reply.tool_use("AskUserQuestion", ASK_INPUT, id=TOOL_ID)
+    if "#subagent" in prompt:
+        return Reply.tool_use("Agent", AGENT_INPUT, id=TOOL_ID)
     if "#elicit" in prompt:
         return Reply.tool_use(TOOL_NAME, {"question": ELICIT_QUESTION}, id=TOOL_ID)
     return Reply.text("Nothing to ask.")

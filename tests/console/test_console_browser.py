@@ -37,6 +37,7 @@ pytestmark = pytest.mark.browser
 
 ALICE = "alice-console-token-0123456789"
 BOB = "bob-console-token-0123456789ab"
+OPS = "ops-console-token-0123456789abc"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "console.png"
@@ -176,7 +177,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     work.mkdir()
     tokens = root / "tokens.json"
     tokens.write_text(
-        json.dumps([{"principal": "alice", "token": ALICE}, {"principal": "bob", "token": BOB}])
+        json.dumps([
+            {"principal": "alice", "token": ALICE},
+            {"principal": "bob", "token": BOB},
+            {"principal": "ops", "token": OPS, "admin": True},
+        ])
     )
     tokens.chmod(0o600)
     # With the default governor: its slow start lets two first turns run at once, and a turn
@@ -322,6 +327,18 @@ def test_a_principal_sees_only_its_sessions_and_abort_ends_one(console: Console)
     )
     assert not never.exists()
     assert mine not in {r.get_attribute("data-session-id") for r in console.all("session-row")}
+    # A principal's own list has no principal column; an admin's shows whose each session is.
+    assert not console.all("session-principal")[0].is_displayed()
+    console.login_with_fragment(OPS)
+    def listed() -> set[str | None]:
+        return {r.get_attribute("data-session-id") for r in console.all("session-row")}
+
+    console.until(lambda: {waiting, mine} <= listed(), "every session listed for the admin")
+    owners = {
+        row.get_attribute("data-session-id"): console.all("session-principal", row)[0].text
+        for row in console.all("session-row")
+    }
+    assert (owners[waiting], owners[mine]) == ("alice", "bob")
 
 
 def test_a_reload_loses_no_event(console: Console) -> None:
@@ -519,6 +536,29 @@ def test_a_question_answered_from_the_page_reaches_the_model(
     text = console.stream_text(sid)
     assert "the tool said:" in text
     assert '"Which colour should the button be?"="Orange"' in text
+
+
+def test_a_subagent_s_work_is_nested_under_the_tool_call_that_started_it(
+    asking: tuple[Console, subprocess.Popen[str]],
+) -> None:
+    console, _ = asking
+    console.login_with_fragment(ASKER)
+    sid = console.open_session("#subagent count them")
+    console.wait_state(sid, "ended")
+    stream = console.stream_of(sid)
+    (nest,) = console.all("subagent", stream)
+    assert "subagent: count files" in nest.text
+    assert "Nothing to add." in nest.text  # what the subagent said, inside its box
+    assert "subagent completed" in nest.text
+    # The box sits in the Agent tool call's entry; the main agent's answer follows outside.
+    tool = nest.find_element(By.XPATH, "..")
+    assert "tool" in str(tool.get_attribute("class")).split()
+    assert "Agent" in tool.find_element(By.CSS_SELECTOR, ".name").text
+    texts = [e.text for e in stream.find_elements(By.CSS_SELECTOR, ":scope > .text")]
+    # (the main agent quotes the Agent tool's result, the subagent's report)
+    assert len(texts) == 1
+    assert texts[0].startswith("the tool said:")
+    assert "Nothing to add." not in texts
 
 
 def test_an_elicitation_form_answered_from_the_page_reaches_the_mcp_server(
