@@ -68,6 +68,7 @@ from claude_trio.protocol.fanout.follow import Follow
 from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.fanout.idempotency import check_idempotency_key
 from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES
+from claude_trio.protocol.fanout.listing import LIST_PAGE_MAX
 from claude_trio.protocol.fanout.remote import check_token
 from claude_trio.protocol.fanout.wire import (
     AbortOp,
@@ -241,9 +242,17 @@ class GatewayClient:
         return hello.governor
 
     async def list(self) -> tuple[SessionInfo, ...]:
-        """The sessions the server lets this client's principal see, oldest first."""
-        listing = await self._request(ListOp(id=self._op_id()), SessionsFrame)
-        return listing.sessions
+        """The sessions the server lets this client's principal see, oldest first (read in
+        pages of ``LIST_PAGE_MAX``, one ``list`` op each, however many there are)."""
+        sessions: list[SessionInfo] = []
+        cursor: str | None = None
+        while True:
+            op = ListOp(id=self._op_id(), cursor=cursor, limit=LIST_PAGE_MAX)
+            listing = await self._request(op, SessionsFrame)
+            sessions += listing.sessions
+            cursor = listing.next_cursor
+            if cursor is None:
+                return tuple(sessions)
 
     async def get(self, session_id: str) -> RemoteSession:
         """The handle of a session on the server (``SessionHost.get``): the one this client
