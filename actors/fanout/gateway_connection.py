@@ -69,6 +69,7 @@ from claude_trio.protocol.errors import (
     WireError,
 )
 from claude_trio.protocol.fanout.codec import to_json_safe
+from claude_trio.protocol.fanout.listing import page
 from claude_trio.protocol.fanout.remote import (
     Principal,
     open_refusal,
@@ -77,7 +78,6 @@ from claude_trio.protocol.fanout.remote import (
     remote_params,
 )
 from claude_trio.protocol.fanout.replay import Entry
-from claude_trio.protocol.fanout.listing import page
 from claude_trio.protocol.fanout.wire import (
     OP_NAMES,
     PROTOCOL_VERSION,
