@@ -25,8 +25,7 @@ only after every one failed) and attaches every session it follows again from th
 it queued, so the consumer sees every event exactly once, in order: no gap, no duplicate
 (``protocol/fanout/follow.py`` decides what to queue, drop and re-attach). If the server no
 longer holds the events after that seq (its replay buffer evicted them), ``session.events``
-raises
-:class:`ResyncRequiredError`; if it no longer knows the session (it restarted, or forgot it),
+raises :class:`ResyncRequiredError`; if it no longer knows the session (it restarted, or forgot it),
 :class:`SessionLostError`. An op whose reply was lost with the connection is sent again when it
 is safe to repeat (``hello``, ``list``, ``abort``, ``set_model``, ``set_permission_mode``,
 and ``open``, which carries an idempotency key: the server answers a repeat with the session
