@@ -25,15 +25,16 @@ results already passed to ``on_result`` stay. Error handling: an item that fails
 a result with ``ok=False`` and its ``error``; a gateway that cannot be reached any more
 (``GatewayUnavailableError``, ``GatewayRefusedError``) ends the batch with that error.
 
-The command: ``claude-trio batch PROMPTS.jsonl [--out FILE] [--max-live N] [--remote URL]
-[--budget USD] [--retries N] [--model M] [--offline]``. One JSON result line per item in
-``--out`` (default ``PROMPTS.results.jsonl``), written and synced as each item finishes, so a
-crash or Ctrl-C loses no finished result; running it again with the same ``--out`` skips the
-keys already done (a line cut short by a crash is dropped and its item runs again). A live
-progress display on a terminal (done / running / queued / failed, tokens, cost, elapsed,
-ETA), plain lines otherwise. Exit code 0 when every item is done, 1 when some failed or were
-left out by the budget, 2 for bad usage, 130 after Ctrl-C (the first Ctrl-C aborts the
-running items and writes nothing for them; they run again next time).
+The command: ``claude-trio batch PROMPTS.jsonl [--out FILE] [--max-live N] [--remote URL]...
+[--budget USD] [--retries N] [--model M] [--offline]`` (``--remote`` repeated: the gateways of
+one cluster, tried in turn when a connection fails or drops; ``connect_gateway``). One JSON
+result line per item in ``--out`` (default ``PROMPTS.results.jsonl``), written and synced as
+each item finishes, so a crash or Ctrl-C loses no finished result; running it again with the
+same ``--out`` skips the keys already done (a line cut short by a crash is dropped and its item
+runs again). A live progress display on a terminal (done / running / queued / failed, tokens,
+cost, elapsed, ETA), plain lines otherwise. Exit code 0 when every item is done, 1 when some
+failed or were left out by the budget, 2 for bad usage, 130 after Ctrl-C (the first Ctrl-C
+aborts the running items and writes nothing for them; they run again next time).
 """
 
 from __future__ import annotations

@@ -58,9 +58,12 @@ def test_batch_and_run_remote_parse() -> None:
         "jobs.jsonl",
         "r.jsonl",
         3,
-        "ws://h:1/",
+        ["ws://h:1/"],
     )
     assert (args.budget, args.retries, args.model, args.offline) == (1.5, 0, "opus", True)
+    # the gateways of one cluster: tried in turn
+    two = cli.parse_args(["batch", "j.jsonl", "--remote", "ws://a:1/", "--remote", "ws://b:2/"])
+    assert two.remote == ["ws://a:1/", "ws://b:2/"]
     assert cli.parse_args(["run", "hi", "--remote", "ws://h:1/"]).remote == "ws://h:1/"
 
 

@@ -36,7 +36,7 @@ from claude_trio.actors.cluster.controls import ClusterControls
 from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
 from claude_trio.actors.cluster.follower import REDIS_ERRORS, StreamFollowers
 from claude_trio.actors.cluster.inbox import ClusterInbox
-from claude_trio.actors.cluster.owned import own, owner_load
+from claude_trio.actors.cluster.owned import cluster_load, own, owner_load
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet import (
     FleetStatistics,
@@ -532,16 +532,19 @@ class RedisFleet:
         return tuple(session.info() for session in self.sessions())
 
     async def load(self, owner: Hashable) -> HostLoad:
-        """The statistics over the sessions this gateway has seen, their records read again
-        when they had not ended (see ``statistics``); for a gateway's client (a
-        ``GatewayOwner``), its counts over the whole cluster, read from Redis (every gateway
-        sees the same: the per-client limits hold cluster-wide)."""
-        await self._refresh_active()
+        """The cluster's sessions live and waiting, and for a gateway's client (a
+        ``GatewayOwner``) its own, counted over the whole cluster from Redis (every gateway
+        sees the same: ``max_sessions`` and the per-client limits hold cluster-wide); for any
+        other owner, over the sessions this gateway has seen, their records read again when
+        they had not ended (see ``statistics``)."""
         if isinstance(owner, GatewayOwner):
             mine = await owner_load(self.redis, self.keys, self._call, owner)
         else:
+            await self._refresh_active()
             mine = self.owner_statistics(owner)
-        return HostLoad(total=self.statistics(), owner=mine)
+        finished = self.statistics().finished
+        total = await cluster_load(self.redis, self.keys, self._call, finished)
+        return HostLoad(total=total, owner=mine)
 
     async def describe(self) -> HostDescription:
         """A ``hello``'s view of the cluster: its replay bound and its workers' summary."""

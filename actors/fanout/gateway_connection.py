@@ -69,6 +69,7 @@ from claude_trio.protocol.errors import (
     WireError,
 )
 from claude_trio.protocol.fanout.codec import to_json_safe
+from claude_trio.protocol.fanout.listing import page
 from claude_trio.protocol.fanout.remote import (
     Principal,
     open_refusal,
@@ -418,7 +419,8 @@ class _Client:
             case HelloOp():
                 self._reply(self._hello(op.id, await self._fleet.describe()))
             case ListOp():
-                self._reply(SessionsFrame(id=op.id, sessions=await self._listing()))
+                shown, after = page(await self._listing(), op.cursor, op.limit)
+                self._reply(SessionsFrame(id=op.id, sessions=shown, next_cursor=after))
             case OpenOp():
                 await self._open(op)
             case ContinueOp():

@@ -424,8 +424,10 @@ def add_fanout_commands(commands: Any) -> None:
     batch.add_argument(
         "--remote",
         type=_ws_url,
+        action="append",
         metavar="URL",
-        help="run them on a claude-trio server (ws://host:port/)",
+        help="run them on a claude-trio server (ws://host:port/); repeat it for the gateways "
+        "of one cluster (serve --redis): a connection that fails or drops goes to the next",
     )
     batch.add_argument(
         "--budget",

@@ -17,14 +17,15 @@ session's does. ``push``, ``answer``, ``abort`` and ``continue_`` are the gatewa
 
 The token: ``token=``, or else the ``CLAUDE_TRIO_TOKEN`` environment variable.
 
-**Dropped connections.** When the connection drops (the server went away or closed it: seen
-at once; a proxy cut it, or the peer went silent: no pong within ``ping_timeout`` of a ping
-sent every ``ping_interval``), the client reconnects with exponential backoff
-(with jitter) and attaches every session it follows again from the last ``seq`` it queued, so
-the consumer sees every event exactly once, in order: no gap, no duplicate
-(``protocol/fanout/follow.py`` decides what to queue, drop and re-attach). If the server no longer
-holds the events after that seq (its replay buffer evicted them), ``session.events`` raises
-:class:`ResyncRequiredError`; if it no longer knows the session (it restarted, or forgot it),
+**Dropped connections.** When the connection drops (the server went away or closed it: seen at
+once; a proxy cut it, or the peer went silent: no pong within ``ping_timeout`` of a ping sent
+every ``ping_interval``), the client reconnects with exponential backoff (with jitter; given
+several URLs, the gateways of one cluster, each attempt goes to the next one, and it backs off
+only after every one failed) and attaches every session it follows again from the last ``seq``
+it queued, so the consumer sees every event exactly once, in order: no gap, no duplicate
+(``protocol/fanout/follow.py`` decides what to queue, drop and re-attach). If the server no
+longer holds the events after that seq (its replay buffer evicted them), ``session.events``
+raises :class:`ResyncRequiredError`; if it no longer knows the session (it restarted, or forgot it),
 :class:`SessionLostError`. An op whose reply was lost with the connection is sent again when it
 is safe to repeat (``hello``, ``list``, ``abort``, ``set_model``, ``set_permission_mode``,
 and ``open``, which carries an idempotency key: the server answers a repeat with the session

@@ -24,7 +24,7 @@ import logging
 import os
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TypeVar
@@ -68,6 +68,7 @@ from claude_trio.protocol.fanout.follow import Follow
 from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.fanout.idempotency import check_idempotency_key
 from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES
+from claude_trio.protocol.fanout.listing import LIST_PAGE_MAX
 from claude_trio.protocol.fanout.remote import check_token
 from claude_trio.protocol.fanout.wire import (
     AbortOp,
@@ -118,8 +119,12 @@ _REPEATABLE = (HelloOp, ListOp, AbortOp, SetModelOp, SetPermissionModeOp, InboxO
 class GatewayClient:
     """The handle inside :func:`connect_gateway`. See :mod:`claude_trio.client`."""
 
-    def __init__(self, url: str, headers: list[tuple[bytes, bytes]], config: ClientConfig):
-        self._url = url
+    def __init__(
+        self, url: str | tuple[str, ...], headers: list[tuple[bytes, bytes]], config: ClientConfig
+    ):
+        #: The gateways, tried in turn: the next one after each failed or lost connection.
+        self._urls = (url,) if isinstance(url, str) else url
+        self._turn = 0
         self._headers = headers
         self._config = config
         self._ids = itertools.count(1)
@@ -143,6 +148,15 @@ class GatewayClient:
         #: The server's ``hello``, from the latest connection.
         self.hello: HelloFrame | None = None
         self._inbox = RemoteInbox(self._op_id, lambda op: self._request(op, ReplyFrame))
+
+    @property
+    def _url(self) -> str:
+        """The gateway this client connects to now."""
+        return self._urls[self._turn % len(self._urls)]
+
+    @property
+    def _where(self) -> str:
+        return self._url if len(self._urls) == 1 else f"any of {', '.join(self._urls)}"
 
     # -- public ops ------------------------------------------------------------------------------
 
@@ -228,9 +242,17 @@ class GatewayClient:
         return hello.governor
 
     async def list(self) -> tuple[SessionInfo, ...]:
-        """The sessions the server lets this client's principal see, oldest first."""
-        listing = await self._request(ListOp(id=self._op_id()), SessionsFrame)
-        return listing.sessions
+        """The sessions the server lets this client's principal see, oldest first (read in
+        pages of ``LIST_PAGE_MAX``, one ``list`` op each, however many there are)."""
+        sessions: list[SessionInfo] = []
+        cursor: str | None = None
+        while True:
+            op = ListOp(id=self._op_id(), cursor=cursor, limit=LIST_PAGE_MAX)
+            listing = await self._request(op, SessionsFrame)
+            sessions += listing.sessions
+            cursor = listing.next_cursor
+            if cursor is None:
+                return tuple(sessions)
 
     async def get(self, session_id: str) -> RemoteSession:
         """The handle of a session on the server (``SessionHost.get``): the one this client
@@ -398,6 +420,8 @@ class GatewayClient:
             outcome = await self._connect_once(ready)
             if self._stopping():
                 return
+            url = self._url
+            self._turn += 1  # the next gateway (the same when there is one)
             if outcome is None:  # served, then lost: start counting again
                 failures = 0
                 self._attempts = 1
@@ -405,7 +429,7 @@ class GatewayClient:
                 why = self._last_why
                 log.warning(
                     "claude-trio client: the connection to %s dropped (%s): reconnecting",
-                    self._url,
+                    url,
                     why,
                 )
                 self._notify(Reconnecting(attempt=1, delay=0.0, error=why))
@@ -421,21 +445,24 @@ class GatewayClient:
                 if started():
                     waited = trio.current_time() - self._down_since
                     error = GatewayUnavailableError(
-                        f"could not reconnect to the gateway at {self._url} ({failures} "
+                        f"could not reconnect to the gateway at {self._where} ({failures} "
                         f"attempts over {waited:.1f} s): {outcome!r}; the sessions it "
                         "followed go on on the server (attach to them with a new client); "
                         "ClientConfig.reconnect_attempts makes it try longer"
                     )
                 else:
                     error = GatewayUnavailableError(
-                        f"could not connect to the gateway at {self._url} ({failures} "
+                        f"could not connect to the gateway at {self._where} ({failures} "
                         f"attempts): {outcome!r}"
                     )
                 self._give_up(error)
                 if not started():
                     raise error
                 return
-            delay = config.backoff(failures)
+            # Several gateways: the next one is tried at once; the backoff comes after each
+            # round in which every one failed.
+            rounds, rest = divmod(failures, len(self._urls))
+            delay = 0.0 if rest else config.backoff(rounds)
             log.info(
                 "claude-trio client: connection failed (%r), retrying in %.2f s", outcome, delay
             )
@@ -718,19 +745,28 @@ def _ignore(frame: Frame) -> None:
 
 @asynccontextmanager
 async def connect_gateway(
-    url: str, *, token: str | None = None, config: ClientConfig | None = None
+    url: str | Sequence[str], *, token: str | None = None, config: ClientConfig | None = None
 ) -> AsyncIterator[GatewayClient]:
     """Connect to a ``serve_gateway`` at ``url`` (``ws://host:port/``) with ``token``; yield
     the :class:`GatewayClient` once the server said hello. Without ``token``, the one in
     the ``CLAUDE_TRIO_TOKEN`` environment variable (as ``claude-trio serve`` reads it); a
     token given here wins.
 
+    ``url`` may be several URLs: the gateways of one cluster (``serve --redis``), tried in
+    turn: a connection that fails or drops is made again to the next one. What was in flight
+    is safe to send there: an ``open`` or ``continue`` goes again with its idempotency key
+    (the cluster returns the session the first one started) and each followed session
+    attaches again after the last event it received.
+
     Raises :class:`GatewayRefusedError` when the handshake is refused (a wrong token: 401),
     :class:`GatewayUnavailableError` when no connection could be made in
     ``config.connect_attempts`` attempts. See :mod:`claude_trio.client` for what happens when
     the connection drops later. Nothing started here outlives the block.
     """
-    url = _check_url(url)
+    urls = (url,) if isinstance(url, str) else tuple(url)
+    if not urls:
+        raise InvalidParamsError("url", url, "a ws:// or wss:// URL, or a sequence of them")
+    urls = tuple(_check_url(u) for u in urls)
     if token is None:
         token = os.environ.get(TOKEN_ENV)
         if token is None:
@@ -745,7 +781,7 @@ async def connect_gateway(
     config = config or ClientConfig()
     if not isinstance(config, ClientConfig):
         raise InvalidParamsError("config", config, "a ClientConfig or None")
-    client = GatewayClient(url, [(b"authorization", f"Bearer {token}".encode())], config)
+    client = GatewayClient(urls, [(b"authorization", f"Bearer {token}".encode())], config)
     caller: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:

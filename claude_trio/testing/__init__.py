@@ -26,6 +26,10 @@
   ``url`` is a ``rediss://`` URL trusting the given CA (:mod:`claude_trio.testing.redis_server`).
 * ``open_redis_cluster`` runs a real three-master Redis Cluster the same way; its ``url`` is a
   ``redis+cluster://`` URL (:mod:`claude_trio.testing.redis_cluster`).
+* ``open_gateway_process`` and ``open_worker_process`` run ``claude-trio serve`` and ``worker``
+  as child processes that die with the test, each returned once it is ready and stopped with
+  Ctrl-C at the end (``CommandProcess.kill`` kills one mid-test); for tests of a deployment as
+  users run it (:mod:`claude_trio.testing.processes`).
 * pytest fixtures (registered automatically): ``fake_cli``, ``fake_cli_factory``,
   ``scripted_session``, ``model_double``, ``hermetic``, ``redis_server``, ``redis_cluster``,
   ``event_contract``, ``replay_cassette``; and

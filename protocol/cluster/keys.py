@@ -117,6 +117,12 @@ class RedisKeys:
         ``""`` for none) created, and the request's digest (a string, set to expire)."""
         return f"{self.prefix}:idem:{{{_q(scope)}:{_q(key)}}}"
 
+    @property
+    def active(self) -> str:
+        """The set of the cluster's sessions not ended when last counted: the server-wide
+        session limit counts it on every gateway (as ``owned`` for a client)."""
+        return f"{self.prefix}:active"
+
     def owned(self, principal: str, host: str) -> str:
         """The set of the sessions a client (a gateway principal from one address) opened or
         continued and that had not ended when last counted: the per-client limits count it on

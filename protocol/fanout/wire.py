@@ -101,6 +101,7 @@ from claude_trio.protocol.config.subagents import subagent_from_mapping
 from claude_trio.protocol.errors import InvalidParamsError, WireError, WireErrorCode
 from claude_trio.protocol.fanout.codec import dumps, json_type
 from claude_trio.protocol.fanout.idempotency import check_idempotency_key
+from claude_trio.protocol.fanout.listing import list_request_problem
 from claude_trio.protocol.fanout.wire_checks import (
     MAX_ARGUMENT_BYTES,
     MAX_DEPTH,
@@ -293,9 +294,13 @@ class ContinueOp:
 
 @attrs.frozen(kw_only=True)
 class ListOp:
-    """The sessions this client's principal may see (answered by a ``sessions`` frame)."""
+    """The sessions this client's principal may see (answered by a ``sessions`` frame), oldest
+    first: all of them, or with ``limit`` (1 to ``LIST_PAGE_MAX``) a page of at most that
+    many, after ``cursor`` (the ``next_cursor`` of the previous page; none: from the oldest)."""
 
     id: str
+    cursor: str | None = None
+    limit: int | None = None
     op: ClassVar[str] = "list"
 
 
@@ -466,6 +471,13 @@ class _Fields:
             self.fail("invalid_field", f"idempotency_key={quote(exc.value)}: {exc.allowed}")
 
 
+def _list_op(fields: _Fields, op_id: str) -> ListOp:
+    cursor, limit = fields.obj.get("cursor"), fields.obj.get("limit")
+    if (problem := list_request_problem(cursor, limit)) is not None:
+        fields.fail("invalid_field", problem)
+    return ListOp(id=op_id, cursor=cursor, limit=limit)
+
+
 def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) -> Op:
     """The op in one client message; raises :class:`WireError` (rules 1-3)."""
     obj = loads_message(text)
@@ -487,8 +499,8 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
             fields.only("op", "id")
             return HelloOp(id=op_id)
         case "list":
-            fields.only("op", "id")
-            return ListOp(id=op_id)
+            fields.only("op", "id", "cursor", "limit")
+            return _list_op(fields, op_id)
         case "open":
             fields.only("op", "id", "params", "label", "idempotency_key", "traceparent")
             params = _params(fields.required("params"), allow_cwd, allow_env, op_id)
@@ -743,8 +755,14 @@ def encode_op(op: Op) -> str:
     """The client message for ``op`` (clients and tests; the server only decodes)."""
     obj: dict[str, Any] = {"op": op.op}
     match op:
-        case HelloOp() | ListOp():
+        case HelloOp():
             obj |= {"id": op.id}
+        case ListOp():
+            obj |= {"id": op.id}
+            if op.cursor is not None:
+                obj["cursor"] = op.cursor
+            if op.limit is not None:
+                obj["limit"] = op.limit
         case OpenOp():
             obj |= {"id": op.id, "params": params_to_json(op.params)}
             if op.label is not None:

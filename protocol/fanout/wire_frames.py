@@ -137,10 +137,12 @@ class ContinuedFrame:
 
 @attrs.frozen(kw_only=True)
 class SessionsFrame:
-    """The answer to ``list``: oldest first."""
+    """The answer to ``list``: oldest first; ``next_cursor``: where the next page starts
+    (None when this one holds the last session)."""
 
     id: str
     sessions: tuple[SessionInfo, ...]
+    next_cursor: str | None = None
     type: ClassVar[str] = "sessions"
 
 

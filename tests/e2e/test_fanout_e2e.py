@@ -11,55 +11,30 @@ subprocess too) and the client.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import attrs
 import pytest
 import trio
 
 from claude_trio import ExecuteParams
-from claude_trio.actors.children import open_child_process
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import SessionLostError
 from claude_trio.protocol.session.events import Result, TextDelta
+from claude_trio.testing.processes import COMMAND, CommandProcess, command_env, open_gateway_process
 
 pytestmark = pytest.mark.e2e
 
-COMMAND = (sys.executable, "-m", "claude_trio.cli")
 ALICE = "alice-e2e-token-0123456789"
 BOB = "bob-e2e-token-0123456789ab"
 ADMIN = "admin-e2e-token-0123456789"
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
 
 
-def command_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without any credential or token, plus ``extra``."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("ANTHROPIC_")
-        and key not in ("CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_TRIO_TOKEN")
-    }
-    env.update(extra or {})
-    return env
-
-
-@attrs.define
-class Server:
-    process: trio.Process
-    url: str
-    stdout: str
-    stderr_path: Path
-
-
 @asynccontextmanager
-async def serve(tmp_path: Path, *argv: str) -> AsyncIterator[Server]:
+async def serve(tmp_path: Path, *argv: str) -> AsyncIterator[CommandProcess]:
     """``claude-trio serve --offline --port 0`` with a tokens file; stopped with Ctrl-C."""
     tokens = tmp_path / "tokens.json"
     tokens.write_text(
@@ -72,38 +47,13 @@ async def serve(tmp_path: Path, *argv: str) -> AsyncIterator[Server]:
         )
     )
     tokens.chmod(0o600)
-    stderr_path = tmp_path / "serve.stderr"
     work = tmp_path / "work"
     work.mkdir()
-    with stderr_path.open("wb") as stderr:
-        process = await open_child_process(  # dies with the test run
-            [*COMMAND, "serve", "--offline", "--port", "0", "--tokens", str(tokens),
-             "--cwd-root", str(work), "--log-json", *argv],
-            env=command_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-        )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        seen = b""
-        with trio.fail_after(60):
-            while b"listening on ws://" not in seen:
-                chunk = await process.stdout.receive_some()
-                assert chunk, f"serve exited early: {stderr_path.read_text()}"
-                seen += chunk
-        line = next(li for li in seen.decode().splitlines() if "listening on" in li)
-        url = line.split("listening on ", 1)[1].strip()
-        yield Server(process=process, url=url, stdout=seen.decode(), stderr_path=stderr_path)
-        process.send_signal(signal.SIGINT)
-        with trio.fail_after(60):
-            code = await process.wait()
-        assert code == 0, stderr_path.read_text()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.move_on_after(10, shield=True):
-                await process.wait()
+    async with open_gateway_process(
+        tmp_path, "serve", None,
+        "--offline", "--tokens", str(tokens), "--cwd-root", str(work), "--log-json", *argv,
+    ) as server:  # fmt: skip
+        yield server
 
 
 async def batch(

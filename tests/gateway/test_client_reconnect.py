@@ -321,3 +321,64 @@ async def test_the_token_comes_from_the_environment_unless_one_is_given(
                 async with connect_gateway(gateway.url):
                     pass  # pragma: no cover
             assert missing.value.field == "token"
+
+
+async def test_several_urls_are_tried_in_turn_when_a_gateway_goes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Two gateways over one host (as the gateways of a cluster): the client given both
+    starts on the first; when it stops, the next attempt goes to the second at once, and the
+    session's stream goes on there exactly."""
+    notices = Notices()
+    config = ClientConfig(reconnect_attempts=2, backoff_base=1.0, on_connection=notices)
+    events: list[Event] = []
+    with trio.fail_after(300):
+        async with (
+            gateway_of(stream) as one,
+            trio.open_nursery() as nursery,
+        ):
+            two = Gateway(one.fleet, nursery)
+            await two.start()
+            async with connect_gateway([one.url, two.url], token=TOKEN, config=config) as gw:
+                session = await gw.open(ExecuteParams(prompt="go"))
+                async for event in session.events:
+                    events.append(event)
+                    if len(events) == 10:
+                        await one.stop()
+                        stopped_at = trio.current_time()
+                assert gw.statistics().connections == 2
+            nursery.cancel_scope.cancel()
+
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "".join(
+        f"<{i}>" for i in range(DELTAS)
+    )
+    assert isinstance(events[-1], Result)
+    (dropped_at, dropped), (back_at, back) = notices.got
+    assert isinstance(dropped, Reconnecting)
+    assert dropped_at == back_at == stopped_at  # no backoff: the other gateway answered
+    assert back == Reconnected(attempts=1)
+
+
+async def test_a_first_url_nobody_answers_on_is_passed_over(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    closed = f"ws://127.0.0.1:{listener.socket.getsockname()[1]}/"
+    await listener.aclose()  # a port nobody listens on
+    config = ClientConfig(connect_attempts=2, backoff_base=1.0)
+    with trio.fail_after(300):
+        async with (
+            gateway_of(stream) as gateway,
+            connect_gateway([closed, gateway.url], token=TOKEN, config=config) as gw,
+        ):
+            assert trio.current_time() == 0  # a refused connect costs no time, and no backoff
+            session = await gw.open(ExecuteParams(prompt="go"))
+            result = await session.result()
+    assert isinstance(result.events[-1], Result)
+
+
+async def test_an_empty_list_of_urls_is_refused() -> None:
+    with pytest.raises(InvalidParamsError, match="url"):
+        async with connect_gateway([], token=TOKEN):
+            pass

@@ -80,6 +80,7 @@ OPS: list[Op] = [
     DetachOp(id="9", session="s"),
     HelloOp(id="10"),
     ListOp(id="11"),
+    ListOp(id="11", cursor="1700000000.5 s-1", limit=1000),
     OpenOp(id="12", params=ExecuteParams(prompt="hi"), label="item 7"),
     ContinueOp(id="13", session="s", prompt="and now the tests"),
     PushOp(
@@ -249,6 +250,7 @@ FRAMES: list[Frame] = [
             ),
         ),
     ),
+    SessionsFrame(id="9", sessions=(), next_cursor="1700000000.5 s-1"),
     SessionsFrame(id="9", sessions=()),
 ]
 
@@ -276,7 +278,7 @@ def test_frames_from_a_newer_server_with_extra_keys_still_decode() -> None:
 
 
 def test_a_session_list_carries_usage_like_events_do() -> None:
-    text = encode_frame(FRAMES[-2])
+    (text,) = [encode_frame(f) for f in FRAMES if isinstance(f, SessionsFrame) and f.sessions]
     listed = json.loads(text)["sessions"][0]
     assert listed["usage"] == {
         "input_tokens": 3,
@@ -331,6 +333,10 @@ def decode_error(text: str, **kwargs: Any) -> WireError:
          "prompt"),
         ('{"op": "continue", "id": "1", "prompt": "go"}', "missing_field", "1", "'session'"),
         ('{"op": "list", "id": "1", "all": true}', "unknown_field", "1", "'all'"),
+        ('{"op": "list", "id": "1", "limit": 1001}', "invalid_field", "1", "limit=1001"),
+        ('{"op": "list", "id": "1", "limit": true}', "invalid_field", "1", "limit=True"),
+        ('{"op": "list", "id": "1", "cursor": "later"}', "invalid_field", "1",
+         "send the next_cursor"),
         ('{"op": "hello", "id": "1", "version": 2}', "unknown_field", "1", "'version'"),
         ('{"op": "open", "id": "1", "params": "go"}', "invalid_field", "1", "params"),
         ('{"op": "open", "id": "1", "params": {}}', "missing_field", "1", "params.prompt"),

@@ -1,8 +1,12 @@
 """What a cluster keeps in Redis rather than per gateway, on a real three-master Redis
-Cluster: a client's sessions (the per-client limits hold across every gateway of the
-cluster), and a session's pending questions (re-shown to a client of any gateway)."""
+Cluster (and one ``redis-server``): a client's sessions and all of the cluster's (the
+per-client limits and ``max_sessions`` hold across every gateway of the cluster), and a
+session's pending questions (re-shown to a client of any gateway)."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import trio
@@ -18,7 +22,14 @@ from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.fanout.remote import GatewayLimits
 from claude_trio.protocol.session.events import Result, UserInputRequest
 from claude_trio.redis_url import open_redis
-from claude_trio.testing import FakeCLI, FakeTurn, RedisClusterNodes, conformance_cli
+from claude_trio.testing import (
+    FakeCLI,
+    FakeTurn,
+    RedisClusterNodes,
+    conformance_cli,
+    open_redis_cluster,
+    open_redis_server,
+)
 
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
 KEYS = RedisKeys()
@@ -87,6 +98,48 @@ async def test_the_per_client_limit_holds_across_gateways(
             script.release.set()
     assert refused.value.code == "limit_reached"
     assert "already has 2 sessions not ended" in str(refused.value)
+
+
+@pytest.fixture(params=["redis-server", "redis-cluster"])
+async def redis_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """One ``redis-server``, or a three-master Redis Cluster."""
+    if request.param == "redis-server":
+        async with open_redis_server(tmp_path / "redis") as server:
+            yield server.url
+    else:
+        async with open_redis_cluster(tmp_path / "redis-cluster") as cluster:
+            yield cluster.url
+
+
+async def test_the_server_wide_session_limit_holds_across_gateways(redis_url: str) -> None:
+    """``max_sessions`` counts the cluster's sessions not ended, on every gateway: two opened
+    through one gateway fill it for the other, which never saw them; once they end, it opens
+    again, and the ended ones left the count's set."""
+    script = Held()
+    url = redis_url
+    limits = GatewayLimits(max_sessions=2)
+    with trio.fail_after(60):
+        async with (
+            open_redis(url) as redis,
+            open_worker(url, FakeCLI(script), max_live=1),
+            open_gateway(url, limits=limits) as (_, port_one),
+            open_gateway(url, limits=limits) as (_, port_two),
+            connect_gateway(f"ws://127.0.0.1:{port_one}/", token=TOKEN, config=CLIENT) as one,
+            connect_gateway(f"ws://127.0.0.1:{port_two}/", token=TOKEN, config=CLIENT) as two,
+        ):
+            first = await one.open(ExecuteParams(prompt="a"))  # live on the worker's slot
+            second = await one.open(ExecuteParams(prompt="b"))  # waiting for it
+            with pytest.raises(RemoteOpError) as refused:
+                await two.open(ExecuteParams(prompt="c"))
+            script.release.set()
+            await first.result()
+            await second.result()
+            third = await two.open(ExecuteParams(prompt="d"))
+            counted = await redis.smembers(KEYS.active)
+            await third.result()
+    assert refused.value.code == "limit_reached"
+    assert str(refused.value).endswith("the server runs its limit of 2 sessions; try later")
+    assert counted == {third.id}
 
 
 async def test_a_pending_question_is_shown_again_to_a_client_that_attaches_past_it(

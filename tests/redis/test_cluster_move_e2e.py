@@ -12,71 +12,40 @@ gateway, are exact apart from the move event, which names the call the turn resu
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 
-import psutil
 import pytest
 import trio
 from cluster_kit import TOKEN, open_gateway
 
 from claude_trio import ExecuteParams
-from claude_trio.actors.children import open_child_process
 from claude_trio.client import ClientConfig, RemoteSession, connect_gateway
 from claude_trio.protocol.cluster.move import CONTINUE_PROMPT
 from claude_trio.protocol.session.events import Event, Result, ToolResult, ToolUse
 from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.testing import RedisServer, hermetic_env
 from claude_trio.testing.model_double import ModelDouble, ModelRequest, Reply, Response
+from claude_trio.testing.processes import CommandProcess, command_env, open_worker_process
 
 pytestmark = pytest.mark.e2e
 
-COMMAND = (sys.executable, "-m", "claude_trio.cli")
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
 PUSH = "also remember 42"
 
 
-@asynccontextmanager
-async def worker(tmp_path: Path, name: str, url: str, base_url: str) -> AsyncIterator[trio.Process]:
+def worker(
+    tmp_path: Path, name: str, url: str, base_url: str
+) -> AbstractAsyncContextManager[CommandProcess]:
     """``claude-trio worker`` whose CLIs talk to the model double (its own config folder:
     another machine)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    env.update(hermetic_env(base_url, tmp_path / name, sandbox=True))
-    stderr_path = tmp_path / f"{name}.stderr"
-    with stderr_path.open("wb") as stderr:
-        process = await open_child_process(  # dies with the test run
-            [*COMMAND, "worker", "--redis", url, "--max-live", "1", "--worker-id", name,
-             "--dead-after", "2", "--drain-grace", "10", "--log-json"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-        )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        seen = b""
-        with trio.fail_after(60):
-            while b"running up to" not in seen:
-                chunk = await process.stdout.receive_some()
-                assert chunk, f"{name} exited early: {stderr_path.read_text()}"
-                seen += chunk
-        yield process
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-            with trio.move_on_after(30, shield=True):
-                await process.wait()
-        if process.returncode is None:
-            process.kill()
-            with trio.move_on_after(10, shield=True):
-                await process.wait()
+    env = command_env(hermetic_env(base_url, tmp_path / name, sandbox=True))
+    return open_worker_process(
+        tmp_path, name, url,
+        "--max-live", "1", "--dead-after", "2", "--drain-grace", "10", "--log-json",
+        env=env, check_exit=False, stop_timeout=30,
+    )  # fmt: skip
 
 
 class Model:
@@ -145,12 +114,7 @@ async def run_moved_turn(
                     break
             if push:
                 assert isinstance(await session.push(PUSH), Accepted)
-            children = psutil.Process(doomed.pid).children(recursive=True)
-            doomed.send_signal(signal.SIGKILL)
-            await doomed.wait()
-            for child in children:  # its CLI, orphaned: not this test's to leave behind
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    child.kill()
+            await doomed.kill()  # and its CLI, orphaned: not this test's to leave behind
             await stack.enter_async_context(worker(tmp_path, "w2", url, double.base_url))
             last = first[-1].seq
             session.close()

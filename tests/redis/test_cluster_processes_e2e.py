@@ -11,25 +11,19 @@ move event, the push is delivered, every job is acknowledged exactly once, nothi
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import attrs
 import coredis
 import psutil
 import pytest
 import trio
 
 from claude_trio import ExecuteParams
-from claude_trio.actors.children import open_child_process
 from claude_trio.client import ClientConfig, RemoteSession, connect_gateway
 from claude_trio.errors import RemoteOpError
 from claude_trio.protocol.cluster.keys import RedisKeys
@@ -38,58 +32,19 @@ from claude_trio.protocol.session.events import Event, Result
 from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import RedisServer, open_redis_cluster, open_redis_server
+from claude_trio.testing.processes import (
+    CommandProcess,
+    command_env,
+    open_gateway_process,
+    open_worker_process,
+)
 
 pytestmark = pytest.mark.e2e
 
-COMMAND = (sys.executable, "-m", "claude_trio.cli")
 TOKEN = "cluster-e2e-token-0123456789"
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
 KEYS = RedisKeys()
-
-
-def command_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    env["CLAUDE_TRIO_TOKEN"] = TOKEN
-    return env
-
-
-@attrs.define
-class Node:
-    process: trio.Process
-    stdout: str
-    stderr_path: Path
-
-
-@asynccontextmanager
-async def node(tmp_path: Path, name: str, *argv: str, ready: bytes) -> AsyncIterator[Node]:
-    stderr_path = tmp_path / f"{name}.stderr"
-    with stderr_path.open("wb") as stderr:
-        process = await open_child_process(  # dies with the test run
-            [*COMMAND, *argv, "--log-json"],
-            env=command_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-        )
-    try:
-        assert process.stdout is not None
-        seen = b""
-        with trio.fail_after(60):
-            while ready not in seen:
-                chunk = await process.stdout.receive_some()
-                assert chunk, f"{name} exited early: {stderr_path.read_text()}"
-                seen += chunk
-        yield Node(process=process, stdout=seen.decode(), stderr_path=stderr_path)
-        if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-            with trio.fail_after(60):
-                code = await process.wait()
-            assert code == 0, stderr_path.read_text()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.move_on_after(10, shield=True):
-                await process.wait()
+ENV = command_env({"CLAUDE_TRIO_TOKEN": TOKEN})
 
 
 async def records(redis: Any, ids: list[str]) -> dict[str, SessionRecord]:
@@ -126,31 +81,30 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
     async with AsyncExitStack() as stack:
         workers = [
             await stack.enter_async_context(
-                node(
+                open_worker_process(
                     tmp_path,
                     f"w{i}",
-                    "worker", "--redis", url, "--offline", "--max-live", "2",
-                    "--worker-id", f"w{i}", "--drain-grace", "30",
-                    ready=b"running up to",
+                    url,
+                    "--offline",
+                    "--max-live",
+                    "2",
+                    "--drain-grace",
+                    "30",
+                    "--log-json",
+                    env=ENV,
                 )
             )
             for i in range(3)
         ]
         gateways = [
             await stack.enter_async_context(
-                node(
-                    tmp_path,
-                    f"g{i}",
-                    "serve", "--redis", url, "--port", "0", "--cwd-root", str(work),
-                    ready=b"listening on ws://",
+                open_gateway_process(
+                    tmp_path, f"g{i}", url, "--cwd-root", str(work), "--log-json", env=ENV
                 )
             )
             for i in range(2)
         ]
-        urls = [
-            next(li for li in g.stdout.splitlines() if "listening on" in li).split("on ", 1)[1]
-            for g in gateways
-        ]
+        urls = [g.url for g in gateways]
         redis = await stack.enter_async_context(open_redis(url))
         one = await stack.enter_async_context(connect_gateway(urls[0], token=TOKEN, config=CLIENT))
         two = await stack.enter_async_context(connect_gateway(urls[1], token=TOKEN, config=CLIENT))
@@ -170,8 +124,6 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
             streams: dict[str, list[Event]] = {sid: [] for sid in ids}
 
             # A session live on w0, in a turn, with a push accepted: then w0 dies.
-            doomed_pid = workers[0].process.pid
-            children = psutil.Process(doomed_pid).children(recursive=True)
             victim: RemoteSession | None = None
             while victim is None:
                 for sid, record in (await records(redis, ids)).items():
@@ -187,12 +139,8 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
                             break
                 else:
                     await trio.sleep(0.05)
-            workers[0].process.send_signal(signal.SIGKILL)
-            await workers[0].process.wait()
-            for child in children:  # its CLIs, orphaned: not this test's to leave behind
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    child.kill()
-            children_gone = psutil.wait_procs(children, timeout=5)[1] == []
+            # SIGKILL, and its CLIs, orphaned: not this test's to leave behind.
+            children_gone = await workers[0].kill()
 
             # The victim's stream, read on through the other gateway.
             last = streams[victim.id][-1].seq  # the last event this client took
@@ -250,10 +198,8 @@ async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(
     assert all(log_events(w, "no_persistence") for w in workers)
 
 
-def log_events(node_: Node, event: str) -> list[dict[str, object]]:
-    lines = [json.loads(li) for li in node_.stderr_path.read_text().splitlines() if li[:1] == "{"]
-    logger = "claude_trio.cli.worker"
-    return [li for li in lines if li.get("event") == event and li["logger"] == logger]
+def log_events(node_: CommandProcess, event: str) -> list[dict[str, object]]:
+    return node_.log_events(event, "claude_trio.cli.worker")
 
 
 async def test_a_worker_paused_past_dead_after_is_fenced_when_it_resumes(
@@ -266,23 +212,18 @@ async def test_a_worker_paused_past_dead_after_is_fenced_when_it_resumes(
     url = redis_server.url
     work = tmp_path / "work"
     work.mkdir()
-    worker_argv = ("worker", "--redis", url, "--offline", "--max-live", "1", "--dead-after", "2")
+    worker_argv = ("--offline", "--max-live", "1", "--dead-after", "2", "--log-json")
     async with AsyncExitStack() as stack:
         w0 = await stack.enter_async_context(
-            node(tmp_path, "w0", *worker_argv, "--worker-id", "w0", ready=b"running up to")
+            open_worker_process(tmp_path, "w0", url, *worker_argv, env=ENV)
         )
         gateway = await stack.enter_async_context(
-            node(
-                tmp_path,
-                "g0",
-                "serve", "--redis", url, "--port", "0", "--cwd-root", str(work),
-                ready=b"listening on ws://",
+            open_gateway_process(
+                tmp_path, "g0", url, "--cwd-root", str(work), "--log-json", env=ENV
             )
         )
-        gateway_url = gateway.stdout.split("listening on ", 1)[1].split()[0]
-        redis = await stack.enter_async_context(
-            coredis.Redis.from_url(url, decode_responses=True)
-        )
+        gateway_url = gateway.url
+        redis = await stack.enter_async_context(coredis.Redis.from_url(url, decode_responses=True))
         client = await stack.enter_async_context(
             connect_gateway(gateway_url, token=TOKEN, config=CLIENT)
         )
@@ -297,7 +238,7 @@ async def test_a_worker_paused_past_dead_after_is_fenced_when_it_resumes(
             w0.process.send_signal(signal.SIGSTOP)
             try:
                 w1 = await stack.enter_async_context(
-                    node(tmp_path, "w1", *worker_argv, "--worker-id", "w1", ready=b"running up to")
+                    open_worker_process(tmp_path, "w1", url, *worker_argv, env=ENV)
                 )
                 async for event in session.events:
                     events.append(event)

@@ -16,7 +16,6 @@ import pytest
 import trio
 import trustme
 from claude_agent_sdk.testing.session_store_conformance import run_session_store_conformance
-from test_cluster_processes_e2e import TOKEN, command_env, node
 
 from claude_trio import ExecuteParams
 from claude_trio.actors.cluster.store import RedisSessionStore
@@ -27,8 +26,15 @@ from claude_trio.protocol.cluster.records import SessionRecord
 from claude_trio.protocol.session.events import Result
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import RedisServer, RedisTLS, open_redis_server
+from claude_trio.testing.processes import (
+    command_env,
+    open_gateway_process,
+    open_worker_process,
+)
 
 PASSWORD = "tls-s3cret-pass-word"
+TOKEN = "cluster-e2e-token-0123456789"
+ENV = command_env({"CLAUDE_TRIO_TOKEN": TOKEN})
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
 
 
@@ -133,7 +139,7 @@ async def run_command(*argv: str) -> tuple[int, str]:
     with trio.fail_after(60):
         done = await trio.run_process(
             [sys.executable, "-m", "claude_trio.cli", *argv, "--log-json"],
-            env=command_env(),
+            env=ENV,
             capture_stdout=True,
             capture_stderr=True,
             check=False,
@@ -170,22 +176,12 @@ async def test_a_worker_and_a_gateway_run_a_session_over_tls(
     work.mkdir()
     async with AsyncExitStack() as stack:
         worker = await stack.enter_async_context(
-            node(
-                tmp_path,
-                "w",
-                *("worker", "--redis", url, "--offline", "--worker-id", "w-tls"),
-                ready=b"running up to",
-            )
+            open_worker_process(tmp_path, "w-tls", url, "--offline", "--log-json", env=ENV)
         )
         gateway = await stack.enter_async_context(
-            node(
-                tmp_path,
-                "g",
-                *("serve", "--redis", url, "--port", "0", "--cwd-root", str(work)),
-                ready=b"listening on ws://",
-            )
+            open_gateway_process(tmp_path, "g", url, "--cwd-root", str(work), "--log-json", env=ENV)
         )
-        ws = next(li for li in gateway.stdout.splitlines() if "listening on" in li).split("on ")[1]
+        ws = gateway.url
         redis = await stack.enter_async_context(open_redis(url, environ={}))
         client = await stack.enter_async_context(connect_gateway(ws, token=TOKEN, config=CLIENT))
         with trio.fail_after(90):

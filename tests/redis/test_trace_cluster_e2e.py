@@ -10,12 +10,7 @@ its model calls: one trace id, each span the child of the one before.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +22,19 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from claude_trio import ExecuteParams
-from claude_trio.actors.children import open_child_process
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.testing import RedisServer
+from claude_trio.testing.processes import command_env, open_gateway_process, open_worker_process
 
 pytestmark = pytest.mark.e2e
 
-COMMAND = (sys.executable, "-m", "claude_trio.cli")
 TOKEN = "trace-e2e-token-0123456789"
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
 
 
-def command_env(service: str) -> dict[str, str]:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OTEL_"))
-    }
+def otel_env(service: str) -> dict[str, str]:
+    """Each command exports its spans and metrics to standard error, as ``service``."""
+    env = {k: v for k, v in command_env().items() if not k.startswith("OTEL_")}
     env |= {
         "CLAUDE_TRIO_TOKEN": TOKEN,
         "OTEL_TRACES_EXPORTER": "console",
@@ -49,38 +42,6 @@ def command_env(service: str) -> dict[str, str]:
         "OTEL_SERVICE_NAME": service,
     }
     return env
-
-
-@asynccontextmanager
-async def node(tmp_path: Path, name: str, *argv: str, ready: bytes) -> AsyncIterator[str]:
-    """The command running until the block ends (then Ctrl-C: it flushes its spans)."""
-    stderr_path = tmp_path / f"{name}.stderr"
-    with stderr_path.open("wb") as stderr:
-        process = await open_child_process(  # dies with the test run
-            [*COMMAND, *argv],
-            env=command_env(name),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-        )
-    try:
-        assert process.stdout is not None
-        seen = b""
-        with trio.fail_after(60):
-            while ready not in seen:
-                chunk = await process.stdout.receive_some()
-                assert chunk, f"{name} exited early: {stderr_path.read_text()}"
-                seen += chunk
-        yield seen.decode()
-        process.send_signal(signal.SIGINT)
-        with trio.fail_after(60):
-            code = await process.wait()
-        assert code == 0, stderr_path.read_text()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.move_on_after(10, shield=True):
-                await process.wait()
 
 
 def spans_in(path: Path) -> list[dict[str, Any]]:
@@ -121,21 +82,18 @@ async def test_a_trace_spans_the_client_the_gateway_and_the_worker(
     trace._TRACER_PROVIDER = provider  # the client's, for this test only
     try:
         async with AsyncExitStack() as stack:
+            # Stopped with Ctrl-C at the end: each flushes its spans and metrics.
             await stack.enter_async_context(
-                node(
-                    tmp_path, "worker",
-                    "worker", "--redis", url, "--offline", "--max-live", "1",
-                    ready=b"running up to",
+                open_worker_process(
+                    tmp_path, "worker", url, "--offline", "--max-live", "1", env=otel_env("worker")
                 )
-            )  # fmt: skip
-            out = await stack.enter_async_context(
-                node(
-                    tmp_path, "gateway",
-                    "serve", "--redis", url, "--port", "0", "--cwd-root", str(tmp_path),
-                    ready=b"listening on ws://",
+            )
+            gateway = await stack.enter_async_context(
+                open_gateway_process(
+                    tmp_path, "gateway", url, "--cwd-root", str(tmp_path), env=otel_env("gateway")
                 )
-            )  # fmt: skip
-            ws = next(li for li in out.splitlines() if "listening on" in li).split("on ", 1)[1]
+            )
+            ws = gateway.url
             client = await stack.enter_async_context(
                 connect_gateway(ws, token=TOKEN, config=CLIENT)
             )
