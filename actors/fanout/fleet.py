@@ -432,7 +432,9 @@ class Fleet:
         session = self._sessions.get(session_id)
         if session is None:
             await trio.lowlevel.checkpoint()
-            return AnswerRejected(request_id=request_id, reason=f"unknown session {session_id!r}")
+            return AnswerRejected(
+                request_id=request_id, reason=f"unknown session {session_id!r}"
+            )
         return await session.answer(request_id, answer)
 
     async def open(

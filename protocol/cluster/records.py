@@ -220,7 +220,9 @@ def _decode_images(text: str | None) -> tuple[ImageInput, ...]:
         raw = json.loads(text)
         if not isinstance(raw, list):
             raise ValueError("not a list")
-        return tuple(ImageInput.from_bytes(base64.b64decode(item, validate=True)) for item in raw)
+        return tuple(
+            ImageInput.from_bytes(base64.b64decode(item, validate=True)) for item in raw
+        )
     except (ValueError, TypeError, InvalidParamsError) as exc:
         raise RemoteProtocolError(f"command: images: {exc}") from None
 
@@ -440,7 +442,9 @@ def plan_move(
 #    what the stream holds, so the stream it plans from cannot change under it.
 
 
-MOVED_REASON = "the session moved to another worker while this one was paused; send it again"
+MOVED_REASON = (
+    "the session moved to another worker while this one was paused; send it again"
+)
 """The reason a fenced worker gives for a command (the gateway then sends it once more, to
 the worker the record names now)."""
 
