@@ -34,12 +34,14 @@ longer than ``lease_ttl`` (renewed, counted again, when it ends).
 
 Channels: none; inputs are the synchronous calls of :class:`GovernorState`, which set a
 wake-up event for ``sync``. Cancellation: ``sync`` runs inside the governor's ``run`` and ends
-with it; each Redis call is bounded by ``call_timeout``. Error handling: a Redis error or a
+with it, giving the node's leases back (one shielded call, bounded by ``call_timeout``);
+each Redis call is bounded by ``call_timeout``. Error handling: a Redis error or a
 call past its time makes the state degraded until a later round succeeds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Hashable
@@ -53,6 +55,7 @@ from claude_trio.actors.fanout.governor import GovernorStateFactory
 from claude_trio.protocol.checks import check_number, validator
 from claude_trio.protocol.cluster.governor_scripts import (
     ACQUIRE_SCRIPT,
+    FIGURES_SCRIPT,
     LEASES_SCRIPT,
     REJECT_SCRIPT,
     TURN_SCRIPT,
@@ -64,6 +67,7 @@ from claude_trio.protocol.fanout.governor import (
     BudgetReached,
     Decision,
     GovernorConfig,
+    GovernorFigures,
     GovernorRules,
     GovernorStatistics,
     LimitChanged,
@@ -77,7 +81,13 @@ from claude_trio.protocol.fanout.governor import (
     is_rejection,
 )
 
-__all__ = ["RedisGovernorState", "SharedGovernorConfig", "rejection_delay", "shared_governor"]
+__all__ = [
+    "RedisGovernorState",
+    "SharedGovernorConfig",
+    "rejection_delay",
+    "shared_figures",
+    "shared_governor",
+]
 
 log = logging.getLogger("claude_trio.actors.cluster.governor")
 
@@ -118,6 +128,38 @@ def shared_governor(redis: Any, shared: SharedGovernorConfig) -> GovernorStateFa
         return RedisGovernorState(redis, shared, config, now=now, random=random)
 
     return make
+
+
+async def shared_figures(redis: Any, prefix: str = DEFAULT_PREFIX) -> GovernorFigures | None:
+    """The governor figures the cluster's workers share, read from Redis (for a gateway's
+    ``hello``): the limit, the executions counted on every worker (``running`` and
+    ``cluster_running``), the pause (``resumes_at`` in the Redis server's clock, seconds since
+    the epoch), starts and rejections, the fleet's spend. None when no worker shares a
+    governor. ``waiting``, ``refusals`` and the budget are each worker's own: 0 and None
+    here."""
+    keys = RedisKeys(prefix)
+    names = [keys.governor(p) for p in ("state", "leases", "spent", "nodes", "caps")]
+    reply = await redis.register_script(FIGURES_SCRIPT)(keys=names, args=[])
+    now, count, cap, limit, paused, rejections, starts, spent = reply
+    if not limit and int(cap) == 0:
+        return None
+    max_live = max(1, int(cap))
+    resumes_at = float(paused) if float(paused) > float(now) else None
+    return GovernorFigures(
+        limit=max(1, min(int(limit or max_live), max_live)),
+        max_live=max_live,
+        running=int(count),
+        waiting=0,
+        paused=resumes_at is not None,
+        resumes_at=resumes_at,
+        starts=int(starts),
+        refusals=0,
+        rejections=int(rejections),
+        spent_usd=float(spent),
+        budget_usd=None,
+        overshoot_usd=0.0,
+        cluster_running=int(count),
+    )
 
 
 def rejection_delay(signal: Signal, config: GovernorConfig, *, wall_now: float) -> float | None:
@@ -339,6 +381,18 @@ class RedisGovernorState(Generic[K]):
     async def sync(self, notify: Callable[[list[Notice]], None]) -> None:
         """Talk to Redis whenever an input arrives, and every so often: send the reports,
         renew the leases, read the shared figures, ask for the starts of waiting opens."""
+        try:
+            await self._sync(notify)
+        finally:
+            # The fleet closes: give this node's leases back (its executions end with it),
+            # so the other nodes need not wait for them to lapse.
+            held = [*self._leases.values(), *self._admitted.values(), *self._released]
+            if held:
+                with trio.move_on_after(self.shared.call_timeout, shield=True):
+                    with contextlib.suppress(REDIS_ERRORS):
+                        await self._call(self._leases_script, [self.shared.lease_ttl, 0, *held])
+
+    async def _sync(self, notify: Callable[[list[Notice]], None]) -> None:
         pause = 0.05
         while True:
             kick = self._kick = trio.Event()
@@ -435,6 +489,7 @@ class RedisGovernorState(Generic[K]):
     async def _admit(self, notices: list[Notice]) -> None:
         """Ask Redis to start waiting opens, in this node's order, while it has CLIs for
         them and Redis admits."""
+        await trio.lowlevel.checkpoint()
         while self.local.counted + len(self._admitted) < self.config.max_live:
             excluding = self._admitted.keys() | self._refused.keys()
             head = self.local.next_waiting(excluding=excluding)

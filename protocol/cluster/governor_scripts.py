@@ -24,7 +24,13 @@ The first four arguments of every script are the node (``ARGV[1]``), its ``max_l
 
 from __future__ import annotations
 
-__all__ = ["ACQUIRE_SCRIPT", "LEASES_SCRIPT", "REJECT_SCRIPT", "TURN_SCRIPT"]
+__all__ = [
+    "ACQUIRE_SCRIPT",
+    "FIGURES_SCRIPT",
+    "LEASES_SCRIPT",
+    "REJECT_SCRIPT",
+    "TURN_SCRIPT",
+]
 
 _PRELUDE = """
 local t = redis.call('TIME')
@@ -160,3 +166,20 @@ for _, v in ipairs(redis.call('HGETALL', KEYS[3])) do table.insert(out, v) end
 return out
 """
 )
+
+FIGURES_SCRIPT = """
+-- The shared figures, read only (a gateway's hello): {now, count, cap, limit or '',
+-- paused_until, rejections, starts, fleet spent}; the leases and nodes not expired.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local cap = 0
+for _, node in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. now, '+inf')) do
+  cap = cap + tonumber(redis.call('HGET', KEYS[5], node) or '0')
+end
+return {
+  tostring(now), tostring(redis.call('ZCOUNT', KEYS[2], '(' .. now, '+inf')), tostring(cap),
+  redis.call('HGET', KEYS[1], 'limit') or '', redis.call('HGET', KEYS[1], 'paused_until') or '0',
+  redis.call('HGET', KEYS[1], 'rejections') or '0', redis.call('HGET', KEYS[1], 'starts') or '0',
+  redis.call('HGET', KEYS[3], 'fleet') or '0'
+}
+"""

@@ -14,7 +14,11 @@ from typing import Any
 import coredis
 import trio
 
-from claude_trio.actors.cluster.governor import RedisGovernorState, SharedGovernorConfig
+from claude_trio.actors.cluster.governor import (
+    RedisGovernorState,
+    SharedGovernorConfig,
+    shared_figures,
+)
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.fanout.governor import (
     Decision,
@@ -72,7 +76,8 @@ async def test_a_rejection_seen_by_one_node_pauses_the_other(redis_server: Any) 
         ]
         decisions = b.poll(now)
         assert started(decisions) == []
-        assert isinstance(decisions[-1], Wait) and decisions[-1].reason == "paused"
+        assert isinstance(decisions[-1], Wait)
+        assert decisions[-1].reason == "paused"
         # A's and B's resumes differ by their jitter: each drew its own.
         assert a.local.paused_until != b.local.paused_until
 
@@ -152,7 +157,8 @@ async def test_a_budget_spent_on_one_node_refuses_on_the_other(redis_server: Any
         await b.sync_once()
         decisions = b.poll(trio.current_time())
         [refused] = [d for d in decisions if isinstance(d, Refuse)]
-        assert refused.key == "b1" and refused.figures.scope == "fleet"
+        assert refused.key == "b1"
+        assert refused.figures.scope == "fleet"
         assert refused.figures.spent_usd == 0.12
         assert started(decisions) == []
         # Checked before a CLI starts, too.
@@ -236,3 +242,41 @@ async def test_the_shared_governor_on_a_three_master_cluster(
         assert b.local.paused_until is not None
         assert b.statistics().spent_usd == 0.01
         assert b.statistics().limit == 1
+
+
+async def test_a_gateway_reads_the_shared_figures(redis_server: Any) -> None:
+    async with open_redis(redis_server.url) as redis:
+        assert await shared_figures(redis) is None  # no worker shares a governor yet
+        a, b = node(redis, "a"), node(redis, "b")
+        a.submit("a1")
+        await a.sync_once()
+        a.poll(trio.current_time())
+        a.turn_ended("a1", now=trio.current_time(), cost_usd=0.02)
+        b.observe(
+            RetryNotice(error_status=429, delay_ms=60_000), now=trio.current_time(), wall_now=0
+        )
+        await a.sync_once()
+        await b.sync_once()
+        figures = await shared_figures(redis)
+        assert figures is not None
+        assert (figures.max_live, figures.running, figures.cluster_running) == (4, 1, 1)
+        assert (figures.starts, figures.rejections, figures.spent_usd) == (1, 1, 0.02)
+        assert figures.limit == 1  # 2 halved by the rejection
+        assert figures.paused
+        assert figures.resumes_at is not None
+
+
+async def test_a_node_that_closes_gives_its_leases_back(redis_server: Any) -> None:
+    async with open_redis(redis_server.url) as redis:
+        a = node(redis, "a")
+        a.submit("a1")
+        a.submit("a2")
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a1", "a2"]
+        leases = RedisKeys().governor("leases")
+        assert await redis.zcard(leases) == 2
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a.sync, lambda _notices: None)
+            await trio.sleep(0.1)
+            nursery.cancel_scope.cancel()
+        assert await redis.zcard(leases) == 0

@@ -121,6 +121,7 @@ async def test_two_workers_share_one_limit_against_two_requests_at_once(
                             raise
                         await trio.sleep(0.1)
             results = [await session.result() for session in sessions]
+            figures = await client.governor()  # the gateway reads the workers' shared figures
         async with open_redis(url) as redis:
             shared = await redis.hgetall(RedisKeys().governor("state"))
             leases = await redis.zcard(RedisKeys().governor("leases"))
@@ -134,6 +135,10 @@ async def test_two_workers_share_one_limit_against_two_requests_at_once(
     # Both workers took leases from one count (every start went through Redis)...
     assert int(shared["starts"]) >= ITEMS
     assert leases == 0  # ...and gave them all back
+    assert figures is not None
+    assert figures.starts == int(shared["starts"])
+    assert figures.max_live == 4  # the two workers' max_live
+    assert figures.rejections == int(shared["rejections"])
     # Few 429s: at most one request in five meets one (the in-process governor's run of
     # 40 items against 3 at once stays under this bound too).
     assert stats.rejected_429 <= max(2, stats.admitted // 5)
