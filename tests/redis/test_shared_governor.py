@@ -280,3 +280,67 @@ async def test_a_node_that_closes_gives_its_leases_back(redis_server: Any) -> No
             await trio.sleep(0.1)
             nursery.cancel_scope.cancel()
         assert await redis.zcard(leases) == 0
+
+
+async def test_two_fleets_on_one_redis_run_at_most_the_shared_limit(redis_server: Any) -> None:
+    """Two fleets (as two workers) with their governors shared in Redis: never more turns at
+    once across both than the cluster's limit, a 429 on one pauses the other, every session
+    completes."""
+    from claude_trio import ExecuteParams
+    from claude_trio.actors.cluster.governor import shared_governor
+    from claude_trio.actors.fanout.fleet import open_fleet
+    from claude_trio.protocol.session.events import Result
+    from claude_trio.testing import FakeCLI, FakeTurn
+
+    running = 0
+    most = 0
+    rejected = False
+
+    async def script(turn: FakeTurn) -> None:
+        nonlocal running, most, rejected
+        running += 1
+        most = max(most, running)
+        if not rejected:
+            rejected = True
+            await turn.api_retry(1, max_retries=3, retry_delay_ms=300, error_status=429)
+        await turn.sleep(0.2)
+        running -= 1
+        await turn.text("ok")
+        await turn.result(cost_usd=0.01)
+
+    governor = GovernorConfig(max_live=3, initial_limit=2, resume_jitter=0.05)
+    async with open_redis(redis_server.url) as redis, trio.open_nursery() as nursery:
+        fleets = []
+        for name in ("w0", "w1"):
+            fleets.append(
+                await nursery.start(
+                    _serve_fleet,
+                    open_fleet(
+                        max_live=3,
+                        transport_factory=FakeCLI(script),
+                        governor=governor,
+                        governor_state=shared_governor(
+                            redis, SharedGovernorConfig(node=name, poll_interval=0.05)
+                        ),
+                    ),
+                )
+            )
+        with trio.fail_after(30):
+            sessions = [
+                await fleets[i % 2].start(ExecuteParams(prompt=f"item {i}")) for i in range(8)
+            ]
+            results = [await s.result() for s in sessions]
+        figures = [f.statistics().governor for f in fleets]
+        spent = await redis.hget(RedisKeys().governor("spent"), "fleet")
+        nursery.cancel_scope.cancel()
+    assert all(isinstance(t.terminal, Result) and not t.terminal.is_error for t in results)
+    assert most <= 2  # the limit began at 2 and the 429 halved it: never more across both
+    assert all(f is not None and f.rejections == 1 for f in figures)
+    assert sum(f.starts for f in figures if f is not None) == 8
+    assert float(spent or 0) == 0.08  # both fleets' turns, one budget counter
+
+
+async def _serve_fleet(cm: Any, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async with cm as fleet:
+        task_status.started(fleet)
+        await trio.sleep_forever()
