@@ -138,7 +138,7 @@ async def test_two_workers_share_one_limit_against_two_requests_at_once(
     assert figures is not None
     assert figures.starts == int(shared["starts"])
     assert figures.max_live == 4  # the two workers' max_live
-    assert figures.rejections == int(shared["rejections"])
+    assert figures.rejections == int(shared.get("rejections", "0"))
     # Few 429s: at most one request in five meets one (the in-process governor's run of
     # 40 items against 3 at once stays under this bound too).
     assert stats.rejected_429 <= max(2, stats.admitted // 5)
