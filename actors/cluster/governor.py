@@ -41,7 +41,6 @@ call past its time makes the state degraded until a later round succeeds.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Hashable
@@ -388,9 +387,12 @@ class RedisGovernorState(Generic[K]):
             # so the other nodes need not wait for them to lapse.
             held = [*self._leases.values(), *self._admitted.values(), *self._released]
             if held:
-                with trio.move_on_after(self.shared.call_timeout, shield=True):
-                    with contextlib.suppress(REDIS_ERRORS):
+                timeout = self.shared.call_timeout
+                with trio.move_on_after(timeout, shield=True):  # noqa: ASYNC912 - the call awaits
+                    try:
                         await self._call(self._leases_script, [self.shared.lease_ttl, 0, *held])
+                    except REDIS_ERRORS:
+                        log.info("governor: leases left to lapse", extra={"event": "governor"})
 
     async def _sync(self, notify: Callable[[list[Notice]], None]) -> None:
         pause = 0.05

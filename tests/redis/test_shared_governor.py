@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -309,12 +310,11 @@ async def test_two_fleets_on_one_redis_run_at_most_the_shared_limit(redis_server
         await turn.result(cost_usd=0.01)
 
     governor = GovernorConfig(max_live=3, initial_limit=2, resume_jitter=0.05)
-    async with open_redis(redis_server.url) as redis, trio.open_nursery() as nursery:
+    async with open_redis(redis_server.url) as redis, AsyncExitStack() as stack:
         fleets = []
         for name in ("w0", "w1"):
             fleets.append(
-                await nursery.start(
-                    _serve_fleet,
+                await stack.enter_async_context(
                     open_fleet(
                         max_live=3,
                         transport_factory=FakeCLI(script),
@@ -322,7 +322,7 @@ async def test_two_fleets_on_one_redis_run_at_most_the_shared_limit(redis_server
                         governor_state=shared_governor(
                             redis, SharedGovernorConfig(node=name, poll_interval=0.05)
                         ),
-                    ),
+                    )
                 )
             )
         with trio.fail_after(30):
@@ -332,15 +332,8 @@ async def test_two_fleets_on_one_redis_run_at_most_the_shared_limit(redis_server
             results = [await s.result() for s in sessions]
         figures = [f.statistics().governor for f in fleets]
         spent = await redis.hget(RedisKeys().governor("spent"), "fleet")
-        nursery.cancel_scope.cancel()
     assert all(isinstance(t.terminal, Result) and not t.terminal.is_error for t in results)
     assert most <= 2  # the limit began at 2 and the 429 halved it: never more across both
     assert all(f is not None and f.rejections == 1 for f in figures)
     assert sum(f.starts for f in figures if f is not None) == 8
     assert float(spent or 0) == 0.08  # both fleets' turns, one budget counter
-
-
-async def _serve_fleet(cm: Any, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    async with cm as fleet:
-        task_status.started(fleet)
-        await trio.sleep_forever()
