@@ -362,8 +362,7 @@ class GovernorStatistics:
     budget_usd: float | None
     overshoot_usd: float
     asking: int = 0
-    #: A governor shared by a cluster's nodes: the executions counted on every node, and
-    #: whether the shared state cannot be reached now (new starts wait meanwhile).
+    #: Shared by a cluster's nodes: executions counted on all; shared state unreachable.
     cluster_running: int | None = None
     degraded: bool = False
 
@@ -537,8 +536,7 @@ class GovernorRules(Generic[K]):
         return None
 
     def extend_pause(self, until: float, *, cause: str) -> list[Notice]:
-        """Pause starts until ``until`` (a pause another host shared, rule 2); a pause that
-        ends later already is kept. Not a rejection of this host: the limit stays."""
+        """Pause starts until ``until`` (another host's pause, rule 2; a later one is kept)."""
         if self._paused_until is not None and self._paused_until >= until:
             return []
         self._paused_until = until
@@ -657,10 +655,8 @@ class GovernorRules(Generic[K]):
     def poll(self, now: float, *, admitted: Container[K] | None = None) -> list[Decision[K]]:
         """What to do now (rule 6): starts, refusals, aborts, then one ``Wait`` or ``Idle``.
 
-        ``admitted``: for a governor whose limit and count are shared with other hosts (a
-        cluster's, which asks them elsewhere): rule 1's local limit is not applied, and only
-        the waiting opens in ``admitted`` may start (in rule 5's order); the others wait
-        (``concurrency``)."""
+        ``admitted``: for a limit and count shared with other hosts (decided elsewhere): rule
+        1's limit is not applied, only the opens in ``admitted`` start (in rule 5's order)."""
         out: list[Decision[K]] = []
         if self._paused_until is not None and now >= self._paused_until:
             self._paused_until = None
