@@ -35,6 +35,7 @@ import trio
 from claude_trio.actors.cluster.controls import ClusterControls
 from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
 from claude_trio.actors.cluster.follower import REDIS_ERRORS, StreamFollowers
+from claude_trio.actors.cluster.governor import shared_figures
 from claude_trio.actors.cluster.inbox import ClusterInbox
 from claude_trio.actors.cluster.owned import cluster_load, own, owner_load
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
@@ -547,9 +548,15 @@ class RedisFleet:
         return HostLoad(total=total, owner=mine)
 
     async def describe(self) -> HostDescription:
-        """A ``hello``'s view of the cluster: its replay bound and its workers' summary."""
+        """A ``hello``'s view of the cluster: its replay bound, its workers' summary and the
+        governor they share (``actors/cluster/governor.py``; None while Redis is down)."""
+        cluster = await self.cluster_status()
+        try:
+            governor = await self._call(lambda: shared_figures(self.redis, self.keys.prefix))
+        except ClusterUnavailableError:
+            governor = None
         return HostDescription(
-            limits={"replay_buffer": self._replay_buffer}, cluster=await self.cluster_status()
+            limits={"replay_buffer": self._replay_buffer}, cluster=cluster, governor=governor
         )
 
     def sessions(self) -> tuple[RedisSession, ...]:

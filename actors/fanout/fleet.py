@@ -98,7 +98,7 @@ from claude_trio.actors.fanout.fleet_session import (
     SessionState,
     _Execution,
 )
-from claude_trio.actors.fanout.governor import Governor, budget_refusal
+from claude_trio.actors.fanout.governor import Governor, GovernorStateFactory, budget_refusal
 from claude_trio.actors.fanout.inbox import InboxChannel, InboxHub, MaySee
 from claude_trio.actors.fanout.owners import key_scope, principal_of
 from claude_trio.actors.fanout.subscription import (
@@ -195,6 +195,7 @@ class Fleet:
         idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
         governor: GovernorConfig | None = None,
         governor_random: Callable[[], float] = random.random,
+        governor_state: GovernorStateFactory | None = None,
     ) -> None:
         self._nursery = nursery
         self._keys = IdempotencyRecords(ttl=idempotency_ttl)
@@ -214,8 +215,9 @@ class Fleet:
                 if governor.initial_limit is None
                 else min(governor.initial_limit, session_slots),
             )
+            make = governor_state or GovernorRules
             self._governor = Governor(
-                GovernorRules(config, now=trio.current_time(), random=governor_random),
+                make(config, now=trio.current_time(), random=governor_random),
                 start=self._governor_start,
                 refuse=self._governor_refuse,
                 abort=self._governor_abort,
@@ -723,6 +725,7 @@ async def open_fleet(
     governor: GovernorConfig | DefaultGovernor | None = DEFAULT_GOVERNOR,
     budget_usd: float | None = None,
     governor_random: Callable[[], float] = random.random,
+    governor_state: GovernorStateFactory | None = None,
     **session_options: Any,
 ) -> AsyncIterator[Fleet]:
     """A fleet of sessions with at most ``max_live`` CLIs at once.
@@ -747,6 +750,9 @@ async def open_fleet(
     ``None`` to turn it off. ``budget_usd``: the fleet's budget, spent by the exact cost of
     each turn (a shortcut for ``GovernorConfig(budget_usd=...)``; needs the governor).
     ``governor_random``: the source of the resume jitter (a seeded one in a test).
+    ``governor_state``: what keeps the governor's state, called with its config, ``now`` and
+    ``random`` (default ``GovernorRules``, in this process; ``worker --redis`` shares it in
+    Redis with ``actors/cluster/governor.py``).
     An exception raised in the block comes out as itself.
     Leaving the block ends every session still waiting or running (aborted); to let running
     executions finish first, ``await fleet.drain(deadline)`` before leaving.
@@ -793,6 +799,7 @@ async def open_fleet(
             idempotency_ttl=idempotency_ttl,
             governor=governor,
             governor_random=governor_random,
+            governor_state=governor_state,
         )
         if fleet._governor is not None:
             nursery.start_soon(fleet._governor.run, name="fleet governor")

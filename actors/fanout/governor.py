@@ -10,7 +10,10 @@ callbacks the fleet gave: start an execution (it then asks the fleet's slot queu
 slot, so ``max_live`` still caps CLIs), refuse it (``budget_exhausted``), abort it.
 
 The rules sit behind :class:`GovernorState`, a small interface; :class:`GovernorRules` is the
-in-process one, and a state shared by several processes (in Redis, say) can implement it too.
+in-process one. A state shared by several processes (``actors/cluster/governor.py``, in
+Redis) implements :class:`SharedGovernorState` too: ``run`` then also runs its ``sync`` task,
+which talks to the shared store and hands back what it learnt (notices, and a wake-up: an
+admission, a shared pause) through ``notify``.
 
 Notices (paused, resumed, limit changed, budget reached) are kept, the latest
 ``NOTICES_KEPT``, as :class:`GovernorNotice` with wall-clock times, and logged; the figures
@@ -30,7 +33,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Hashable
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import trio
@@ -41,6 +44,7 @@ from claude_trio.protocol.fanout.governor import (
     BudgetFigures,
     BudgetReached,
     Decision,
+    GovernorConfig,
     GovernorFigures,
     GovernorStatistics,
     LimitChanged,
@@ -62,6 +66,8 @@ __all__ = [
     "GovernorFigures",
     "GovernorNotice",
     "GovernorState",
+    "GovernorStateFactory",
+    "SharedGovernorState",
     "budget_refusal",
 ]
 
@@ -118,6 +124,24 @@ class GovernorState(Protocol[K]):
     def position(self, key: K) -> int | None: ...
 
     def statistics(self) -> GovernorStatistics: ...
+
+
+class GovernorStateFactory(Protocol):
+    """Makes a fleet's governor state (``open_fleet(governor_state=...)``);
+    ``GovernorRules`` is one."""
+
+    def __call__(
+        self, config: GovernorConfig, *, now: float, random: Callable[[], float]
+    ) -> GovernorState[Any]: ...
+
+
+@runtime_checkable
+class SharedGovernorState(Protocol):
+    """A :class:`GovernorState` kept with other hosts: its ``sync`` task (run by the
+    governor's ``run``) talks to the shared store, and calls ``notify`` with the notices it
+    learns (an empty list: only wake the governor to poll)."""
+
+    async def sync(self, notify: Callable[[list[Notice]], None]) -> None: ...
 
 
 @attrs.frozen(kw_only=True)
@@ -266,12 +290,23 @@ class Governor(Generic[K]):
             overshoot_usd=s.overshoot_usd,
             last_notice=self._notices[-1].message if self._notices else None,
             asking=s.asking,
+            cluster_running=s.cluster_running,
+            degraded=s.degraded,
         )
 
     # -- the task -------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Carry out the rules' decisions, forever (until cancelled)."""
+        """Carry out the rules' decisions, forever (until cancelled); with a shared state,
+        run its ``sync`` task too."""
+        if isinstance(self.state, SharedGovernorState):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.state.sync, self._noted, name="governor sync")
+                await self._decide()
+        else:
+            await self._decide()
+
+    async def _decide(self) -> None:
         while True:
             wake = self._wake = trio.Event()
             until = math.inf

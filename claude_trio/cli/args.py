@@ -384,6 +384,13 @@ def add_fanout_commands(commands: Any) -> None:
         help="events kept per session (in the fleet, and in the session's stream)",
     )
     add_offline_option(worker, "every session talks to the built-in scripted model")
+    add_governor_options(worker, budget=True)
+    worker.add_argument(
+        "--local-governor",
+        action="store_true",
+        help="govern this worker's starts alone (by default the governor's pause, "
+        "concurrency limit, running count and budget are shared by every worker in Redis)",
+    )
     worker.add_argument("--worker-id", metavar="ID", help="this node's name (default: random)")
     worker.add_argument(
         "--dead-after",

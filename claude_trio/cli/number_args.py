@@ -1,4 +1,5 @@
-"""Number options and the fleet governor's options of the commands (``serve``, ``batch``)."""
+"""Number options and the fleet governor's options of the commands (``serve``, ``batch``,
+``worker``)."""
 
 from __future__ import annotations
 

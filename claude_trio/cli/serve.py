@@ -91,7 +91,8 @@ class ServeConfig:
     redis: str | None = None
     command_timeout: float = 10.0
     idempotency_ttl: float = 24 * 3600.0
-    #: The fleet's governor (None: off); ``serve --redis`` does not use it yet.
+    #: The fleet's governor (None: off); ``serve --redis`` runs no fleet: its ``hello``
+    #: shows the governor its workers share (``worker``'s options set it).
     governor: GovernorConfig | None = None
     #: ``--remote-tools``: ``read-only`` (the default) or ``all`` (``RemotePolicy.tools``).
     remote_tools: str = "read-only"

@@ -6,6 +6,10 @@ It claims executions from the cluster's jobs stream while its fleet has a free s
 stores their events in Redis for the gateways (``claude-trio serve --redis``), and mirrors the
 CLIs' transcripts to Redis (``RedisSessionStore``), so a conversation can continue on any
 worker. ``--offline`` runs every session against the built-in offline model, as for ``serve``.
+The fleet governor (``--no-governor``, ``--starts-per-second``, ``--fleet-budget``,
+``--on-budget``) is shared by every worker in Redis (``actors/cluster/governor.py``): they
+pause together on a rate limit, share one concurrency limit and one budget;
+``--local-governor`` governs this worker alone.
 Ctrl-C (or SIGTERM) stops claiming and gives running executions ``--drain-grace`` seconds;
 a second one stops at once. Jobs a worker claimed and never finished stay pending in the
 consumer group.
@@ -19,6 +23,7 @@ import logging
 import os
 import signal
 import sys
+import uuid
 from typing import TextIO
 
 import trio
@@ -32,6 +37,7 @@ from claude_trio.cli.args import (
     has_credentials,
 )
 from claude_trio.cli.logs import configure_logging
+from claude_trio.cli.number_args import governor_config
 from claude_trio.cli.serve import _sessions_env
 from claude_trio.protocol.errors import RedisUnavailableError, RedisUsageError
 from claude_trio.redis_url import check_redis_url, open_redis, persistence_warning
@@ -40,11 +46,13 @@ log = logging.getLogger(__name__)
 
 
 async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
+    from claude_trio.actors.cluster.governor import SharedGovernorConfig, shared_governor
     from claude_trio.actors.cluster.move import WatchedStore
     from claude_trio.actors.cluster.store import RedisSessionStore
     from claude_trio.actors.cluster.worker import WorkerConfig, serve_worker
     from claude_trio.actors.session.config import DriverConfig
 
+    worker_id = args.worker_id or f"worker-{uuid.uuid4().hex[:12]}"
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with (
             open_redis(args.redis) as redis,
@@ -52,6 +60,10 @@ async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
             open_fleet(
                 max_live=args.max_live,
                 replay_buffer=args.replay_buffer,
+                governor=governor_config(args),
+                governor_state=None
+                if args.local_governor
+                else shared_governor(redis, SharedGovernorConfig(node=worker_id)),
                 env=env,
                 # Each transcript write is mirrored at once (and watched), so a turn moved
                 # to another worker continues after its last tool result.
@@ -64,7 +76,7 @@ async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
                 lambda task_status: serve_worker(
                     redis,
                     fleet,
-                    worker_id=args.worker_id,
+                    worker_id=worker_id,
                     config=WorkerConfig(
                         stream_max=args.replay_buffer,
                         dead_after=args.dead_after,

@@ -236,7 +236,9 @@ class GatewayClient:
     async def governor(self) -> GovernorFigures | None:
         """The figures of the server's fleet governor now (its pause and when it resumes, the
         effective concurrency, the budget spent), asked with a fresh ``hello``; None when the
-        server has no governor (or is a cluster's gateway, whose governor is not shared yet)."""
+        server has no governor. A cluster's gateway (``serve --redis``) answers the figures
+        its workers share in Redis (``cluster_running``: executions counted on every worker),
+        None when none shares one or Redis is down."""
         hello = await self._request(HelloOp(id=self._op_id()), HelloFrame)
         self.hello = hello
         return hello.governor

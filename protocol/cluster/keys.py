@@ -132,3 +132,11 @@ class RedisKeys:
     def pushes(self, session_id: str) -> str:
         """The pushes accepted in the session's current execution (for a move)."""
         return f"{self.prefix}:pushes:{{{_q(session_id)}}}"
+
+    # --- the shared fleet governor (actors/cluster/governor.py) -------------------------------
+
+    def governor(self, part: str) -> str:
+        """One of the shared governor's keys (``state``, ``leases``, ``spent``, ``nodes``,
+        ``caps``, or ``seen:`` and a report id): all carry the one hash tag ``{governor}``,
+        so each of its scripts touches the keys of one slot on a Redis Cluster."""
+        return f"{self.prefix}:gov:{{governor}}:{_q(part)}"

@@ -81,7 +81,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Container, Hashable, Mapping
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 import attrs
@@ -114,6 +114,7 @@ __all__ = [
     "RetryNotice",
     "Start",
     "Wait",
+    "is_rejection",
     "signal_of",
 ]
 
@@ -371,6 +372,9 @@ class GovernorStatistics:
     budget_usd: float | None
     overshoot_usd: float
     asking: int = 0
+    #: Shared by a cluster's nodes: executions counted on all; shared state unreachable.
+    cluster_running: int | None = None
+    degraded: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -398,6 +402,11 @@ class GovernorFigures:
     last_notice: str | None = None
     asking: int = 0
     """Of ``running``, those waiting for a person, not counted against ``limit``."""
+    cluster_running: int | None = None
+    """With a governor shared by a cluster's nodes (``worker --redis``): the executions
+    counted against ``limit`` on every node (``running`` is this node's); None otherwise."""
+    degraded: bool = False
+    """The shared governor's Redis cannot be reached: new starts wait until it can."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,6 +536,24 @@ class GovernorRules(Generic[K]):
         if owner not in self._turns:
             self._turns.append(owner)
 
+    def next_waiting(
+        self, *, excluding: Container[K] = ()
+    ) -> tuple[K, str | None, str | None] | None:
+        """The waiting open rule 5 would start first, leaving out ``excluding``: its key,
+        principal and label; None when none waits."""
+        for key in self._order():
+            if key not in excluding:
+                entry = self._waiting[key]
+                return key, entry.principal, entry.label
+        return None
+
+    def extend_pause(self, until: float, *, cause: str) -> list[Notice]:
+        """Pause starts until ``until`` (another host's pause, rule 2; a later one is kept)."""
+        if self._paused_until is not None and self._paused_until >= until:
+            return []
+        self._paused_until = until
+        return [Paused(until=until, cause=cause)]
+
     def cancel(self, key: K) -> bool:
         """A waiting open gives up; False when it was not waiting (started, refused, unknown)."""
         entry = self._waiting.pop(key, None)
@@ -561,7 +588,7 @@ class GovernorRules(Generic[K]):
             case RateLimitNotice():
                 return []
             case RetryNotice():
-                if not _is_rejection(signal.error_status, signal.error):
+                if not is_rejection(signal.error_status, signal.error):
                     return []
                 delay = (
                     self.config.default_retry_after
@@ -598,7 +625,7 @@ class GovernorRules(Generic[K]):
             if figures.spent_usd >= figures.budget_usd and scope_id not in self._reached:
                 self._reached.add(scope_id)
                 notices.append(BudgetReached(figures=figures))
-        if _is_rejection(api_error_status, error):
+        if is_rejection(api_error_status, error):
             notices += self._rejected(
                 now, self.config.default_retry_after, f"API error {api_error_status}"
             )
@@ -640,8 +667,11 @@ class GovernorRules(Generic[K]):
 
     # -- decisions ----------------------------------------------------------------------------
 
-    def poll(self, now: float) -> list[Decision[K]]:
-        """What to do now (rule 6): starts, refusals, aborts, then one ``Wait`` or ``Idle``."""
+    def poll(self, now: float, *, admitted: Container[K] | None = None) -> list[Decision[K]]:
+        """What to do now (rule 6): starts, refusals, aborts, then one ``Wait`` or ``Idle``.
+
+        ``admitted``: for a limit and count shared with other hosts (decided elsewhere): rule
+        1's limit is not applied, only the opens in ``admitted`` start (in rule 5's order)."""
         out: list[Decision[K]] = []
         if self._paused_until is not None and now >= self._paused_until:
             self._paused_until = None
@@ -663,14 +693,21 @@ class GovernorRules(Generic[K]):
             if self._paused_until is not None:
                 out.append(Wait(until=self._paused_until, reason="paused"))
                 return out
-            if self.counted >= self._limit:
+            if admitted is None and self.counted >= self._limit:
                 out.append(Wait(until=None, reason="concurrency"))
                 return out
+            if admitted is None:
+                key = self._order(first_only=True)[0]
+            else:
+                chosen = next((k for k in self._order() if k in admitted), None)
+                if chosen is None:
+                    out.append(Wait(until=None, reason="concurrency"))
+                    return out
+                key = chosen
             ready = self._bucket.ready_at(now)
             if ready > now:
                 out.append(Wait(until=ready, reason="spacing"))
                 return out
-            key = self._order(first_only=True)[0]
             entry = self._waiting.pop(key)
             self._turns.remove(entry.owner)
             if any(e.owner == entry.owner for e in self._waiting.values()):
@@ -779,6 +816,7 @@ class GovernorRules(Generic[K]):
         return order
 
 
-def _is_rejection(status: int | None, error: str | None) -> bool:
+def is_rejection(status: int | None, error: str | None) -> bool:
+    """Whether an API error status or error text means "slow down" (rule 2)."""
     text = (error or "").lower()
     return status in REJECTED_STATUSES or "overloaded" in text or text == "rate_limit"

@@ -1,0 +1,339 @@
+"""The governor shared by a cluster's nodes, on a real redis-server: two states on one Redis
+act as two nodes (each its own ``RedisGovernorState``), and each Lua decision holds across
+them: a shared pause, one decrease for simultaneous rejections, one count of running
+executions (a lapsed lease freed, a person's wait giving it back), one budget; while Redis is
+down new starts wait and costs are kept, and they are applied once it is back."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import coredis
+import trio
+
+from claude_trio.actors.cluster.governor import (
+    RedisGovernorState,
+    SharedGovernorConfig,
+    shared_figures,
+)
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.fanout.governor import (
+    Decision,
+    GovernorConfig,
+    Refuse,
+    RetryNotice,
+    Start,
+    Wait,
+)
+from claude_trio.redis_url import open_redis
+from claude_trio.testing import RedisClusterNodes, open_redis_server
+
+CONFIG = GovernorConfig(
+    max_live=2, initial_limit=2, starts_per_second=1000.0, start_burst=10, resume_jitter=0.5
+)
+
+
+def node(
+    redis: Any, name: str, config: GovernorConfig = CONFIG, **shared: Any
+) -> RedisGovernorState[str]:
+    return RedisGovernorState(
+        redis,
+        SharedGovernorConfig(node=name, **shared),
+        config,
+        now=trio.current_time(),
+        random=random.Random(name).random,
+    )
+
+
+def started(decisions: list[Decision[str]]) -> list[str]:
+    return [d.key for d in decisions if isinstance(d, Start)]
+
+
+async def state(redis: Any) -> dict[str, str]:
+    return dict(await redis.hgetall(RedisKeys().governor("state")))
+
+
+async def test_a_rejection_seen_by_one_node_pauses_the_other(redis_server: Any) -> None:
+    async with open_redis(redis_server.url) as redis:
+        a, b = node(redis, "a"), node(redis, "b")
+        await a.sync_once()
+        await b.sync_once()
+        a.observe(
+            RetryNotice(error_status=429, delay_ms=30_000), now=trio.current_time(), wall_now=0
+        )
+        await a.sync_once()
+        b.submit("b1")
+        notices = await b.sync_once()
+        now = trio.current_time()
+        # B adopted the pause (30 s from the report, plus its own jitter under 0.5 s).
+        assert b.local.paused_until is not None
+        assert now + 29 < b.local.paused_until < now + 30.5
+        assert [n.cause for n in notices if type(n).__name__ == "Paused"] == [
+            "rate limit, shared by the cluster"
+        ]
+        decisions = b.poll(now)
+        assert started(decisions) == []
+        assert isinstance(decisions[-1], Wait)
+        assert decisions[-1].reason == "paused"
+        # A's and B's resumes differ by their jitter: each drew its own.
+        assert a.local.paused_until != b.local.paused_until
+
+
+async def test_two_simultaneous_rejections_lower_the_limit_once(redis_server: Any) -> None:
+    config = GovernorConfig(max_live=4, initial_limit=4, decrease_interval=60.0)
+    async with open_redis(redis_server.url) as redis:
+        a, b = node(redis, "a", config), node(redis, "b", config)
+        for n in (a, b):
+            n.observe(
+                RetryNotice(error_status=529, delay_ms=10), now=trio.current_time(), wall_now=0
+            )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a.sync_once)
+            nursery.start_soon(b.sync_once)
+        figures = await state(redis)
+        assert figures["limit"] == "2"  # 4 * 0.5 once, not 1
+        assert figures["rejections"] == "2"
+        await a.sync_once()
+        assert a.statistics().limit == b.statistics().limit == 2
+
+
+async def test_the_running_count_is_shared_and_a_lapsed_lease_is_freed(redis_server: Any) -> None:
+    async with open_redis(redis_server.url) as redis:
+        a = node(redis, "a", lease_ttl=1.0)
+        b = node(redis, "b", lease_ttl=1.0)
+        a.submit("a1")
+        a.submit("a2")
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a1", "a2"]
+        b.submit("b1")
+        await b.sync_once()
+        assert b.statistics().cluster_running == 2
+        assert started(b.poll(trio.current_time())) == []  # the cluster's limit (2) is held
+        # A's execution ends: its lease is dropped, and B's open is admitted.
+        a.execution_ended("a1")
+        await a.sync_once()
+        await b.sync_once()
+        assert started(b.poll(trio.current_time())) == ["b1"]
+        # B's execution waits for a person: its lease is given back (rule 7) and A starts.
+        a.submit("a3")
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == []
+        b.person_asked("b1", "req-1")
+        await b.sync_once()
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a3"]
+        # Answered, it counts again at once (above the limit for a while).
+        b.person_answered("b1", "req-1")
+        await b.sync_once()
+        assert b.statistics().cluster_running == 3
+        # A dies without a word: its leases lapse after lease_ttl, and B's next open goes.
+        b.submit("b2")
+        b.execution_ended("b1")
+        await b.sync_once()
+        assert started(b.poll(trio.current_time())) == []
+        await trio.sleep(1.2)
+        await b.sync_once()
+        assert started(b.poll(trio.current_time())) == ["b2"]
+        assert b.statistics().cluster_running == 1
+
+
+async def test_a_budget_spent_on_one_node_refuses_on_the_other(redis_server: Any) -> None:
+    config = GovernorConfig(max_live=2, budget_usd=0.10, label_budgets_usd={"team": 1.0})
+    async with open_redis(redis_server.url) as redis:
+        a, b = node(redis, "a", config), node(redis, "b", config)
+        a.submit("a1", label="team")
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a1"]
+        a.turn_ended("a1", now=trio.current_time(), cost_usd=0.07)
+        a.turn_ended("a1", now=trio.current_time(), cost_usd=0.05)
+        await a.sync_once()
+        spent = await redis.hgetall(RedisKeys().governor("spent"))
+        assert float(spent["fleet"]) == 0.12
+        assert float(spent["label:team"]) == 0.12
+        b.submit("b1")
+        await b.sync_once()
+        decisions = b.poll(trio.current_time())
+        [refused] = [d for d in decisions if isinstance(d, Refuse)]
+        assert refused.key == "b1"
+        assert refused.figures.scope == "fleet"
+        assert refused.figures.spent_usd == 0.12
+        assert started(decisions) == []
+        # Checked before a CLI starts, too.
+        assert b.check_budget() is not None
+        assert b.statistics().overshoot_usd == 0.12 - 0.10
+
+
+async def test_a_report_sent_twice_is_counted_once(redis_server: Any) -> None:
+    async with open_redis(redis_server.url) as redis:
+        a = node(redis, "a")
+        a.submit("a1")
+        await a.sync_once()
+        a.poll(trio.current_time())
+        a.turn_ended("a1", now=trio.current_time(), cost_usd=0.25)
+        report = a._turns[0]
+        await a.sync_once()
+        a._turns.append(report)  # as when the reply of the first send was lost
+        await a.sync_once()
+        spent = await redis.hget(RedisKeys().governor("spent"), "fleet")
+        assert float(spent or 0) == 0.25
+
+
+async def test_while_redis_is_down_starts_wait_and_costs_are_kept(tmp_path: Path) -> None:
+    async with open_redis_server(tmp_path / "redis") as server:
+        async with open_redis(server.url) as redis:
+            a = node(redis, "a", call_timeout=0.5, retry_max=0.2)
+            wakes = itertools.count()
+
+            def notify(_notices: Any) -> None:
+                next(wakes)
+
+            a.submit("a1")
+            await a.sync_once()
+            assert started(a.poll(trio.current_time())) == ["a1"]
+            with trio.fail_after(30):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(a.sync, notify)
+                    await server.stop()
+                    a.submit("a2")
+                    a.turn_ended("a1", now=trio.current_time(), cost_usd=0.03)
+                    while not a.degraded:  # noqa: ASYNC110 (a flag of another task)
+                        await trio.sleep(0.02)
+                    assert a.statistics().degraded
+                    await trio.sleep(0.5)
+                    # Degraded: the new open waits, the running one goes on.
+                    assert started(a.poll(trio.current_time())) == []
+                    assert a.statistics().spent_usd == 0.03  # kept, not lost
+                    a.execution_ended("a1")
+                    await server.start()
+                    while a.degraded:  # noqa: ASYNC110 (a flag of another task)
+                        await trio.sleep(0.02)
+                    while "a2" not in a._admitted:  # noqa: ASYNC110
+                        await trio.sleep(0.02)
+                    assert started(a.poll(trio.current_time())) == ["a2"]
+                    nursery.cancel_scope.cancel()
+            assert a.outages == 1
+        async with coredis.Redis.from_url(server.url, decode_responses=True) as plain:
+            spent = await plain.hget(RedisKeys().governor("spent"), "fleet")
+            assert float(spent or 0) == 0.03
+
+
+async def test_the_shared_governor_on_a_three_master_cluster(
+    redis_cluster: RedisClusterNodes,
+) -> None:
+    async with open_redis(redis_cluster.url) as redis:
+        a, b = node(redis, "a"), node(redis, "b")
+        a.submit("a1")
+        a.submit("a2")
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a1", "a2"]
+        b.submit("b1")
+        await b.sync_once()
+        assert started(b.poll(trio.current_time())) == []
+        a.turn_ended("a1", now=trio.current_time(), cost_usd=0.01)
+        a.execution_ended("a1")
+        a.observe(
+            RetryNotice(error_status=429, delay_ms=20_000), now=trio.current_time(), wall_now=0
+        )
+        await a.sync_once()
+        await b.sync_once()
+        assert b.local.paused_until is not None
+        assert b.statistics().spent_usd == 0.01
+        assert b.statistics().limit == 1
+
+
+async def test_a_gateway_reads_the_shared_figures(redis_server: Any) -> None:
+    async with open_redis(redis_server.url) as redis:
+        assert await shared_figures(redis) is None  # no worker shares a governor yet
+        a, b = node(redis, "a"), node(redis, "b")
+        a.submit("a1")
+        await a.sync_once()
+        a.poll(trio.current_time())
+        a.turn_ended("a1", now=trio.current_time(), cost_usd=0.02)
+        b.observe(
+            RetryNotice(error_status=429, delay_ms=60_000), now=trio.current_time(), wall_now=0
+        )
+        await a.sync_once()
+        await b.sync_once()
+        figures = await shared_figures(redis)
+        assert figures is not None
+        assert (figures.max_live, figures.running, figures.cluster_running) == (4, 1, 1)
+        assert (figures.starts, figures.rejections, figures.spent_usd) == (1, 1, 0.02)
+        assert figures.limit == 1  # 2 halved by the rejection
+        assert figures.paused
+        assert figures.resumes_at is not None
+
+
+async def test_a_node_that_closes_gives_its_leases_back(redis_server: Any) -> None:
+    async with open_redis(redis_server.url) as redis:
+        a = node(redis, "a")
+        a.submit("a1")
+        a.submit("a2")
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a1", "a2"]
+        leases = RedisKeys().governor("leases")
+        assert await redis.zcard(leases) == 2
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a.sync, lambda _notices: None)
+            await trio.sleep(0.1)
+            nursery.cancel_scope.cancel()
+        assert await redis.zcard(leases) == 0
+
+
+async def test_two_fleets_on_one_redis_run_at_most_the_shared_limit(redis_server: Any) -> None:
+    """Two fleets (as two workers) with their governors shared in Redis: never more turns at
+    once across both than the cluster's limit, a 429 on one pauses the other, every session
+    completes."""
+    from claude_trio import ExecuteParams
+    from claude_trio.actors.cluster.governor import shared_governor
+    from claude_trio.actors.fanout.fleet import open_fleet
+    from claude_trio.protocol.session.events import Result
+    from claude_trio.testing import FakeCLI, FakeTurn
+
+    running = 0
+    most = 0
+    rejected = False
+
+    async def script(turn: FakeTurn) -> None:
+        nonlocal running, most, rejected
+        running += 1
+        most = max(most, running)
+        if not rejected:
+            rejected = True
+            await turn.api_retry(1, max_retries=3, retry_delay_ms=300, error_status=429)
+        await turn.sleep(0.2)
+        running -= 1
+        await turn.text("ok")
+        await turn.result(cost_usd=0.01)
+
+    governor = GovernorConfig(max_live=3, initial_limit=2, resume_jitter=0.05)
+    async with open_redis(redis_server.url) as redis, AsyncExitStack() as stack:
+        fleets = []
+        for name in ("w0", "w1"):
+            fleets.append(
+                await stack.enter_async_context(
+                    open_fleet(
+                        max_live=3,
+                        transport_factory=FakeCLI(script),
+                        governor=governor,
+                        governor_state=shared_governor(
+                            redis, SharedGovernorConfig(node=name, poll_interval=0.05)
+                        ),
+                    )
+                )
+            )
+        with trio.fail_after(30):
+            sessions = [
+                await fleets[i % 2].start(ExecuteParams(prompt=f"item {i}")) for i in range(8)
+            ]
+            results = [await s.result() for s in sessions]
+        figures = [f.statistics().governor for f in fleets]
+        spent = await redis.hget(RedisKeys().governor("spent"), "fleet")
+    assert all(isinstance(t.terminal, Result) and not t.terminal.is_error for t in results)
+    assert most <= 2  # the limit began at 2 and the 429 halved it: never more across both
+    assert all(f is not None and f.rejections == 1 for f in figures)
+    assert sum(f.starts for f in figures if f is not None) == 8
+    assert float(spent or 0) == 0.08  # both fleets' turns, one budget counter
