@@ -89,8 +89,10 @@ from claude_trio.actors.fanout.fleet_figures import (
 )
 from claude_trio.actors.fanout.fleet_options import (
     SESSION_OPTIONS,
+    check_pool,
     check_session_options,
     check_together,
+    fleet_governor,
 )
 from claude_trio.actors.fanout.fleet_session import (
     FleetSession,
@@ -129,7 +131,6 @@ from claude_trio.protocol.errors import (
 )
 from claude_trio.protocol.fanout.governor import (
     DEFAULT_GOVERNOR,
-    DEFAULT_START_LIMIT,
     BudgetFigures,
     DefaultGovernor,
     GovernorConfig,
@@ -763,31 +764,8 @@ async def open_fleet(
     check_int("keep_finished", keep_finished, 0)
     check_number("idempotency_ttl", idempotency_ttl, above=0, allowed="seconds > 0")
     check_session_options(session_options)
-    if governor is DEFAULT_GOVERNOR:
-        # Two model requests at once to begin with; slow start finds more in a few turns.
-        governor = GovernorConfig(
-            max_live=max_live, initial_limit=min(DEFAULT_START_LIMIT, max_live)
-        )
-    if not (governor is None or isinstance(governor, GovernorConfig)):
-        raise InvalidParamsError(
-            "governor", governor, "a GovernorConfig, None (no governor) or DEFAULT_GOVERNOR"
-        )
-    if budget_usd is not None:
-        if governor is None:
-            raise InvalidParamsError(
-                "budget_usd", budget_usd, "None when governor=None (a budget needs the governor)"
-            )
-        governor = attrs.evolve(governor, budget_usd=budget_usd)
-    if not callable(governor_random):
-        raise InvalidParamsError("governor_random", governor_random, "a callable -> [0, 1)")
-    pool = session_options.get("pool")
-    if isinstance(pool, CLIPool) and pool.size >= max_live:
-        raise InvalidParamsError(
-            "pool",
-            f"a pool of {pool.size}",
-            f"fewer warm CLIs than max_live={max_live}: they count against it (together never "
-            "more CLIs than the cap), and sessions need at least one slot",
-        )
+    config = fleet_governor(governor, budget_usd, governor_random, max_live=max_live)
+    check_pool(session_options, max_live)
     async with open_block_nursery() as nursery:
         fleet = Fleet(
             nursery,
@@ -797,7 +775,7 @@ async def open_fleet(
             keep_finished=keep_finished,
             session_options=session_options,
             idempotency_ttl=idempotency_ttl,
-            governor=governor,
+            governor=config,
             governor_random=governor_random,
             governor_state=governor_state,
         )

@@ -8,8 +8,10 @@ misleading error. :func:`check_together` refuses options that cannot go together
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import attrs
 
 from claude_trio.actors.session.driver import DriverConfig
 from claude_trio.actors.session.open_checks import MIN_BUFFER_SIZE, check_session_store
@@ -19,8 +21,20 @@ from claude_trio.protocol.checks import check_env, check_int, check_text
 from claude_trio.protocol.errors import InvalidParamsError
 from claude_trio.protocol.extensions.custom_tools import check_custom_tools
 from claude_trio.protocol.extensions.hooks import check_hooks
+from claude_trio.protocol.fanout.governor import (
+    DEFAULT_GOVERNOR,
+    DEFAULT_START_LIMIT,
+    DefaultGovernor,
+    GovernorConfig,
+)
 
-__all__ = ["SESSION_OPTIONS", "check_session_options", "check_together"]
+__all__ = [
+    "SESSION_OPTIONS",
+    "check_pool",
+    "check_session_options",
+    "check_together",
+    "fleet_governor",
+]
 
 SESSION_OPTIONS: frozenset[str] = frozenset(
     {
@@ -104,4 +118,46 @@ def check_together(options: Mapping[str, Any]) -> None:
     if options.get("pool") is not None and options.get("hooks"):
         raise InvalidParamsError(
             "pool", options["pool"], "None with hooks (a warm CLI has no hooks)"
+        )
+
+
+def fleet_governor(
+    governor: GovernorConfig | DefaultGovernor | None,
+    budget_usd: float | None,
+    governor_random: Callable[[], float],
+    *,
+    max_live: int,
+) -> GovernorConfig | None:
+    """``open_fleet``'s governor settings, checked: the default one starts at
+    ``DEFAULT_START_LIMIT`` model requests at once (slow start finds more in a few turns), and
+    ``budget_usd`` is the config's fleet budget."""
+    if governor is DEFAULT_GOVERNOR:
+        governor = GovernorConfig(
+            max_live=max_live, initial_limit=min(DEFAULT_START_LIMIT, max_live)
+        )
+    if not (governor is None or isinstance(governor, GovernorConfig)):
+        raise InvalidParamsError(
+            "governor", governor, "a GovernorConfig, None (no governor) or DEFAULT_GOVERNOR"
+        )
+    if budget_usd is not None:
+        if governor is None:
+            raise InvalidParamsError(
+                "budget_usd", budget_usd, "None when governor=None (a budget needs the governor)"
+            )
+        governor = attrs.evolve(governor, budget_usd=budget_usd)
+    if not callable(governor_random):
+        raise InvalidParamsError("governor_random", governor_random, "a callable -> [0, 1)")
+    return governor
+
+
+def check_pool(session_options: Mapping[str, Any], max_live: int) -> None:
+    """A fleet's ``pool=`` must leave its sessions a slot: its warm CLIs count against
+    ``max_live``."""
+    pool = session_options.get("pool")
+    if isinstance(pool, CLIPool) and pool.size >= max_live:
+        raise InvalidParamsError(
+            "pool",
+            f"a pool of {pool.size}",
+            f"fewer warm CLIs than max_live={max_live}: they count against it (together never "
+            "more CLIs than the cap), and sessions need at least one slot",
         )
