@@ -341,6 +341,33 @@ def test_a_principal_sees_only_its_sessions_and_abort_ends_one(console: Console)
     assert (owners[waiting], owners[mine]) == ("alice", "bob")
 
 
+def test_a_push_and_a_continue_sent_from_the_page(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    target = console.work / "pushed.txt"
+    sid = console.open_session(f"#write {target}")
+    approval = console.approval(sid)  # its turn runs, waiting for the approval
+    stream = console.stream_of(sid)
+
+    def shown(css: str) -> list[str]:
+        return [e.text for e in stream.find_elements(By.CSS_SELECTOR, css)]
+
+    console.find("push-input").send_keys("and one more thing")
+    console.until(lambda: console.find("push-send").is_enabled(), "push enabled")
+    console.find("push-send").click()
+    # The push was accepted onto the running turn: its user_message is shown.
+    console.until(lambda: "> and one more thing" in shown(".user"), "the pushed message")
+    console.all("approve", approval)[0].click()
+    console.wait_state(sid, "ended")
+    assert target.read_text() == "written by the offline model\n"
+    # Sent to an ended session, the message continues it: a new execution with that prompt.
+    console.find("push-input").send_keys("a second round")
+    console.find("push-send").click()
+    console.until(lambda: "> a second round" in shown(".prompt"), "the continue's prompt")
+    console.until(lambda: "You said: a second round" in stream.text, "the second answer")
+    console.wait_state(sid, "ended")
+    assert shown(".prompt") == [f"> #write {target}", "> a second round"]
+
+
 def test_a_reload_loses_no_event(console: Console) -> None:
     console.login_with_fragment(ALICE)
     sid = console.open_session("tell me about reloads")
