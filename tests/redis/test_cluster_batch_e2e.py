@@ -103,6 +103,9 @@ async def test_a_batch_over_two_gateways_and_two_workers_runs_every_item_once(
                     "2",
                     "--drain-grace",
                     "10",
+                    # Not about the governor: its slow start (two turns at once, shared by
+                    # the workers) would never let four answers be held at once.
+                    "--no-governor",
                     "--log-json",
                     env=command_env(
                         hermetic_env(model_double.base_url, tmp_path / name, sandbox=True)
