@@ -2,7 +2,8 @@
 scripted so that a prompt with ``#ask`` makes the model ask an AskUserQuestion question and a
 prompt with ``#elicit`` makes it call the MCP server of ``claude_trio.testing.mcp_elicit_server``
 (whose tool asks for a form by MCP elicitation), and one with ``#subagent`` makes it start a
-subagent (which says ``Nothing to add.``). After the tool, the model answers
+subagent (which says ``Nothing to add.``), and ``#edit PATH`` makes it read PATH and then
+edit its line ``colour = blue`` into ``colour = orange``. After the tool, the model answers
 ``the tool said: <its result>``, so the page shows what the session was told.
 
 Run by the browser tests: ``python asking_server.py TOKEN WORKDIR``. It prints
@@ -52,6 +53,9 @@ AGENT_INPUT = {
     "run_in_background": False,
 }
 TOOL_ID = "toolu_asking_1"
+READ_ID = "toolu_asking_read"
+EDIT_MARK = "#edit "
+EDIT = {"old_string": "colour = blue", "new_string": "colour = orange"}
 
 
 def respond(request: ModelRequest) -> Response | None:
@@ -63,6 +67,12 @@ def respond(request: ModelRequest) -> Response | None:
     if said is not None:
         return Reply.text(f"the tool said: {said}")
     prompt = request.user_texts[-1] if request.user_texts else ""
+    if EDIT_MARK in prompt:
+        # The CLI edits only a file the session has read: Read first, then Edit.
+        path = prompt.split(EDIT_MARK, 1)[1].split()[0]
+        if request.tool_result_text(READ_ID) is None:
+            return Reply.tool_use("Read", {"file_path": path}, id=READ_ID)
+        return Reply.tool_use("Edit", {"file_path": path, **EDIT}, id=TOOL_ID)
     if "#ask" in prompt:
         return Reply.tool_use("AskUserQuestion", ASK_INPUT, id=TOOL_ID)
     if "#subagent" in prompt:

@@ -565,6 +565,28 @@ def test_a_question_answered_from_the_page_reaches_the_model(
     assert '"Which colour should the button be?"="Orange"' in text
 
 
+def test_an_edit_is_shown_as_a_diff_and_runs_once_approved(
+    asking: tuple[Console, subprocess.Popen[str]],
+) -> None:
+    console, _ = asking
+    console.login_with_fragment(ASKER)
+    target = console.work / "settings.txt"
+    target.write_text("name = demo\ncolour = blue\n")
+    sid = console.open_session(f"#edit {target}")
+    approval = console.approval(sid)  # the Edit asks (the Read before it did not)
+    (diff,) = console.all("diff", approval)
+    lines = diff.text.splitlines()
+    assert str(target) in lines
+    assert "- colour = blue" in lines
+    assert "+ colour = orange" in lines
+    assert target.read_text() == "name = demo\ncolour = blue\n"  # nothing edited before
+    console.all("approve", approval)[0].click()
+    console.wait_state(sid, "ended")
+    assert target.read_text() == "name = demo\ncolour = orange\n"
+    (shown,) = console.all("diff", console.stream_of(sid))
+    assert "+ colour = orange" in shown.text.splitlines()
+
+
 def test_a_subagent_s_work_is_nested_under_the_tool_call_that_started_it(
     asking: tuple[Console, subprocess.Popen[str]],
 ) -> None:
