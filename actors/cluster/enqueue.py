@@ -63,13 +63,14 @@ class Claim:
 def continuation(
     record: SessionRecord,
     prompt: str,
-    options: ContinueOptions = ContinueOptions(),
+    options: ContinueOptions | None = None,
     *,
     traceparent: str = "",
 ) -> tuple[SessionRecord, Job]:
     """The record and job of the next execution of an ended session, with ``prompt`` and
     ``options`` (checked already; the record keeps their model and permission mode for the
     executions after; ``traceparent``: the trace context of the op that asked for it)."""
+    options = options or ContinueOptions()
     changes: dict[str, Any] = {}
     if options.model is not None:
         changes["model"] = options.model

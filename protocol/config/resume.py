@@ -103,18 +103,22 @@ class ContinueOptions:
         return changes
 
 
+_NO_OPTIONS = ContinueOptions()
+
+
 def continuation(
     params: ExecuteParams,
     prompt: str,
     session_id: str,
-    options: ContinueOptions = ContinueOptions(),
+    options: ContinueOptions | None = None,
 ) -> ExecuteParams:
     """The params that continue the conversation ``session_id`` (the CLI's id) with ``prompt``:
     ``params`` resumed, without what addressed its first start (rule 6) and without the first
     prompt's images (they are in the conversation already), with ``options`` applied. Raises
     ``InvalidParamsError`` as ``ExecuteParams`` does (an unknown model, a bad prompt)."""
+    changes = (options or _NO_OPTIONS).changes()
     return attrs.evolve(
-        params, prompt=prompt, resume_session_id=session_id, **START_ONLY, **options.changes()
+        params, prompt=prompt, resume_session_id=session_id, **START_ONLY, **changes
     )
 
 
