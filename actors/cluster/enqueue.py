@@ -30,8 +30,9 @@ from claude_trio.protocol.cluster.scripts import (
     PENDING_SCRIPT,
     UNCLAIM_SCRIPT,
 )
-from claude_trio.protocol.config.resume import START_ONLY
+from claude_trio.protocol.config.resume import START_ONLY, ContinueOptions
 from claude_trio.protocol.errors import IdempotencyConflictError, RemoteProtocolError
+from claude_trio.protocol.fanout.wire_checks import images_to_json
 
 __all__ = ["Claim", "IdempotentEnqueue", "continuation"]
 
@@ -60,22 +61,35 @@ class Claim:
 
 
 def continuation(
-    record: SessionRecord, prompt: str, *, traceparent: str = ""
+    record: SessionRecord,
+    prompt: str,
+    options: ContinueOptions | None = None,
+    *,
+    traceparent: str = "",
 ) -> tuple[SessionRecord, Job]:
-    """The record and job of the next execution of an ended session, with ``prompt``
-    (``traceparent``: the trace context of the op that asked for it)."""
+    """The record and job of the next execution of an ended session, with ``prompt`` and
+    ``options`` (checked already; the record keeps their model and permission mode for the
+    executions after; ``traceparent``: the trace context of the op that asked for it)."""
+    options = options or ContinueOptions()
+    changes: dict[str, Any] = {}
+    if options.model is not None:
+        changes["model"] = options.model
+    if options.permission_mode is not None:
+        changes["permission_mode"] = options.permission_mode
     params = {
         **record.params,
+        **changes,
         "prompt": prompt,
         "resume_session_id": record.claude_session_id,
         # As a local fleet's continue (resume.continuation): a fork, a chosen id, a
         # truncation address the first start only, and the first prompt's images are in
         # the conversation already.
         **START_ONLY,
-        "images": [],
+        "images": images_to_json(options.images),
     }
     record = attrs.evolve(
         record,
+        params={**record.params, **changes},
         state="waiting",
         executions=record.executions + 1,
         first_seq=record.last_seq + 1,

@@ -72,6 +72,9 @@ from claude_trio.protocol.cluster.records import (
 )
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.permissions import PermissionMode
+from claude_trio.protocol.config.resume import ContinueOptions
+from claude_trio.protocol.config.resume import continuation as resume_continuation
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
     InvalidParamsError,
@@ -85,7 +88,7 @@ from claude_trio.protocol.fanout.idempotency import (
     continue_digest,
     open_digest,
 )
-from claude_trio.protocol.fanout.wire import SessionInfo, params_to_json
+from claude_trio.protocol.fanout.wire import SessionInfo, params_from_json, params_to_json
 from claude_trio.protocol.session.events import Event
 from claude_trio.protocol.session.lifecycle import Accepted, Rejected
 from claude_trio.protocol.session.transcript import Transcript
@@ -640,12 +643,21 @@ class RedisFleet:
         return await self.get(created[1])
 
     async def continue_(
-        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        idempotency_key: str | None = None,
+        model: str | None = None,
+        permission_mode: PermissionMode | None = None,
+        images: Sequence[ImageInput] = (),
     ) -> RedisSession:
         """Append the next execution of an ended session; any worker resumes it (from the
-        transcript store the workers share). ``idempotency_key``: as for :meth:`open`; a
-        continue with a recorded key returns the session, running or not, and appends
-        nothing."""
+        transcript store the workers share). ``model`` and ``permission_mode`` replace the
+        session's (``None``: kept), ``images`` go with ``prompt`` (as ``Fleet.continue_``).
+        ``idempotency_key``: as for :meth:`open`; a continue with a recorded key returns the
+        session, running or not, and appends nothing."""
+        options = ContinueOptions(model=model, permission_mode=permission_mode, images=images)
         session = await self.get(session_id)
         record = session.record
         claim: Claim | None = None
@@ -655,11 +667,11 @@ class RedisFleet:
                 key=idempotency_key,
                 scope=record.principal or "",
                 op="continue",
-                digest=continue_digest(session_id, prompt),
+                digest=continue_digest(session_id, prompt, options),
             )
             stored = await self._once.claimed(claim)
             if stored is not None:
-                return await self._continued(session, claim, stored, prompt)
+                return await self._continued(session, claim, stored, prompt, options)
         if record.state == "live":
             record = await self._settled(session)
         if record.state != "ended":
@@ -672,7 +684,12 @@ class RedisFleet:
                 f"session {session_id!r} has no conversation to continue: its CLI never "
                 "reported a session id; start a new session instead"
             )
-        record, job = continuation(record, prompt, traceparent=current_traceparent() or "")
+        if options != ContinueOptions():  # as the worker will read them (InvalidParamsError)
+            resumed = params_from_json(record.params, allow_cwd=True, allow_env=True)
+            resume_continuation(resumed, prompt, record.claude_session_id, options)
+        record, job = continuation(
+            record, prompt, options, traceparent=current_traceparent() or ""
+        )
         if claim is None:
             await self._enqueue(record, job)
         else:
@@ -687,7 +704,12 @@ class RedisFleet:
         return RedisSession(self, record)
 
     async def _continued(
-        self, session: RedisSession, claim: Claim, stored: tuple[str, str], prompt: str
+        self,
+        session: RedisSession,
+        claim: Claim,
+        stored: tuple[str, str],
+        prompt: str,
+        options: ContinueOptions,
     ) -> RedisSession:
         """A continue whose key was claimed before: finish what the first request left
         undone (the recovery rule of ``protocol/cluster/scripts.py``), then the session."""
@@ -695,7 +717,7 @@ class RedisFleet:
         expected = stored[1]
         if record.state == "ended" and str(record.executions) == expected:
             # The first request claimed the key and wrote nothing more: write it now.
-            record, job = continuation(record, prompt)
+            record, job = continuation(record, prompt, options)
             await self._once.once(record, job, claim, expected=expected)
         else:
             await self._once.append_pending(record.session)

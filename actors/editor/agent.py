@@ -22,8 +22,10 @@ restarted too), and each later prompt continues its conversation (``host.continu
 follows the session's events from the last one it showed, maps each to ``session/update``
 notifications and answers with the stop reason of the execution's final event.
 The model is a session config option of category ``model`` (``session/set_config_option``),
-as the permission mode is the session's mode: each applies to the session's first prompt, and
-to a running turn where the host has live controls (a local fleet).
+as the permission mode is the session's mode: each applies to every prompt from the next one
+on (a continued conversation runs with the ones chosen meanwhile; choosing the ``default``
+model keeps the one the session runs with), and to a running turn where the host has live
+controls (a local fleet). A prompt's images go with it, the first or a later one.
 Each execution's ``adapter_ready`` carries its prompt, so a load replays the editor's prompts
 as ``user_message_chunk`` between the agent's replies, on every host and after this process
 restarted; a live prompt leaves out the one the editor just sent. A prompt sent while a turn
@@ -392,13 +394,14 @@ class _Agent:
                     label=_LABEL_PREFIX + session.id,
                 )
                 session.host_id = handle.id
-            else:
-                if images:
-                    raise EditorRequestError(
-                        INVALID_PARAMS,
-                        "images go with a session's first prompt only (start a new session)",
-                    )
-                handle = await self._host.continue_(session.host_id, text)
+            else:  # the mode and model chosen now (None: the model kept), with the images
+                handle = await self._host.continue_(
+                    session.host_id,
+                    text,
+                    model=session.model,
+                    permission_mode=session.mode,
+                    images=images,
+                )
             session.handle = handle
             if session.cancelled:  # cancelled while the execution was being started
                 self._nursery.start_soon(handle.abort)

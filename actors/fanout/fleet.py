@@ -73,7 +73,7 @@ from __future__ import annotations
 import collections
 import math
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -122,8 +122,10 @@ from claude_trio.protocol.checks import (
     finite_float,
     is_number,
 )
+from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
-from claude_trio.protocol.config.resume import continuation
+from claude_trio.protocol.config.permissions import PermissionMode
+from claude_trio.protocol.config.resume import ContinueOptions, continuation
 from claude_trio.protocol.errors import (
     InvalidParamsError,
     LocalProtocolError,
@@ -303,7 +305,14 @@ class Fleet:
         return session
 
     async def continue_(
-        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        idempotency_key: str | None = None,
+        model: str | None = None,
+        permission_mode: PermissionMode | None = None,
+        images: Sequence[ImageInput] = (),
     ) -> FleetSession:
         """Run ``prompt`` as the next execution of an ended session's conversation.
 
@@ -313,22 +322,24 @@ class Fleet:
         turns. Between executions a session holds no CLI: this asks for a slot again, like
         ``start`` (it never waits for it), once the previous execution's CLI is gone. The
         new execution's events continue the session's ``seq`` from ``first_seq``; existing
-        subscriptions ended with the previous execution, so subscribe again (with the last
-        seq seen) to follow it. Returns the session.
+        subscriptions ended, so subscribe again (with the last seq seen) to follow it.
+        ``model`` and ``permission_mode`` replace the session's from this execution on
+        (``None``: kept); ``images`` go with ``prompt``. Returns the session.
 
         Raises :class:`UnknownSessionError` for an id this fleet does not know (or forgot),
         ``LocalProtocolError`` while the session's execution still runs (push to it
         instead), when its CLI never said a session id (there is no conversation to resume),
         or once the fleet is draining or closed; ``InvalidParamsError`` for a bad prompt.
         ``idempotency_key``: as for :meth:`start`; a continue with a key recorded for the same
-        session and prompt returns the session (running or not) and runs nothing.
+        session, prompt and options returns the session (running or not) and runs nothing.
         """
         await trio.lowlevel.checkpoint()
         session = self.get_nowait(session_id)
+        options = ContinueOptions(model=model, permission_mode=permission_mode, images=images)
         digest = ""
         if idempotency_key is not None:
             check_idempotency_key(idempotency_key)
-            digest = continue_digest(session_id, prompt)
+            digest = continue_digest(session_id, prompt, options)
             scope = key_scope(session.owner)
             if self._replayed(scope, idempotency_key, digest, "continue") is not None:
                 return session
@@ -346,7 +357,7 @@ class Fleet:
         self._check_accepting()
         # A fork, a chosen id, a truncation address the first start only; the first prompt's
         # images are in the conversation already. Validates the prompt (InvalidParamsError).
-        params = continuation(session.params, prompt, session.claude_session_id)
+        params = continuation(session.params, prompt, session.claude_session_id, options)
         previous = session._next_execution(params)
         if idempotency_key is not None:
             self._keys.record(

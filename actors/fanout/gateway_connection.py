@@ -664,6 +664,12 @@ class _Client:
         if refused is not None:
             self._reply(ErrorFrame(id=op.id, code="limit_reached", message=refused))
             return
+        mode = op.permission_mode  # refused as in open (remote.py, rule 8)
+        refusal = None if mode is None else permission_mode_refusal(self._config.policy, mode)
+        if refusal is not None:
+            message = "permission_mode" + refusal.removeprefix("set_permission_mode")
+            self._reply(ErrorFrame(id=op.id, code="forbidden_field", message=message))
+            return
         try:
             with hop_span(
                 "gateway continue",
@@ -672,7 +678,12 @@ class _Client:
                 attributes={"claude_trio.session.id": session.id},
             ):
                 session = await self._fleet.continue_(
-                    session.id, op.prompt, idempotency_key=op.idempotency_key
+                    session.id,
+                    op.prompt,
+                    idempotency_key=op.idempotency_key,
+                    model=op.model,
+                    permission_mode=op.permission_mode,
+                    images=op.images,
                 )
         except IdempotencyConflictError as exc:
             self._reply(ErrorFrame(id=op.id, code="idempotency_conflict", message=str(exc)))

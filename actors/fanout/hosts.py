@@ -29,7 +29,9 @@ The promises:
   room; ``open`` never waits for that) and returns its handle.
 * ``await host.continue_(session_id, prompt)`` runs the next execution of an ended session's
   conversation; its events continue the session's ``seq``. A session still running, or one
-  with no conversation to resume, is refused with a ``ClaudeTrioError``.
+  with no conversation to resume, is refused with a ``ClaudeTrioError``. ``model=`` and
+  ``permission_mode=`` replace the session's from that execution on (``None``: kept), and
+  ``images=`` go with the prompt, checked as ``ExecuteParams`` checks them.
 * Both take ``idempotency_key=``: the same request again with the key returns the session the
   first one created and starts nothing; the key with another request raises
   ``IdempotencyConflictError`` (``protocol/fanout/idempotency.py``).
@@ -140,7 +142,14 @@ class SessionHost(Protocol):
     ) -> SessionHandle: ...
 
     async def continue_(
-        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        idempotency_key: str | None = None,
+        model: str | None = None,
+        permission_mode: PermissionMode | None = None,
+        images: Sequence[ImageInput] = (),
     ) -> SessionHandle: ...
 
     async def get(self, session_id: str) -> SessionHandle: ...
@@ -224,7 +233,14 @@ class ServedHost(SessionHost, Protocol):
     ) -> ServedSession: ...
 
     async def continue_(
-        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        idempotency_key: str | None = None,
+        model: str | None = None,
+        permission_mode: PermissionMode | None = None,
+        images: Sequence[ImageInput] = (),
     ) -> ServedSession: ...
 
     async def get(self, session_id: str) -> ServedSession: ...

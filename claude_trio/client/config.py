@@ -1,12 +1,13 @@
 """The gateway client's settings and figures: :class:`ClientConfig` (its bounds, deadlines and
 reconnection backoff), :class:`ClientStatistics` (what ``GatewayClient.statistics()``
 returns), what ``ClientConfig.on_connection`` is told while the client reconnects
-(:class:`Reconnecting`, :class:`Reconnected`, :class:`GaveUp`), and the check of the URL
-``connect_gateway`` is given.
+(:class:`Reconnecting`, :class:`Reconnected`, :class:`GaveUp`), and the checks of the URL
+and token ``connect_gateway`` is given.
 """
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable
 from typing import Any, TypeAlias
@@ -16,6 +17,7 @@ import attrs
 
 from claude_trio.protocol.checks import positive_int, seconds
 from claude_trio.protocol.errors import GatewayError, InvalidParamsError
+from claude_trio.protocol.fanout.remote import check_token
 
 __all__ = [
     "ClientConfig",
@@ -135,3 +137,22 @@ def _check_url(url: object) -> str:
             "url", url, "a ws:// or wss:// URL with a host, e.g. ws://127.0.0.1:8765/"
         )
     return url
+
+
+#: Where ``connect_gateway`` reads the token when it is given none.
+TOKEN_ENV = "CLAUDE_TRIO_TOKEN"
+
+
+def _resolve_token(token: str | None) -> str:
+    """``token`` checked, or without one the one in :data:`TOKEN_ENV` (``InvalidParamsError``
+    saying how to give one)."""
+    if token is not None:
+        return check_token(token)
+    token = os.environ.get(TOKEN_ENV)
+    if token is None:
+        raise InvalidParamsError(
+            "token",
+            None,
+            f"the gateway's token: pass token=..., or set {TOKEN_ENV} in the environment",
+        )
+    return check_token(token, TOKEN_ENV)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
-import os
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -42,6 +41,7 @@ from claude_trio.actors.fanout.inbox import InboxChannel
 from claude_trio.actors.session.boundary import raise_unwrapped
 from claude_trio.actors.session.trace_context import current_traceparent
 from claude_trio.client.config import (
+    TOKEN_ENV,
     ClientConfig,
     ClientStatistics,
     ConnectionNotice,
@@ -49,11 +49,14 @@ from claude_trio.client.config import (
     Reconnected,
     Reconnecting,
     _check_url,
+    _resolve_token,
 )
 from claude_trio.client.inbox import RemoteInbox
 from claude_trio.client.inflight import _Connection, _Pending
 from claude_trio.client.session import RemoteSession, _follow_error
+from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.permissions import PermissionMode
 from claude_trio.protocol.errors import (
     ConnectionLostError,
     GatewayError,
@@ -69,7 +72,6 @@ from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.fanout.idempotency import check_idempotency_key
 from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES
 from claude_trio.protocol.fanout.listing import LIST_PAGE_MAX
-from claude_trio.protocol.fanout.remote import check_token
 from claude_trio.protocol.fanout.wire import (
     AbortOp,
     AttachOp,
@@ -97,9 +99,6 @@ from claude_trio.protocol.fanout.wire import (
 )
 
 __all__ = ["TOKEN_ENV", "GatewayClient", "connect_gateway"]
-
-#: Where ``connect_gateway`` reads the token when it is given none.
-TOKEN_ENV = "CLAUDE_TRIO_TOKEN"
 
 log = logging.getLogger(__name__)
 
@@ -277,12 +276,25 @@ class GatewayClient:
         return session
 
     async def continue_(
-        self, session_id: str, prompt: str, *, idempotency_key: str | None = None
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        idempotency_key: str | None = None,
+        model: str | None = None,
+        permission_mode: PermissionMode | None = None,
+        images: Sequence[ImageInput] = (),
     ) -> RemoteSession:
         """Run ``prompt`` as the next execution of a session's conversation
         (``SessionHost.continue_``): :meth:`get`, then :meth:`RemoteSession.continue_`."""
         session = await self.get(session_id)
-        await session.continue_(prompt, idempotency_key=idempotency_key)
+        await session.continue_(
+            prompt,
+            idempotency_key=idempotency_key,
+            model=model,
+            permission_mode=permission_mode,
+            images=images,
+        )
         return session
 
     @asynccontextmanager
@@ -769,17 +781,7 @@ async def connect_gateway(
     if not urls:
         raise InvalidParamsError("url", url, "a ws:// or wss:// URL, or a sequence of them")
     urls = tuple(_check_url(u) for u in urls)
-    if token is None:
-        token = os.environ.get(TOKEN_ENV)
-        if token is None:
-            raise InvalidParamsError(
-                "token",
-                None,
-                f"the gateway's token: pass token=..., or set {TOKEN_ENV} in the environment",
-            )
-        check_token(token, TOKEN_ENV)
-    else:
-        check_token(token)
+    token = _resolve_token(token)
     config = config or ClientConfig()
     if not isinstance(config, ClientConfig):
         raise InvalidParamsError("config", config, "a ClientConfig or None")

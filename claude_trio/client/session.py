@@ -34,6 +34,7 @@ from claude_trio.actors.session.trace_context import current_traceparent
 from claude_trio.client.config import ClientConfig
 from claude_trio.protocol.config.images import ImageInput, check_images
 from claude_trio.protocol.config.permissions import PermissionMode
+from claude_trio.protocol.config.resume import ContinueOptions
 from claude_trio.protocol.errors import (
     ConnectionLostError,
     GatewayError,
@@ -428,10 +429,21 @@ class RemoteSession:
             ReplyFrame,
         )
 
-    async def continue_(self, prompt: str, *, idempotency_key: str | None = None) -> None:
+    async def continue_(
+        self,
+        prompt: str,
+        *,
+        idempotency_key: str | None = None,
+        model: str | None = None,
+        permission_mode: PermissionMode | None = None,
+        images: Sequence[ImageInput] = (),
+    ) -> None:
         """Run ``prompt`` as the next execution of this conversation (its execution must
         have ended); :attr:`events` is then the new execution's channel. Raises
         :class:`RemoteOpError` with code ``cannot_continue`` while it still runs.
+        ``model`` and ``permission_mode`` replace the session's (``None``: kept; a mode the
+        server does not allow is refused with code ``forbidden_field``), ``images`` go with
+        ``prompt``.
 
         Exactly once across a dropped connection: when the answer is lost, the client asks
         the server (``list``, on the next connection) whether the execution started; if it
@@ -440,6 +452,7 @@ class RemoteSession:
         key (``idempotency_key``, or a fresh one), so the server never runs it twice."""
         if not (isinstance(prompt, str) and prompt.strip()):
             raise InvalidParamsError("prompt", prompt, "a non-empty string")
+        options = ContinueOptions(model=model, permission_mode=permission_mode, images=images)
         key = str(uuid.uuid4()) if idempotency_key is None else idempotency_key
         check_idempotency_key(key)
         client = self._client
@@ -452,6 +465,9 @@ class RemoteSession:
                         prompt=prompt,
                         idempotency_key=key,
                         traceparent=current_traceparent(),
+                        model=options.model,
+                        permission_mode=options.permission_mode,
+                        images=options.images,
                     ),
                     ContinuedFrame,
                 )

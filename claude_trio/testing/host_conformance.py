@@ -51,7 +51,9 @@ The contracts (:data:`CONTRACTS`), in the order they run:
 8. ``continue``: ``continue_`` of a running session is refused (a ``ClaudeTrioError``); of an
    ended one it runs the next execution of the same session, its seqs following on, its
    ``adapter_ready`` carrying the new prompt, its ``result()`` that execution's; ``list``
-   counts two executions and the usage of both.
+   counts two executions and the usage of both. A continue with ``model=`` and
+   ``permission_mode=`` runs with them (its ``adapter_ready`` shows them); its
+   ``idempotency_key`` sent again with another model is refused (a ``ClaudeTrioError``).
 9. ``answer``: a question shows as a ``user_input_request``; an answer to an unknown request
    is ``AnswerRejected``, the right one ``AnswerAccepted`` and reaches the CLI, a second one
    is ``AnswerRejected``.
@@ -435,6 +437,33 @@ async def _continue(host: SessionHost) -> None:
     both = _usage_of(first + second)
     _expect(info.usage == both, f"list() says usage {info.usage}; both executions: {both}")
     _expect(continued.usage == both, f"handle.usage is {continued.usage}; both: {both}")
+    await _continue_with_options(host, continued, second[-1].seq)
+
+
+async def _continue_with_options(host: SessionHost, handle: SessionHandle, last_seq: int) -> None:
+    """A continue that sets the model and the permission mode runs with them (its
+    ``adapter_ready`` shows them); its key sent again with other options is refused."""
+    key = f"conformance-{handle.id}"
+    third = await host.continue_(
+        handle.id, "say:third", model="haiku", permission_mode="plan", idempotency_key=key
+    )
+    transcript = await third.result()
+    _expect(transcript.text == "third", f"the third execution's result is {transcript.text!r}")
+    events = await _events(third, last_seq)
+    _check_prompt(events, "say:third", what="the execution continued with a model and mode")
+    ready = next(event for event in events if isinstance(event, AdapterReady))
+    model = ExecuteParams(prompt="x", model="haiku").resolved_model
+    _expect(
+        (ready.model, ready.permission_mode) == (model, "plan"),
+        f"continue_(model='haiku', permission_mode='plan') ran with model {ready.model!r} and "
+        f"permission mode {ready.permission_mode!r}",
+    )
+    try:
+        await host.continue_(handle.id, "say:third", model="opus", idempotency_key=key)
+    except ClaudeTrioError:
+        pass
+    else:
+        raise _Broken("a continue's idempotency key sent again with another model was accepted")
 
 
 async def _answer(host: SessionHost) -> None:

@@ -27,7 +27,9 @@ Rules (as the TypeScript library's session-resume rules):
    move to another worker) resumes the conversation as it is now, so it drops them
    (:func:`continuation`). The options added with it (``strict_mcp_config``, ``betas``,
    ``task_budget``, ``include_hook_events``, ``verbatim_prompts``, ``client_app``, the system
-   prompt) travel with each start and may change.
+   prompt) travel with each start and may change. A continuation may also take a model and a
+   permission mode (and the new prompt's images), as ``set_model`` / ``set_permission_mode``
+   change them in a running session.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ from typing import Any
 import attrs
 from claude_agent_sdk.types import ThinkingConfig
 
+from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.permissions import PermissionMode
 from claude_trio.protocol.extensions.scope import scope_widenings
 
 RESUME_IMMUTABLE: frozenset[str] = frozenset(
@@ -67,12 +71,54 @@ START_ONLY: Mapping[str, Any] = MappingProxyType(
 gives them."""
 
 
-def continuation(params: ExecuteParams, prompt: str, session_id: str) -> ExecuteParams:
+_PARAMS = attrs.fields(ExecuteParams)
+
+
+def _images(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+@attrs.frozen(kw_only=True)
+class ContinueOptions:
+    """What a continue may set for its execution, checked as ``ExecuteParams`` checks it:
+    ``model`` and ``permission_mode`` replace the session's (``None``: kept), as
+    ``set_model`` / ``set_permission_mode`` would in a running session; ``images`` go with the
+    continue's prompt."""
+
+    model: str | None = attrs.field(default=None, validator=_PARAMS.model.validator)
+    permission_mode: PermissionMode | None = attrs.field(
+        default=None, validator=_PARAMS.permission_mode.validator
+    )
+    images: tuple[ImageInput, ...] = attrs.field(
+        default=(), converter=_images, validator=_PARAMS.images.validator
+    )
+
+    def changes(self) -> dict[str, Any]:
+        """The params fields these options set: the model and mode when given, the images."""
+        changes: dict[str, Any] = {"images": self.images}
+        if self.model is not None:
+            changes["model"] = self.model
+        if self.permission_mode is not None:
+            changes["permission_mode"] = self.permission_mode
+        return changes
+
+
+_NO_OPTIONS = ContinueOptions()
+
+
+def continuation(
+    params: ExecuteParams,
+    prompt: str,
+    session_id: str,
+    options: ContinueOptions | None = None,
+) -> ExecuteParams:
     """The params that continue the conversation ``session_id`` (the CLI's id) with ``prompt``:
     ``params`` resumed, without what addressed its first start (rule 6) and without the first
-    prompt's images (they are in the conversation already)."""
+    prompt's images (they are in the conversation already), with ``options`` applied. Raises
+    ``InvalidParamsError`` as ``ExecuteParams`` does (an unknown model, a bad prompt)."""
+    changes = (options or _NO_OPTIONS).changes()
     return attrs.evolve(
-        params, prompt=prompt, resume_session_id=session_id, images=(), **START_ONLY
+        params, prompt=prompt, resume_session_id=session_id, **START_ONLY, **changes
     )
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import attrs
 
+from claude_trio.protocol.config.resume import ContinueOptions
 from claude_trio.protocol.errors import IdempotencyConflictError, InvalidParamsError
 
 __all__ = [
@@ -75,9 +76,19 @@ def open_digest(params: Mapping[str, Any], label: str | None) -> str:
     return _digest({"op": "open", "params": params, "label": label})
 
 
-def continue_digest(session_id: str, prompt: str) -> str:
-    """The digest of a ``continue`` request: the session and the prompt."""
-    return _digest({"op": "continue", "session": session_id, "prompt": prompt})
+def continue_digest(session_id: str, prompt: str, options: ContinueOptions | None = None) -> str:
+    """The digest of a ``continue`` request: the session, the prompt and the options it set
+    (model, permission mode, the images' bytes): a retry with other ones is another request.
+    Without options it is the digest of a plain continue, as before options existed."""
+    request: dict[str, Any] = {"op": "continue", "session": session_id, "prompt": prompt}
+    if options is not None:
+        if options.model is not None:
+            request["model"] = options.model
+        if options.permission_mode is not None:
+            request["permission_mode"] = options.permission_mode
+        if options.images:
+            request["images"] = [hashlib.sha256(i.data).hexdigest() for i in options.images]
+    return _digest(request)
 
 
 @attrs.frozen(kw_only=True)

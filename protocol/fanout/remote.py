@@ -16,9 +16,9 @@ Rules:
    A client may choose a ``permission_mode`` that asks or denies (``default``, ``plan``,
    ``dontAsk``): it decides which of the offered tools ask first (the client answers with the
    ``answer`` op), never which tools are offered (``plan_mode`` is forced whatever the mode).
-   A mode that runs tools without asking (:data:`WRITING_MODES`) is refused at ``open`` as it
-   is for a switch (rule 8), for the session and for each of its subagents; unset, the
-   session runs as every local one does. Settings files are not loaded
+   A mode that runs tools without asking (:data:`WRITING_MODES`) is refused at ``open`` and
+   ``continue`` as it is for a switch (rule 8), for the session and for each of its
+   subagents; unset, the session runs as every local one does. Settings files are not loaded
    (``setting_sources=()``, and a client may not name any): their hooks, ``statusLine`` and
    ``apiKeyHelper`` run commands whatever the tool list says. No MCP server of the server's
    configuration starts either (``strict_mcp_config=True``: none of the folder's
@@ -51,10 +51,10 @@ Rules:
    (ops ``set_model``, ``set_permission_mode``), which change no code or file on the server.
    Under ``tools="read-only"`` a session can never be switched to a mode that runs tools
    without asking (:data:`WRITING_MODES`: ``acceptEdits``, ``bypassPermissions``, ``auto``):
-   :func:`permission_mode_refusal` says why, for ``open`` (:func:`open_refusal`) as for a
-   switch. Plan mode's tool list (rule 2) already keeps the writing tools away whatever the
-   mode; the refusal is a second wall, so that no client choice depends on the first one
-   alone.
+   :func:`permission_mode_refusal` says why, for ``open`` (:func:`open_refusal`) and
+   ``continue`` as for a switch. Plan mode's tool list (rule 2) already keeps the writing
+   tools away whatever the mode; the refusal is a second wall, so that no client choice
+   depends on the first one alone.
 """
 
 from __future__ import annotations

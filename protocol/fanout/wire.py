@@ -13,7 +13,9 @@ Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
                        "label": <str, optional: shown by "list">,
                        "idempotency_key": <str, optional>, "traceparent": <str, optional>}
     {"op": "continue", "id", "session", "prompt", "idempotency_key": <str, optional>,
-                       "traceparent": <str, optional>}
+                       "traceparent": <str, optional>, "model": <str, optional>,
+                       "permission_mode": <str, optional>,
+                       "images": [{"data": <base64>}, optional]}
     {"op": "list",     "id"}
     {"op": "push",     "id", "session", "text", "images": [{"data": <base64>}, optional]}
     {"op": "answer",   "id", "session", "request", "answer": <any JSON>}
@@ -87,14 +89,13 @@ Rules:
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping
 from typing import Any, ClassVar, NoReturn, TypeAlias, assert_never
 
 import attrs
 
 from claude_trio.protocol.checks import is_int
-from claude_trio.protocol.config.images import MAX_IMAGE_BYTES, ImageInput
+from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.config.permissions import PermissionMode, check_permission_mode
 from claude_trio.protocol.config.subagents import subagent_from_mapping
@@ -106,6 +107,7 @@ from claude_trio.protocol.fanout.wire_checks import (
     MAX_ARGUMENT_BYTES,
     MAX_DEPTH,
     MAX_ID_CHARS,
+    MAX_IMAGE_BASE64,
     MAX_INT,
     MAX_QUOTE,
     is_traceparent,
@@ -113,6 +115,8 @@ from claude_trio.protocol.fanout.wire_checks import (
 )
 from claude_trio.protocol.fanout.wire_checks import check_arguments as _check_arguments
 from claude_trio.protocol.fanout.wire_checks import check_value as _check_value
+from claude_trio.protocol.fanout.wire_checks import images_from_json as _images
+from claude_trio.protocol.fanout.wire_checks import images_to_json as _images_json
 from claude_trio.protocol.fanout.wire_checks import is_sendable_id as _is_sendable_id
 from claude_trio.protocol.fanout.wire_checks import no_nul as _no_nul
 from claude_trio.protocol.fanout.wire_frames import (
@@ -188,9 +192,6 @@ __all__ = [
     "params_to_json",
     "quote",
 ]
-
-MAX_IMAGE_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4
-"""The longest base64 text of one image (``images.MAX_IMAGE_BYTES`` once decoded)."""
 
 PARAMS_FIELDS: tuple[str, ...] = (
     "prompt",
@@ -282,13 +283,17 @@ class OpenOp:
 @attrs.frozen(kw_only=True)
 class ContinueOp:
     """Run ``prompt`` as the next execution of an ended session's conversation
-    (``traceparent`` as for :class:`OpenOp`)."""
+    (``traceparent`` as for :class:`OpenOp`); ``model`` and ``permission_mode`` replace the
+    session's (``None``: kept), ``images`` go with the prompt."""
 
     id: str
     session: str
     prompt: str
     idempotency_key: str | None = None
     traceparent: str | None = None
+    model: str | None = None
+    permission_mode: PermissionMode | None = None
+    images: tuple[ImageInput, ...] = ()
     op: ClassVar[str] = "continue"
 
 
@@ -514,13 +519,35 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
                 traceparent=fields.traceparent(),
             )
         case "continue":
-            fields.only("op", "id", "session", "prompt", "idempotency_key", "traceparent")
+            fields.only(
+                "op",
+                "id",
+                "session",
+                "prompt",
+                "idempotency_key",
+                "traceparent",
+                "model",
+                "permission_mode",
+                "images",
+            )
+            model = None if obj.get("model") is None else fields.string("model")
+            if model is not None:
+                _no_nul(model, "model", op_id)
+            mode = obj.get("permission_mode")
+            try:
+                mode = None if mode is None else check_permission_mode("permission_mode", mode)
+            except InvalidParamsError as exc:
+                fields.fail("invalid_field", str(exc))
+            images = _images(obj["images"], op_id, "images") if "images" in obj else []
             return ContinueOp(
                 id=op_id,
                 session=fields.string("session"),
                 prompt=fields.string("prompt", max_chars=None),
                 idempotency_key=fields.idempotency_key(),
                 traceparent=fields.traceparent(),
+                model=model,
+                permission_mode=mode,
+                images=tuple(images),
             )
         case "push":
             fields.only("op", "id", "session", "text", "images")
@@ -655,32 +682,6 @@ def _is_file_prompt(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") == "file"
 
 
-def _images(raw: Any, op_id: str | None, where: str) -> list[ImageInput]:
-    """``[{"data": "<base64>"}]`` -> images (type read from the bytes, size checked);
-    ``where`` names the field in errors (``params.images``, ``images``)."""
-    if not isinstance(raw, list):
-        raise WireError("invalid_field", f"{where}: expected a list", op_id)
-    images = []
-    for i, item in enumerate(raw):
-        data = item.get("data") if isinstance(item, dict) else None
-        if not isinstance(data, str) or len(data) > MAX_IMAGE_BASE64:
-            raise WireError(
-                "invalid_field",
-                f"{where}[{i}]: expected {{\"data\": base64 of at most "
-                f"{MAX_IMAGE_BYTES} bytes}}",
-                op_id,
-            )
-        try:
-            decoded = base64.b64decode(data, validate=True)
-        except ValueError:
-            raise WireError("invalid_field", f"{where}[{i}].data: not base64", op_id) from None
-        try:
-            images.append(ImageInput.from_bytes(decoded))
-        except InvalidParamsError as exc:
-            raise WireError("invalid_params", f"{where}[{i}]: {exc.allowed}", op_id) from None
-    return images
-
-
 def _architecture_config(obj: Any, allow_env: bool, op_id: str | None) -> ArchitectureConfig:
     where = "params.architecture_config"
     if not isinstance(obj, dict):
@@ -747,10 +748,6 @@ def params_to_json(params: ExecuteParams) -> dict[str, Any]:
     return out
 
 
-def _images_json(images: tuple[ImageInput, ...]) -> list[dict[str, str]]:
-    return [{"data": base64.b64encode(image.data).decode("ascii")} for image in images]
-
-
 def encode_op(op: Op) -> str:
     """The client message for ``op`` (clients and tests; the server only decodes)."""
     obj: dict[str, Any] = {"op": op.op}
@@ -773,10 +770,11 @@ def encode_op(op: Op) -> str:
                 obj["traceparent"] = op.traceparent
         case ContinueOp():
             obj |= {"id": op.id, "session": op.session, "prompt": op.prompt}
-            if op.idempotency_key is not None:
-                obj["idempotency_key"] = op.idempotency_key
-            if op.traceparent is not None:
-                obj["traceparent"] = op.traceparent
+            for name in ("idempotency_key", "traceparent", "model", "permission_mode"):
+                if getattr(op, name) is not None:
+                    obj[name] = getattr(op, name)
+            if op.images:
+                obj["images"] = _images_json(op.images)
         case PushOp():
             obj |= {"id": op.id, "session": op.session, "text": op.text}
             if op.images:

@@ -7,29 +7,36 @@ can be passed to it. Each raises :class:`WireError` naming the path of the value
 
 from __future__ import annotations
 
+import base64
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from claude_trio.protocol.errors import WireError, WireErrorCode
+from claude_trio.protocol.config.images import MAX_IMAGE_BYTES, ImageInput
+from claude_trio.protocol.errors import InvalidParamsError, WireError, WireErrorCode
 
 __all__ = [
     "MAX_ARGUMENT_BYTES",
     "MAX_DEPTH",
     "MAX_ID_CHARS",
+    "MAX_IMAGE_BASE64",
     "MAX_INT",
     "MAX_QUOTE",
     "check_arguments",
     "check_value",
     "child_path",
     "code_at",
+    "images_from_json",
+    "images_to_json",
     "is_sendable_id",
     "is_traceparent",
     "no_nul",
     "quote",
 ]
 
+MAX_IMAGE_BASE64 = (MAX_IMAGE_BYTES + 2) // 3 * 4
+"""The longest base64 text of one image (``images.MAX_IMAGE_BYTES`` once decoded)."""
 MAX_DEPTH = 16
 """How deeply arrays and objects may nest in an op (an answer to a form is a few levels)."""
 MAX_INT = 2**63 - 1
@@ -80,7 +87,8 @@ def check_value(value: Any, where: str, depth: int, op_id: str | None) -> int:
         return 24
     if depth >= MAX_DEPTH:
         raise WireError(
-            "invalid_field", f"{where or 'the message'}: nested deeper than {MAX_DEPTH} levels",
+            "invalid_field",
+            f"{where or 'the message'}: nested deeper than {MAX_DEPTH} levels",
             op_id,
         )
     size = 2
@@ -159,3 +167,33 @@ def no_nul(value: Any, where: str, op_id: str | None) -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             no_nul(item, f"{where}[{i}]", op_id)
+
+
+def images_from_json(raw: Any, op_id: str | None, where: str) -> list[ImageInput]:
+    """``[{"data": "<base64>"}]`` -> images (type read from the bytes, size checked);
+    ``where`` names the field in errors (``params.images``, ``images``)."""
+    if not isinstance(raw, list):
+        raise WireError("invalid_field", f"{where}: expected a list", op_id)
+    images = []
+    for i, item in enumerate(raw):
+        data = item.get("data") if isinstance(item, dict) else None
+        if not isinstance(data, str) or len(data) > MAX_IMAGE_BASE64:
+            raise WireError(
+                "invalid_field",
+                f'{where}[{i}]: expected {{"data": base64 of at most {MAX_IMAGE_BYTES} bytes}}',
+                op_id,
+            )
+        try:
+            decoded = base64.b64decode(data, validate=True)
+        except ValueError:
+            raise WireError("invalid_field", f"{where}[{i}].data: not base64", op_id) from None
+        try:
+            images.append(ImageInput.from_bytes(decoded))
+        except InvalidParamsError as exc:
+            raise WireError("invalid_params", f"{where}[{i}]: {exc.allowed}", op_id) from None
+    return images
+
+
+def images_to_json(images: Sequence[ImageInput]) -> list[dict[str, str]]:
+    """Images as the wire carries them: ``[{"data": "<base64>"}]``."""
+    return [{"data": base64.b64encode(image.data).decode("ascii")} for image in images]

@@ -3,6 +3,7 @@ the editor is sent for each event and each request, under trio's virtual clock."
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -106,6 +107,7 @@ class ScriptedHost:
     handle: ScriptedHandle = attrs.field(factory=ScriptedHandle)
     opened: list[tuple[ExecuteParams, str | None]] = attrs.field(factory=list)
     continued: list[tuple[str, str]] = attrs.field(factory=list)
+    continue_options: list[dict[str, Any]] = attrs.field(factory=list)
     infos: list[SessionInfo] = attrs.field(factory=list)
     open_takes: float = 0.0
 
@@ -114,9 +116,10 @@ class ScriptedHost:
         self.opened.append((params, label))
         return self.handle
 
-    async def continue_(self, session_id: str, prompt: str, **_: Any) -> Any:
+    async def continue_(self, session_id: str, prompt: str, **options: Any) -> Any:
         await trio.lowlevel.checkpoint()
         self.continued.append((session_id, prompt))
+        self.continue_options.append(options)
         return self.handle
 
     async def get(self, session_id: str) -> Any:
@@ -380,6 +383,40 @@ async def test_a_mode_and_model_chosen_before_the_first_prompt_are_the_sessions(
         assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
     assert host.opened[0][0].permission_mode == "plan"
     assert host.opened[0][0].model == "haiku"
+
+
+async def test_a_mode_model_and_images_sent_between_prompts_reach_the_continued_one() -> None:
+    host = ScriptedHost()
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
+    async with open_wire(host, mode="acceptEdits") as wire:
+        session_id = await start_prompt(wire)
+        host.handle.add(result(1))
+        assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
+        mode = {"sessionId": session_id, "modeId": "plan"}
+        await wire.send({"id": 3, "method": "session/set_mode", "params": mode})
+        assert (await wire.receive())["result"] == {}
+        choose = {"sessionId": session_id, "configId": "model", "value": "haiku"}
+        await wire.send({"id": 4, "method": "session/set_config_option", "params": choose})
+        assert (await wire.receive())["result"]["configOptions"][0]["currentValue"] == "haiku"
+        image = {"type": "image", "mimeType": "image/png", "data": base64.b64encode(png).decode()}
+        prompt = [{"type": "text", "text": "again"}, image]
+        await wire.send(
+            {
+                "id": 5,
+                "method": "session/prompt",
+                "params": {"sessionId": session_id, "prompt": prompt},
+            }
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        host.handle.add(result(2))
+        assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
+    assert host.opened[0][0].permission_mode == "acceptEdits"
+    assert host.opened[0][0].model is None
+    assert host.continued == [("h1", "again")]
+    (options,) = host.continue_options
+    assert options["permission_mode"] == "plan"
+    assert options["model"] == "haiku"
+    assert [i.data for i in options["images"]] == [png]
 
 
 def info(state: str, last_seq: int) -> SessionInfo:

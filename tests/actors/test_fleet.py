@@ -38,7 +38,7 @@ from claude_trio.actors.fanout.fleet import (
     open_fleet,
 )
 from claude_trio.errors import LocalProtocolError, SlowSubscriberError, UnknownSessionError
-from claude_trio.events import Outcome
+from claude_trio.events import AdapterReady, Outcome
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.fanout import replay as replay_module
 from claude_trio.testing import FakeCLI, FakeTurn
@@ -773,6 +773,45 @@ async def test_continue_sends_its_own_prompt_without_the_first_ones_images_or_fo
     assert (fs.params.prompt, fs.params.images, fs.params.fork_session) == ("and now?", (), False)
     first, second = (t.options for t in fake.transports)
     assert (first.fork_session, second.fork_session) == (True, False)
+    assert_no_leak(fake)
+
+
+async def test_continue_runs_with_the_model_mode_and_images_it_sets_and_keeps_the_first_two(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    fake = FakeCLI(echo)
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
+    async with open_fleet(max_live=1, transport_factory=fake, config=CONFIG) as fleet:
+        fs = await fleet.start(ExecuteParams(prompt="first", permission_mode="plan"))
+        await fs.wait_closed()
+        with pytest.raises(InvalidParamsError, match="permission_mode"):
+            await fleet.continue_(fs.id, "x", permission_mode="yolo")  # type: ignore[arg-type]
+        with pytest.raises(InvalidParamsError, match="model"):
+            await fleet.continue_(fs.id, "x", model="gpt-x")
+        with pytest.raises(InvalidParamsError, match="images"):
+            await fleet.continue_(fs.id, "x", images=[png])  # type: ignore[list-item]
+        assert (fs.executions, len(fake.transports)) == (1, 1)  # nothing ran
+        await fleet.continue_(
+            fs.id,
+            "look",
+            model="haiku",
+            permission_mode="dontAsk",
+            images=[ImageInput.from_bytes(png)],
+        )
+        second = await drain(subscribe(fs))
+        await fs.wait_closed()
+        await fleet.continue_(fs.id, "and now?")
+        await fs.wait_closed()
+    (ready,) = [e for e in second if isinstance(e, AdapterReady) and e.prompt == "look"]
+    assert (ready.prompt, ready.permission_mode, ready.images) == ("look", "dontAsk", 1)
+    haiku = ExecuteParams(prompt="x", model="haiku").resolved_model
+    assert ready.model == haiku
+    first, looked, third = (t.options for t in fake.transports)
+    assert (first.model, first.permission_mode) == (None, "plan")
+    assert (looked.model, looked.permission_mode) == (haiku, "dontAsk")
+    # the options stay the session's; the images went with their prompt only
+    assert (third.model, third.permission_mode) == (haiku, "dontAsk")
+    assert (fs.params.prompt, fs.params.images) == ("and now?", ())
     assert_no_leak(fake)
 
 

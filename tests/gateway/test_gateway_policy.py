@@ -449,3 +449,35 @@ async def test_what_is_not_a_served_host_is_refused_by_name() -> None:
             await serve_gateway(host, token=TOKEN, allowed_origins=None)  # type: ignore[arg-type]
         assert caught.value.field == "fleet"
         assert "ServedHost" in str(caught.value)
+
+
+async def test_a_read_only_server_refuses_a_writing_mode_in_continue_as_in_open() -> None:
+    fake = FakeCLI(partial(say, "ok"))
+    with trio.fail_after(10):
+        async with gateway(fake) as (_, port):
+            opened, *_ = await open_and_finish(port, {"prompt": "hi"})
+            session = opened.session
+            async with client(port) as c:
+                await c.send(
+                    "continue", id="c1", session=session, prompt="go", permission_mode="auto"
+                )
+                refused = await c.receive()
+                await c.send(
+                    "continue",
+                    id="c2",
+                    session=session,
+                    prompt="go",
+                    permission_mode="plan",
+                    model="haiku",
+                )
+                continued = await c.receive()
+                await c.receive_until(_final)
+    assert isinstance(refused, ErrorFrame)
+    assert refused.code == "forbidden_field"
+    assert refused.message.startswith("permission_mode: 'auto' lets the CLI run tools")
+    assert continued.type == "continued"
+    first, second = fake.transports  # the refused continue ran nothing
+    assert first.options.permission_mode == "bypassPermissions"
+    assert second.options.permission_mode == "plan"
+    assert second.options.model == ExecuteParams(prompt="x", model="haiku").resolved_model
+    assert second.options.tools == list(READONLY_BUILTINS)  # still the policy's tools

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.config.resume import ContinueOptions
 from claude_trio.protocol.errors import IdempotencyConflictError, InvalidParamsError, WireError
 from claude_trio.protocol.fanout.idempotency import (
     MAX_KEY_CHARS,
@@ -33,6 +35,25 @@ def test_digests_tell_requests_apart() -> None:
     assert continue_digest("s1", "go") == continue_digest("s1", "go")
     assert continue_digest("s1", "go") != continue_digest("s2", "go")
     assert continue_digest("s1", "go") != continue_digest("s1", "stop")
+
+
+def test_a_continues_options_are_part_of_its_request() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
+    plain = continue_digest("s1", "go")
+    assert continue_digest("s1", "go", ContinueOptions()) == plain  # as before options existed
+    digests = {
+        continue_digest("s1", "go", ContinueOptions(model="haiku")),
+        continue_digest("s1", "go", ContinueOptions(model="opus")),
+        continue_digest("s1", "go", ContinueOptions(permission_mode="plan")),
+        continue_digest("s1", "go", ContinueOptions(images=(ImageInput.from_bytes(png),))),
+        continue_digest("s1", "go", ContinueOptions(images=(ImageInput.from_bytes(png + b"x"),))),
+        plain,
+    }
+    assert len(digests) == 6
+    again = ContinueOptions(model="haiku", images=[ImageInput.from_bytes(png)])
+    assert continue_digest("s1", "go", again) == continue_digest(
+        "s1", "go", ContinueOptions(model="haiku", images=(ImageInput.from_bytes(png),))
+    )
 
 
 def test_one_key_one_session_one_request() -> None:

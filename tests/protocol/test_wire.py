@@ -83,6 +83,14 @@ OPS: list[Op] = [
     ListOp(id="11", cursor="1700000000.5 s-1", limit=1000),
     OpenOp(id="12", params=ExecuteParams(prompt="hi"), label="item 7"),
     ContinueOp(id="13", session="s", prompt="and now the tests"),
+    ContinueOp(
+        id="15",
+        session="s",
+        prompt="and look",
+        model="haiku",
+        permission_mode="plan",
+        images=(ImageInput.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16),),
+    ),
     PushOp(
         id="14",
         session="s",
@@ -509,3 +517,34 @@ def test_a_malformed_traceparent_is_refused_by_name(value: object) -> None:
     assert caught.value.code == "invalid_field"
     assert caught.value.id == "9"
     assert "not a W3C traceparent" in str(caught.value)
+
+
+def test_a_plain_continue_is_sent_as_before_its_options_existed() -> None:
+    sent = json.loads(encode_op(ContinueOp(id="c", session="s", prompt="p")))
+    assert sent == {"op": "continue", "id": "c", "session": "s", "prompt": "p"}
+    chosen = ContinueOp(id="c", session="s", prompt="p", model="opus", permission_mode="plan")
+    assert json.loads(encode_op(chosen)) == {**sent, "model": "opus", "permission_mode": "plan"}
+    null = json.dumps({**sent, "model": None, "permission_mode": None})
+    assert decode_op(null) == ContinueOp(id="c", session="s", prompt="p")
+
+
+@pytest.mark.parametrize(
+    ("extra", "code", "message"),
+    [
+        ({"permission_mode": "yolo"}, "invalid_field", "permission_mode='yolo'"),
+        ({"model": 7}, "invalid_field", "model"),
+        ({"model": "a\u0000b"}, "invalid_params", "model"),
+        ({"images": "nope"}, "invalid_field", "images: expected a list"),
+        ({"images": [{"data": "aGVsbG8="}]}, "invalid_params", "images[0]: "),
+        ({"effort": "high"}, "unknown_field", "effort"),
+    ],
+)
+def test_a_continue_with_a_bad_option_is_refused_by_name(
+    extra: dict[str, Any], code: str, message: str
+) -> None:
+    text = json.dumps({"op": "continue", "id": "c", "session": "s", "prompt": "p", **extra})
+    with pytest.raises(WireError) as caught:
+        decode_op(text)
+    assert caught.value.code == code
+    assert message in caught.value.message
+    assert caught.value.id == "c"

@@ -21,6 +21,7 @@ from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.fanout.remote import Principal
 from claude_trio.protocol.session.events import (
     Aborted,
+    AdapterReady,
     Error,
     Event,
     Result,
@@ -153,6 +154,41 @@ async def test_a_continue_carries_its_own_prompt_without_the_first_ones_images(
     ]
     assert len(jobs[0].params["images"]) == 1
     assert (jobs[1].params["images"], jobs[1].params["fork_session"]) == ([], False)
+
+
+async def test_a_continues_model_mode_and_images_reach_the_worker_and_the_first_two_stay(
+    redis_server: RedisServer,
+) -> None:
+    fake = FakeCLI(slow_answer)
+    image = ImageInput.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16)
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, fake),
+            open_gateway(url) as (_fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
+        ):
+            session = await client.open(ExecuteParams(prompt="first"))
+            [e async for e in session.events]
+            await session.continue_("look", model="haiku", permission_mode="plan", images=[image])
+            looked = [e async for e in session.events]
+            await session.continue_("and now?")
+            [e async for e in session.events]
+        async with coredis.Redis.from_url(url, decode_responses=True) as redis:
+            entries = await redis.xrange(RedisKeys().jobs)
+    (ready,) = [e for e in looked if isinstance(e, AdapterReady)]
+    haiku = ExecuteParams(prompt="x", model="haiku").resolved_model
+    assert (ready.prompt, ready.model, ready.images) == ("look", haiku, 1)
+    assert ready.permission_mode == "plan"
+    jobs = [Job.from_fields(entry.field_values) for entry in entries]
+    assert [job.params["prompt"] for job in jobs] == ["first", "look", "and now?"]
+    assert "model" not in jobs[0].params
+    assert (jobs[1].params["model"], jobs[1].params["permission_mode"]) == ("haiku", "plan")
+    assert len(jobs[1].params["images"]) == 1
+    # the model and mode are the session's from then on; the images went with their prompt
+    assert (jobs[2].params["model"], jobs[2].params["permission_mode"]) == ("haiku", "plan")
+    assert jobs[2].params["images"] == []
+    assert [t.options.model for t in fake.transports] == [None, haiku, haiku]
 
 
 async def test_a_client_reconnects_to_another_gateway_and_gets_an_exact_replay(
