@@ -41,12 +41,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
 import trio
 from acp import schema
 from acp.helpers import SessionUpdate
+from claude_agent_sdk import (
+    InMemorySessionStore,
+    get_session_messages_from_store,
+    project_key_for_directory,
+)
 from pydantic import BaseModel
 
 from claude_trio.actors.fanout.hosts import SessionHandle, SessionHost
@@ -62,6 +68,7 @@ from claude_trio.protocol.editor.jsonrpc import (
     Request,
     Response,
 )
+from claude_trio.protocol.editor.history import find_transcript, read_entries, transcript_updates
 from claude_trio.protocol.editor.prompts import mcp_servers, prompt_parts
 from claude_trio.protocol.editor.updates import (
     MODEL_CHOICES,
@@ -75,7 +82,7 @@ from claude_trio.protocol.editor.updates import (
     stop_reason,
     turn_failed,
 )
-from claude_trio.protocol.errors import ClaudeTrioError, EditorRequestError
+from claude_trio.protocol.errors import ClaudeTrioError, EditorRequestError, ReplayGapError
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.events import (
     AdapterReady,
@@ -107,6 +114,9 @@ class _Session:
     mode: PermissionMode
     model: str | None = None
     host_id: str | None = None
+    #: loaded from the CLI's transcript, the host having forgotten it: the first prompt
+    #: resumes the conversation by its id
+    resume: bool = False
     last_seq: int | None = None
     mapper: UpdateMapper = attrs.field(factory=UpdateMapper)
     handle: SessionHandle | None = None
@@ -145,8 +155,10 @@ class _Agent:
         make_params: ParamsFactory,
         permission_mode: PermissionMode,
         version: str | None,
+        transcripts: Path | None,
     ) -> None:
         self._host = host
+        self._transcripts = transcripts
         self._out = out
         self._write_lock = trio.Lock()
         self._nursery = nursery
@@ -300,36 +312,77 @@ class _Agent:
 
     async def _load(self, params: schema.LoadSessionRequest) -> BaseModel:
         info = await self._find(params.session_id)
-        if info is None:
-            raise EditorRequestError(
-                INVALID_PARAMS,
-                f"no session {params.session_id!r} on this host (it ran elsewhere, or the host "
-                "forgot it)",
-            )
         session = _Session(
             id=params.session_id,
             cwd=params.cwd,
             mcp=mcp_servers(params.mcp_servers),
             mode=self._mode,
-            host_id=info.session,
+            host_id=None if info is None else info.session,
         )
-        self._sessions[session.id] = session
-        handle = await self._host.get(info.session)
-        session.handle = handle
-        if info.state == "ended":
-            async with handle.subscribe(None) as events:
-                async for event in events:
-                    await self._show(session, handle, event, None)
-        else:
+        if info is not None and info.state != "ended":
+            self._sessions[session.id] = session
+            session.handle = handle = await self._host.get(info.session)
             # A turn is running (the editor restarted mid-turn): what happened so far is the
             # load; the rest follows as the turn goes on.
             ready = trio.Event()
             session.loaded_turn = trio.Event()
             self._nursery.start_soon(self._follow_running, session, handle, info.last_seq, ready)
             await ready.wait()
+        else:
+            replayed = False
+            if info is not None:
+                session.handle = handle = await self._host.get(info.session)
+                try:
+                    async with handle.subscribe(None) as events:
+                        async for event in events:
+                            await self._show(session, handle, event, None)
+                    replayed = True
+                except ReplayGapError:
+                    pass  # the host's replay no longer starts at the beginning
+            if not replayed:
+                await self._load_transcript(session)
+                if info is not None:
+                    session.last_seq = info.last_seq
+                else:
+                    session.resume = True
+            self._sessions[session.id] = session
         return schema.LoadSessionResponse(
             modes=session_modes(session.mode), config_options=[model_option(session.model)]
         )
+
+    async def _load_transcript(self, session: _Session) -> None:
+        """Send the conversation from the transcript its CLI wrote (the host no longer holds
+        its events); an error naming the session when there is none."""
+        updates = await self._transcript_updates(session.id)
+        if updates is None:
+            where = (
+                f"nor a transcript of it in {self._transcripts / 'projects'}"
+                if self._transcripts is not None
+                else "and this agent reads no transcripts"
+            )
+            raise EditorRequestError(
+                INVALID_PARAMS,
+                f"no session {session.id!r} on this host: it holds none of its events "
+                f"({where}); the session ran elsewhere, or was deleted",
+            )
+        for update in updates:
+            await self._notify(session.id, update)
+
+    async def _transcript_updates(self, session_id: str) -> list[SessionUpdate] | None:
+        config = self._transcripts
+        if config is None:
+            await trio.lowlevel.checkpoint()
+            return None
+        path = await trio.to_thread.run_sync(find_transcript, config, session_id)
+        if path is None:
+            return None
+        entries = await trio.to_thread.run_sync(read_entries, path)
+        # the SDK's reading of a conversation (its chain of messages, rewinds left out)
+        store = InMemorySessionStore()
+        key = {"project_key": project_key_for_directory("/"), "session_id": session_id}
+        await store.append(key, entries)  # type: ignore[arg-type]
+        messages = await get_session_messages_from_store(store, session_id, directory="/")
+        return transcript_updates(messages)
 
     async def _follow_running(
         self, session: _Session, handle: SessionHandle, upto: int, ready: trio.Event
@@ -382,8 +435,11 @@ class _Agent:
             session.running = True
             session.own_prompt = text
             if session.host_id is None:
+                # the CLI runs under the ACP session's id: its transcript is found by it
+                ids = {"resume_session_id" if session.resume else "session_id": session.id}
                 handle = await self._host.open(
                     self._make_params(
+                        **ids,
                         prompt=text,
                         cwd=session.cwd,
                         mcp_servers=session.mcp,
@@ -394,6 +450,7 @@ class _Agent:
                     label=_LABEL_PREFIX + session.id,
                 )
                 session.host_id = handle.id
+                session.resume = False
             else:  # the mode and model chosen now (None: the model kept), with the images
                 handle = await self._host.continue_(
                     session.host_id,
@@ -565,11 +622,14 @@ async def serve_editor(
     make_params: ParamsFactory,
     permission_mode: PermissionMode = "default",
     version: str | None = None,
+    transcripts: Path | None = None,
 ) -> None:
     """Be an ACP agent on ``stdin`` / ``stdout`` until the editor closes ``stdin``.
 
     Sessions run on ``host``; ``make_params`` builds each one's parameters, sessions start in
-    ``permission_mode``. Returning cancels what is still running here: prompts in flight are
+    ``permission_mode``. ``transcripts``: the config folder of the host's CLIs
+    (``CLAUDE_CONFIG_DIR``), where ``session/load`` reads a conversation whose events the host
+    no longer holds (None: such a load fails). Returning cancels what is still running here: prompts in flight are
     left to the host (a gateway's sessions go on; a local fleet's end with it)."""
     async with trio.open_nursery() as nursery:
         agent = _Agent(
@@ -579,6 +639,7 @@ async def serve_editor(
             make_params=make_params,
             permission_mode=permission_mode,
             version=version,
+            transcripts=transcripts,
         )
         lines = _LineReader(stdin)
         while (line := await lines.next_line()) is not None:

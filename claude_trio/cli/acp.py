@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -34,6 +35,7 @@ from claude_trio.cli.args import (
     has_credentials,
 )
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.editor.history import config_dir
 from claude_trio.protocol.errors import ClaudeTrioError
 
 __all__ = ["acp_command", "acp_usage_problem", "remote_session_params", "session_params"]
@@ -64,8 +66,10 @@ def session_params(**fields: Any) -> ExecuteParams:
 
 def remote_session_params(**fields: Any) -> ExecuteParams:
     """With ``--remote``: the same without the editor's folder, which names a folder of the
-    editor's machine; the server runs the session in its own (``serve --cwd-root``)."""
-    fields.pop("cwd", None)
+    editor's machine; the server runs the session in its own (``serve --cwd-root``), under the
+    session id it chooses."""
+    for local in ("cwd", "session_id", "resume_session_id"):
+        fields.pop(local, None)
     return ExecuteParams(**_without_empty(fields))
 
 
@@ -79,12 +83,13 @@ def _without_empty(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def _open_host(args: argparse.Namespace) -> AsyncIterator[SessionHost]:
+async def _open_host(args: argparse.Namespace) -> AsyncIterator[tuple[SessionHost, Path | None]]:
+    """The host, and the config folder of its CLIs when they run here (their transcripts)."""
     if args.remote is not None:
         from claude_trio.client import connect_gateway
 
         async with connect_gateway(args.remote, token=os.environ[TOKEN_ENV]) as gateway:
-            yield gateway
+            yield gateway, None
     elif args.offline:
         from claude_trio.offline import open_offline_model
 
@@ -92,10 +97,10 @@ async def _open_host(args: argparse.Namespace) -> AsyncIterator[SessionHost]:
             open_offline_model() as offline,
             open_fleet(max_live=args.max_live, env=offline.env) as fleet,
         ):
-            yield fleet
+            yield fleet, config_dir(offline.env, os.environ)
     else:
         async with open_fleet(max_live=args.max_live) as fleet:
-            yield fleet
+            yield fleet, config_dir({}, os.environ)
 
 
 async def _serve(args: argparse.Namespace, stdin_fd: int, stdout_fd: int) -> None:
@@ -103,7 +108,7 @@ async def _serve(args: argparse.Namespace, stdin_fd: int, stdout_fd: int) -> Non
 
     stdin = trio.lowlevel.FdStream(stdin_fd)
     stdout = trio.lowlevel.FdStream(stdout_fd)
-    async with stdin, stdout, _open_host(args) as host:
+    async with stdin, stdout, _open_host(args) as (host, transcripts):
         await serve_editor(
             host,
             stdin,
@@ -111,6 +116,7 @@ async def _serve(args: argparse.Namespace, stdin_fd: int, stdout_fd: int) -> Non
             make_params=session_params if args.remote is None else remote_session_params,
             permission_mode=args.permission_mode,
             version=_version(),
+            transcripts=transcripts,
         )
 
 

@@ -86,7 +86,9 @@ __all__ = [
     "permission_request",
     "session_modes",
     "stop_reason",
+    "tool_call_start",
     "tool_kind",
+    "tool_result_update",
     "turn_failed",
 ]
 
@@ -263,7 +265,10 @@ def _result_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _tool_call(tool_use_id: str, name: str, tool_input: Mapping[str, Any]) -> schema.ToolCallStart:
+def tool_call_start(
+    tool_use_id: str, name: str, tool_input: Mapping[str, Any]
+) -> schema.ToolCallStart:
+    """A ``tool_use`` as the ``tool_call`` update that announces it, ``pending``."""
     diffs = tool_diffs(name, tool_input)
     return start_tool_call(
         tool_use_id,
@@ -273,6 +278,18 @@ def _tool_call(tool_use_id: str, name: str, tool_input: Mapping[str, Any]) -> sc
         content=list(diffs) or None,
         locations=tool_locations(tool_input) or None,
         raw_input=dict(tool_input),
+    )
+
+
+def tool_result_update(
+    tool_use_id: str, content: Any, *, is_error: bool | None
+) -> schema.ToolCallProgress:
+    """A ``tool_result`` as the ``tool_call_update`` that ends its call, with its text."""
+    text = _result_text(content)
+    return update_tool_call(
+        tool_use_id,
+        status="failed" if is_error else "completed",
+        content=[tool_content(text_block(text))] if text else None,
     )
 
 
@@ -317,16 +334,9 @@ class UpdateMapper:
             case UserMessage(text=text):
                 return [update_user_message_text(text)]
             case ToolUse(tool_use_id=tool_use_id, name=name, input=tool_input):
-                return [_tool_call(tool_use_id, name, tool_input)]
+                return [tool_call_start(tool_use_id, name, tool_input)]
             case ToolResult(tool_use_id=tool_use_id, content=content, is_error=is_error):
-                text = _result_text(content)
-                return [
-                    update_tool_call(
-                        tool_use_id,
-                        status="failed" if is_error else "completed",
-                        content=[tool_content(text_block(text))] if text else None,
-                    )
-                ]
+                return [tool_result_update(tool_use_id, content, is_error=is_error)]
             case TodoListUpdated(items=items):
                 return [
                     update_plan(
