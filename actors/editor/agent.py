@@ -331,42 +331,50 @@ class _Agent:
         else:
             replayed = False
             if info is not None:
-                session.handle = handle = await self._host.get(info.session)
-                try:
-                    async with handle.subscribe(None) as events:
-                        async for event in events:
-                            await self._show(session, handle, event, None)
-                    replayed = True
-                except ReplayGapError:
-                    pass  # the host's replay no longer starts at the beginning
+                session.handle = await self._host.get(info.session)
+                # from the first event (a gap when the host evicted it) where a transcript can
+                # stand in; else what the host holds
+                replayed = await self._replay(session, 0 if self._transcripts else None)
             if not replayed:
-                await self._load_transcript(session)
-                if info is not None:
-                    session.last_seq = info.last_seq
-                else:
-                    session.resume = True
+                updates = await self._transcript_updates(session.id)
+                if updates is not None:
+                    for update in updates:
+                        await self._notify(session.id, update)
+                    if info is not None:
+                        session.last_seq = info.last_seq
+                    else:
+                        session.resume = True
+                elif info is None or not await self._replay(session, None):
+                    raise self._unknown(session.id)
             self._sessions[session.id] = session
         return schema.LoadSessionResponse(
             modes=session_modes(session.mode), config_options=[model_option(session.model)]
         )
 
-    async def _load_transcript(self, session: _Session) -> None:
-        """Send the conversation from the transcript its CLI wrote (the host no longer holds
-        its events); an error naming the session when there is none."""
-        updates = await self._transcript_updates(session.id)
-        if updates is None:
-            where = (
-                f"nor a transcript of it in {self._transcripts / 'projects'}"
-                if self._transcripts is not None
-                else "and this agent reads no transcripts"
-            )
-            raise EditorRequestError(
-                INVALID_PARAMS,
-                f"no session {session.id!r} on this host: it holds none of its events "
-                f"({where}); the session ran elsewhere, or was deleted",
-            )
-        for update in updates:
-            await self._notify(session.id, update)
+    async def _replay(self, session: _Session, after: int | None) -> bool:
+        """Show the ended session's events after ``after`` (None: all the host holds); False
+        when the host no longer holds the first of them."""
+        handle = session.handle
+        assert handle is not None
+        try:
+            async with handle.subscribe(after) as events:
+                async for event in events:
+                    await self._show(session, handle, event, None)
+        except ReplayGapError:
+            return False
+        return True
+
+    def _unknown(self, session_id: str) -> EditorRequestError:
+        where = (
+            f"nor a transcript of it in {self._transcripts / 'projects'}"
+            if self._transcripts is not None
+            else "and this agent reads no transcripts"
+        )
+        return EditorRequestError(
+            INVALID_PARAMS,
+            f"no session {session_id!r} on this host: it holds none of its events ({where}); "
+            "the session ran elsewhere, or was deleted",
+        )
 
     async def _transcript_updates(self, session_id: str) -> list[SessionUpdate] | None:
         config = self._transcripts

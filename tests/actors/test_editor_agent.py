@@ -7,6 +7,7 @@ import base64
 import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -16,6 +17,7 @@ import trio.testing
 from claude_trio.actors.editor.agent import serve_editor
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.errors import ReplayGapError
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.events import (
     Aborted,
@@ -569,3 +571,194 @@ async def test_a_cancel_while_the_execution_starts_aborts_it_once_started(
         assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "cancelled"}}
         assert trio.current_time() == 1.03  # started at 1 s, then the abort's own time
     assert host.handle.aborts == 1
+
+
+# -- a load from the CLI's transcript -------------------------------------------------------------
+
+FORGOTTEN = "0b6f7d4e-2c1a-4d9e-8f3b-5a7c9e1d2f40"
+
+
+def write_transcript(config: Path, session_id: str = FORGOTTEN) -> None:
+    """A transcript as the CLI writes it: one entry per content block, chained by
+    ``parentUuid``, metadata lines without a uuid, and a last line torn mid-write."""
+
+    def entry(uuid: str, parent: str | None, kind: str, content: Any, **more: Any) -> str:
+        role = "user" if kind == "user" else "assistant"
+        return json.dumps(
+            {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "cwd": "/w",
+                "sessionId": session_id,
+                "type": kind,
+                "message": {"role": role, "content": content, **more},
+                "uuid": uuid,
+                "timestamp": f"2026-01-01T00:00:0{uuid[-1]}.000Z",
+            }
+        )
+
+    lines = [
+        json.dumps({"type": "permission-mode", "permissionMode": "default"}),
+        entry("00000000-0000-4000-8000-000000000001", None, "user", "list the files"),
+        entry(
+            "00000000-0000-4000-8000-000000000002",
+            "00000000-0000-4000-8000-000000000001",
+            "assistant",
+            [{"type": "thinking", "thinking": "ls will do", "signature": "s"}],
+            id="msg_1",
+        ),
+        entry(
+            "00000000-0000-4000-8000-000000000003",
+            "00000000-0000-4000-8000-000000000002",
+            "assistant",
+            [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}],
+            id="msg_1",
+        ),
+        entry(
+            "00000000-0000-4000-8000-000000000004",
+            "00000000-0000-4000-8000-000000000003",
+            "user",
+            [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt"}],
+        ),
+        entry(
+            "00000000-0000-4000-8000-000000000005",
+            "00000000-0000-4000-8000-000000000004",
+            "assistant",
+            [{"type": "text", "text": "One file: a.txt."}],
+            id="msg_2",
+        ),
+        '{"parentUuid":"00000000-0000-4000-8000-000000000005","type":"user","mess',
+    ]
+    folder = config / "projects" / "-w"
+    folder.mkdir(parents=True)
+    (folder / f"{session_id}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def load_request(session_id: str) -> dict[str, Any]:
+    return {
+        "id": 7,
+        "method": "session/load",
+        "params": {"sessionId": session_id, "cwd": "/w", "mcpServers": []},
+    }
+
+
+async def expect_transcript_replay(wire: Wire, session_id: str) -> None:
+    sent = []
+    for _ in range(5):
+        message = await wire.receive()
+        assert message["method"] == "session/update"
+        assert message["params"]["sessionId"] == session_id
+        sent.append(message["params"]["update"])
+    assert [s["sessionUpdate"] for s in sent] == [
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+    ]
+    assert sent[0]["content"]["text"] == "list the files"
+    assert sent[1]["content"]["text"] == "ls will do"
+    assert (sent[2]["toolCallId"], sent[2]["kind"], sent[2]["status"], sent[2]["title"]) == (
+        "toolu_1",
+        "execute",
+        "pending",
+        "`ls`",
+    )
+    assert (sent[3]["toolCallId"], sent[3]["status"]) == ("toolu_1", "completed")
+    assert sent[3]["content"][0]["content"]["text"] == "a.txt"
+    assert sent[4]["content"]["text"] == "One file: a.txt."
+    assert "result" in await wire.receive()
+
+
+@asynccontextmanager
+async def open_wire_reading(host: ScriptedHost, config: Path) -> AsyncIterator[Wire]:
+    to_agent, agent_in = trio.testing.memory_stream_one_way_pair()
+    agent_out, from_agent = trio.testing.memory_stream_one_way_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            lambda: serve_editor(
+                host, agent_in, agent_out, make_params=ExecuteParams, transcripts=config
+            )
+        )
+        yield Wire(to_agent=to_agent, from_agent=from_agent)
+        await to_agent.aclose()
+
+
+async def test_a_new_sessions_cli_runs_under_the_acp_session_id() -> None:
+    host = ScriptedHost()
+    host.handle.add(result(1))
+    async with open_wire(host) as wire:
+        session_id = await start_prompt(wire)
+        assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
+    assert host.opened[0][0].session_id == session_id
+
+
+async def test_a_load_of_a_forgotten_session_replays_its_transcript_and_resumes_it(
+    tmp_path: Path,
+) -> None:
+    write_transcript(tmp_path)
+    host = ScriptedHost()  # the fleet forgot the session: it lists nothing
+    async with open_wire_reading(host, tmp_path) as wire:
+        await wire.send(load_request(FORGOTTEN))
+        await expect_transcript_replay(wire, FORGOTTEN)
+        await wire.send(prompt_request(8, "and now?", FORGOTTEN))
+        await trio.testing.wait_all_tasks_blocked()
+        host.handle.add(ready(1, "and now?"))
+        host.handle.add(TextDelta(seq=2, text="still one"))
+        host.handle.add(result(3))
+        assert update(await wire.receive()) == ("agent_message_chunk", "still one")
+        assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
+    params, label = host.opened[0]
+    assert (params.resume_session_id, params.session_id, label) == (
+        FORGOTTEN,
+        None,
+        f"acp:{FORGOTTEN}",
+    )
+
+
+@attrs.define(eq=False)
+class EvictedHandle(ScriptedHandle):
+    """A session whose replay no longer starts at its first event."""
+
+    @asynccontextmanager
+    async def subscribe(self, last_seq: int | None = None) -> AsyncIterator[Any]:
+        if last_seq is not None and last_seq < 40:
+            raise ReplayGapError("h1", last_seq, 40)
+        async with ScriptedHandle.subscribe(self, last_seq) as events:
+            yield events
+
+
+async def test_a_load_past_the_hosts_replay_reads_the_transcript_and_continues(
+    tmp_path: Path,
+) -> None:
+    write_transcript(tmp_path)
+    host = ScriptedHost(handle=EvictedHandle())
+    host.infos.append(attrs.evolve(info("ended", 50), label=f"acp:{FORGOTTEN}"))
+    async with open_wire_reading(host, tmp_path) as wire:
+        await wire.send(load_request(FORGOTTEN))
+        await expect_transcript_replay(wire, FORGOTTEN)
+        await wire.send(prompt_request(8, "again", FORGOTTEN))
+        await trio.testing.wait_all_tasks_blocked()
+        host.handle.add(ready(51, "again"))
+        host.handle.add(TextDelta(seq=52, text="again one"))
+        host.handle.add(result(53))
+        assert update(await wire.receive()) == ("agent_message_chunk", "again one")
+        assert (await wire.receive())["result"] == {"stopReason": "end_turn"}
+    assert host.continued == [("h1", "again")]
+    assert host.opened == []
+
+
+async def test_a_load_with_neither_replay_nor_transcript_names_the_session(
+    tmp_path: Path,
+) -> None:
+    write_transcript(tmp_path)
+    missing = "9e0c1b2a-3d4f-4a5b-8c6d-7e8f9a0b1c2d"
+    async with open_wire_reading(ScriptedHost(), tmp_path) as wire:
+        await wire.send(load_request(missing))
+        error = (await wire.receive())["error"]
+        assert error["code"] == -32602
+        assert f"no session {missing!r} on this host" in error["message"]
+        assert str(tmp_path / "projects") in error["message"]
+        # the failed load left no session behind
+        await wire.send(prompt_request(8, "hello", missing))
+        assert f"no session {missing!r}" in (await wire.receive())["error"]["message"]
