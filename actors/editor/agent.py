@@ -59,6 +59,7 @@ from claude_trio.actors.fanout.hosts import SessionHandle, SessionHost
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.permissions import PERMISSION_MODES, PermissionMode
 from claude_trio.protocol.editor import jsonrpc
+from claude_trio.protocol.editor.history import find_transcript, read_entries, transcript_updates
 from claude_trio.protocol.editor.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -68,7 +69,6 @@ from claude_trio.protocol.editor.jsonrpc import (
     Request,
     Response,
 )
-from claude_trio.protocol.editor.history import find_transcript, read_entries, transcript_updates
 from claude_trio.protocol.editor.prompts import mcp_servers, prompt_parts
 from claude_trio.protocol.editor.updates import (
     MODEL_CHOICES,
@@ -361,6 +361,7 @@ class _Agent:
                 async for event in events:
                     await self._show(session, handle, event, None)
         except ReplayGapError:
+            await trio.lowlevel.checkpoint()
             return False
         return True
 
@@ -636,9 +637,10 @@ async def serve_editor(
 
     Sessions run on ``host``; ``make_params`` builds each one's parameters, sessions start in
     ``permission_mode``. ``transcripts``: the config folder of the host's CLIs
-    (``CLAUDE_CONFIG_DIR``), where ``session/load`` reads a conversation whose events the host
-    no longer holds (None: such a load fails). Returning cancels what is still running here: prompts in flight are
-    left to the host (a gateway's sessions go on; a local fleet's end with it)."""
+    (``CLAUDE_CONFIG_DIR``), where ``session/load`` reads a conversation whose events the
+    host no longer holds (None: the load shows what the host holds, or fails). Returning
+    cancels what is still running here: prompts in flight are left to the host (a gateway's
+    sessions go on; a local fleet's end with it)."""
     async with trio.open_nursery() as nursery:
         agent = _Agent(
             host,

@@ -762,3 +762,16 @@ async def test_a_load_with_neither_replay_nor_transcript_names_the_session(
         # the failed load left no session behind
         await wire.send(prompt_request(8, "hello", missing))
         assert f"no session {missing!r}" in (await wire.receive())["error"]["message"]
+
+
+async def test_a_load_past_the_hosts_replay_without_a_transcript_shows_what_is_held(
+    tmp_path: Path,
+) -> None:
+    host = ScriptedHost(handle=EvictedHandle())
+    host.infos.append(attrs.evolve(info("ended", 42), label=f"acp:{FORGOTTEN}"))
+    for event in (TextDelta(seq=40, text="the tail"), result(42)):
+        host.handle.add(event)
+    async with open_wire_reading(host, tmp_path) as wire:
+        await wire.send(load_request(FORGOTTEN))
+        assert update(await wire.receive()) == ("agent_message_chunk", "the tail")
+        assert "result" in await wire.receive()
