@@ -73,7 +73,7 @@ from claude_trio.protocol.cluster.records import (
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.permissions import PermissionMode
-from claude_trio.protocol.config.resume import ContinueOptions
+from claude_trio.protocol.config.resume import ContinueOptions, check_continuable
 from claude_trio.protocol.config.resume import continuation as resume_continuation
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
@@ -674,19 +674,15 @@ class RedisFleet:
                 return await self._continued(session, claim, stored, prompt, options)
         if record.state == "live":
             record = await self._settled(session)
-        if record.state != "ended":
-            raise LocalProtocolError(
-                f"session {session_id!r} is still running ({record.state}): push to it, or "
-                "wait for its end before continuing it"
-            )
-        if record.claude_session_id is None:
-            raise LocalProtocolError(
-                f"session {session_id!r} has no conversation to continue: its CLI never "
-                "reported a session id; start a new session instead"
-            )
+        conversation = check_continuable(
+            session_id,
+            state=record.state,
+            ended=record.state == "ended",
+            claude_session_id=record.claude_session_id,
+        )
         if options != ContinueOptions():  # as the worker will read them (InvalidParamsError)
             resumed = params_from_json(record.params, allow_cwd=True, allow_env=True)
-            resume_continuation(resumed, prompt, record.claude_session_id, options)
+            resume_continuation(resumed, prompt, conversation, options)
         record, job = continuation(
             record, prompt, options, traceparent=current_traceparent() or ""
         )

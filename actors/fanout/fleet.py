@@ -125,7 +125,7 @@ from claude_trio.protocol.checks import (
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.permissions import PermissionMode
-from claude_trio.protocol.config.resume import ContinueOptions, continuation
+from claude_trio.protocol.config.resume import ContinueOptions, check_continuable, continuation
 from claude_trio.protocol.errors import (
     InvalidParamsError,
     LocalProtocolError,
@@ -343,21 +343,16 @@ class Fleet:
             scope = key_scope(session.owner)
             if self._replayed(scope, idempotency_key, digest, "continue") is not None:
                 return session
-        if not session.ended:
-            raise LocalProtocolError(
-                f"session {session_id!r} is still running ({session.state}): push to it, or "
-                "wait for its end (wait_ended) before continuing it"
-            )
-        if session.claude_session_id is None:
-            raise LocalProtocolError(
-                f"session {session_id!r} has no conversation to continue: its CLI never "
-                "reported a session id (its first execution failed before a turn started); "
-                "start a new session instead"
-            )
+        conversation = check_continuable(
+            session_id,
+            state=session.state,
+            ended=session.ended,
+            claude_session_id=session.claude_session_id,
+        )
         self._check_accepting()
         # A fork, a chosen id, a truncation address the first start only; the first prompt's
         # images are in the conversation already. Validates the prompt (InvalidParamsError).
-        params = continuation(session.params, prompt, session.claude_session_id, options)
+        params = continuation(session.params, prompt, conversation, options)
         previous = session._next_execution(params)
         if idempotency_key is not None:
             self._keys.record(

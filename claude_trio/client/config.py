@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
@@ -156,3 +156,19 @@ def _resolve_token(token: str | None) -> str:
             f"the gateway's token: pass token=..., or set {TOKEN_ENV} in the environment",
         )
     return check_token(token, TOKEN_ENV)
+
+
+def connect_arguments(
+    url: str | Sequence[str], token: str | None, config: ClientConfig | None
+) -> tuple[tuple[str, ...], list[tuple[bytes, bytes]], ClientConfig]:
+    """``connect_gateway``'s arguments, checked: its gateways' URLs, the handshake's headers
+    (the token given, else ``TOKEN_ENV``'s), its config."""
+    urls = (url,) if isinstance(url, str) else tuple(url)
+    if not urls:
+        raise InvalidParamsError("url", url, "a ws:// or wss:// URL, or a sequence of them")
+    urls = tuple(_check_url(u) for u in urls)
+    token = _resolve_token(token)
+    config = config or ClientConfig()
+    if not isinstance(config, ClientConfig):
+        raise InvalidParamsError("config", config, "a ClientConfig or None")
+    return urls, [(b"authorization", f"Bearer {token}".encode())], config

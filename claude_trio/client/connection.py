@@ -48,8 +48,7 @@ from claude_trio.client.config import (
     GaveUp,
     Reconnected,
     Reconnecting,
-    _check_url,
-    _resolve_token,
+    connect_arguments,
 )
 from claude_trio.client.inbox import RemoteInbox
 from claude_trio.client.inflight import _Connection, _Pending
@@ -777,15 +776,8 @@ async def connect_gateway(
     ``config.connect_attempts`` attempts. See :mod:`claude_trio.client` for what happens when
     the connection drops later. Nothing started here outlives the block.
     """
-    urls = (url,) if isinstance(url, str) else tuple(url)
-    if not urls:
-        raise InvalidParamsError("url", url, "a ws:// or wss:// URL, or a sequence of them")
-    urls = tuple(_check_url(u) for u in urls)
-    token = _resolve_token(token)
-    config = config or ClientConfig()
-    if not isinstance(config, ClientConfig):
-        raise InvalidParamsError("config", config, "a ClientConfig or None")
-    client = GatewayClient(urls, [(b"authorization", f"Bearer {token}".encode())], config)
+    urls, headers, config = connect_arguments(url, token, config)
+    client = GatewayClient(urls, headers, config)
     caller: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:

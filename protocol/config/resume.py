@@ -44,6 +44,7 @@ from claude_agent_sdk.types import ThinkingConfig
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.permissions import PermissionMode
+from claude_trio.protocol.errors import LocalProtocolError
 from claude_trio.protocol.extensions.scope import scope_widenings
 
 RESUME_IMMUTABLE: frozenset[str] = frozenset(
@@ -120,6 +121,26 @@ def continuation(
     return attrs.evolve(
         params, prompt=prompt, resume_session_id=session_id, **START_ONLY, **changes
     )
+
+
+def check_continuable(
+    session_id: str, *, state: str, ended: bool, claude_session_id: str | None
+) -> str:
+    """The CLI's session id to resume when a session may be continued now: its execution
+    ended, and its CLI said a session id (a conversation to resume). Raises
+    ``LocalProtocolError`` saying what to do otherwise."""
+    if not ended:
+        raise LocalProtocolError(
+            f"session {session_id!r} is still running ({state}): push to it, or wait for its "
+            "end (wait_ended) before continuing it"
+        )
+    if claude_session_id is None:
+        raise LocalProtocolError(
+            f"session {session_id!r} has no conversation to continue: its CLI never reported "
+            "a session id (its first execution failed before a turn started); start a new "
+            "session instead"
+        )
+    return claude_session_id
 
 
 RESUME_NARROW_ONLY: frozenset[str] = frozenset(

@@ -12,9 +12,11 @@ from claude_trio.protocol.config.resume import (
     RESUME_IMMUTABLE,
     ResumeConstraints,
     ResumeViolation,
+    check_continuable,
     find_resume_violations,
     get_session_resume_constraints,
 )
+from claude_trio.protocol.errors import LocalProtocolError
 
 
 def params(model: str | None = None, **config: Any) -> ExecuteParams:
@@ -190,3 +192,12 @@ def test_the_provider_cannot_change_on_resume() -> None:
     assert (violation.field, violation.old, violation.new) == ("provider", "ollama", "openrouter")
     assert "provider" in get_session_resume_constraints().immutable
     assert find_resume_violations(first, attrs.evolve(first, prompt="more")) == []
+
+
+def test_a_session_is_continued_only_once_ended_and_with_a_conversation() -> None:
+    # Every host (the fleet, the cluster) asks this one rule.
+    assert check_continuable("s1", state="ended", ended=True, claude_session_id="c1") == "c1"
+    with pytest.raises(LocalProtocolError, match="'s1' is still running \\(live\\): push to it"):
+        check_continuable("s1", state="live", ended=False, claude_session_id="c1")
+    with pytest.raises(LocalProtocolError, match="no conversation to continue"):
+        check_continuable("s1", state="ended", ended=True, claude_session_id=None)
