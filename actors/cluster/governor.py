@@ -184,6 +184,8 @@ class _Turn:
     cost_usd: float
     fields: tuple[str, ...]
     succeeded: bool
+    started_under: int
+    """The shared limit when its execution was admitted (a success raises only that one)."""
 
 
 def _field(scope: Scope, name: str | None) -> str:
@@ -221,6 +223,7 @@ class RedisGovernorState(Generic[K]):
         self._leases_script = redis.register_script(LEASES_SCRIPT)
         self._kick = trio.Event()
         self._scopes: dict[K, tuple[str | None, str | None]] = {}  # principal, label
+        self._started_under: dict[K, int] = {}  # the shared limit each was admitted under
         self._admitted: dict[K, str] = {}  # waiting opens Redis gave a lease
         self._leases: dict[K, str] = {}  # running executions' leases
         self._asking: set[K] = set()  # of those, waiting for a person (lease given back)
@@ -302,7 +305,11 @@ class RedisGovernorState(Generic[K]):
             fields.append(_field("label", label))
         succeeded = api_error_status is None and error is None
         report = _Turn(
-            id=uuid.uuid4().hex, cost_usd=cost_usd, fields=tuple(fields), succeeded=succeeded
+            id=uuid.uuid4().hex,
+            cost_usd=cost_usd,
+            fields=tuple(fields),
+            succeeded=succeeded,
+            started_under=self._started_under.get(key, self._limit),
         )
         self._turns.append(report)
         if is_rejection(api_error_status, error):
@@ -330,6 +337,7 @@ class RedisGovernorState(Generic[K]):
         self._asking.discard(key)
         self._aborted.discard(key)
         self._scopes.pop(key, None)
+        self._started_under.pop(key, None)
         self._kick.set()
 
     # -- GovernorState: decisions and figures -------------------------------------------------
@@ -454,7 +462,13 @@ class RedisGovernorState(Generic[K]):
             notices += self._adopt_pause(now, until)
         while self._turns:
             turn = self._turns[0]
-            args = [turn.cost_usd, int(turn.succeeded), config.increase_after, SEEN_TTL]
+            args = [
+                turn.cost_usd,
+                int(turn.succeeded),
+                config.increase_after,
+                SEEN_TTL,
+                turn.started_under,
+            ]
             keys = [*self._keys, self._keys_of.governor(f"seen:{turn.id}")]
             reply = await self._call(self._turn, [*args, *turn.fields], keys=keys)
             self._turns.pop(0)
@@ -512,6 +526,7 @@ class RedisGovernorState(Generic[K]):
                         self._released.add(lease)
                         continue
                     self._admitted[key] = lease
+                    self._started_under[key] = self._limit
                 case "paused":
                     notices += self._adopt_pause(float(now), float(first))
                     return
@@ -558,6 +573,7 @@ class RedisGovernorState(Generic[K]):
 
     def _forget_waiting(self, key: K) -> None:
         self._scopes.pop(key, None)
+        self._started_under.pop(key, None)
         self._refused.pop(key, None)
         lease = self._admitted.pop(key, None)
         if lease is not None:

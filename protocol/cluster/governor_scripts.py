@@ -112,23 +112,32 @@ TURN_SCRIPT = (
     _PRELUDE
     + """
 -- A turn ended (rules 1, 4): ARGV[5] its cost, ARGV[6] 1 when it succeeded, ARGV[7]
--- increase_after, ARGV[8] how long its seen marker lasts, then the fields of KEYS[3] it is
--- spent on. Applied once per report (KEYS[6]): a report sent again after a lost reply is
+-- increase_after, ARGV[8] how long its seen marker lasts, ARGV[9] the limit its execution
+-- was admitted under, then the fields of KEYS[3] it is spent on. Applied once per report (KEYS[6]): a report sent again after a lost reply is
 -- not counted twice. Returns {now, old limit, new limit, applied (1/0)}.
 local cap = register()
 local old = limit_of(cap)
 if not redis.call('SET', KEYS[6], '1', 'NX', 'EX', tonumber(ARGV[8])) then
   return {tostring(now), tostring(old), tostring(old), '0'}
 end
-for i = 9, #ARGV do
+for i = 10, #ARGV do
   redis.call('HINCRBYFLOAT', KEYS[3], ARGV[i], ARGV[5])
 end
 local new = old
 if ARGV[6] == '1' then
-  local successes = redis.call('HINCRBY', KEYS[1], 'successes', 1)
+  -- A success is evidence for the limit its turn was admitted under (ARGV[9]): in slow start
+  -- (until the first rejection) it raises the limit while that is below one and a half times
+  -- it; then one more per increase_after successes admitted under the current limit.
+  local under = tonumber(ARGV[9])
   local rejections = tonumber(redis.call('HGET', KEYS[1], 'rejections') or '0')
-  -- Slow start until the first rejection, then one more per increase_after successes.
-  if rejections == 0 or successes >= tonumber(ARGV[7]) then
+  local raise = false
+  if rejections == 0 then
+    raise = old < under + math.max(1, math.floor(under / 2))
+  elseif under >= old then
+    local successes = redis.call('HINCRBY', KEYS[1], 'successes', 1)
+    raise = successes >= tonumber(ARGV[7])
+  end
+  if raise then
     redis.call('HSET', KEYS[1], 'successes', 0)
     if old < cap then
       new = old + 1

@@ -23,10 +23,13 @@ Rules:
    :data:`DEFAULT_START_LIMIT`) and always stays within ``1 <= limit <= max_live``. A fleet
    starts an execution's CLI first and asks the rules only for its first turn (a "start" here
    lets its prompt go to the model): the limit counts model requests, not CLI start-ups.
-   Until the first rejection every successful turn raises it by one (slow start, as TCP
-   does: a fleet opened with a low ``initial_limit`` finds the account's limit in a few
-   turns); after it, every ``increase_after`` successful turns raise it by one (additive
-   increase). A rejection that follows a raise is a failed probe: the successful turns the next
+   A successful turn is evidence for the limit it started under, not for a later, higher
+   one. Until the first rejection each success raises the limit by one while it is below one
+   and a half times the limit its turn started under (slow start: a round of turns grows it
+   by half, so a fleet opened with a low ``initial_limit`` finds the account's limit in a few
+   rounds, and two turns of an old limit ending together do not raise it twice); after it,
+   every ``increase_after`` successful turns that started under the current limit (or a
+   higher one) raise it by one (additive increase). A rejection that follows a raise is a failed probe: the successful turns the next
    raise waits for double (up to ``PROBE_BACKOFF_MAX`` times ``increase_after``), so a fleet
    at the account's limit does not knock on it every few turns; they are ``increase_after``
    again once a raised limit held until the next raise. A rejection
@@ -155,6 +158,8 @@ class _Open:
     principal: str | None
     label: str | None
     seq: int
+    started_under: int = 0
+    """The limit when it started: its success is evidence for that limit (rule 1)."""
 
 
 class GovernorRules(Generic[K]):
@@ -364,17 +369,14 @@ class GovernorRules(Generic[K]):
             notices += self._rejected(
                 now, self.config.default_retry_after, f"API error {api_error_status}"
             )
-        elif api_error_status is None and error is None:
-            self._successes += 1
-            # Slow start: until the first rejection every success raises the limit.
-            if self._rejections == 0 or self._successes >= self._raise_after:
-                self._successes = 0
-                if self._limit < self.config.max_live:
-                    if self._raised:  # the last raise held until this one
-                        self._raise_after = self.config.increase_after
-                    self._raised = True
-                    old, self._limit = self._limit, self._limit + 1
-                    notices.append(LimitChanged(old=old, new=self._limit, cause="succeeded"))
+        elif api_error_status is None and error is None and self._raises(entry.started_under):
+            self._successes = 0
+            if self._limit < self.config.max_live:
+                if self._raised:  # the last raise held until this one
+                    self._raise_after = self.config.increase_after
+                self._raised = True
+                old, self._limit = self._limit, self._limit + 1
+                notices.append(LimitChanged(old=old, new=self._limit, cause="succeeded"))
         return notices
 
     def person_asked(self, key: K, request_id: str) -> None:
@@ -448,13 +450,26 @@ class GovernorRules(Generic[K]):
             if any(e.owner == entry.owner for e in self._waiting.values()):
                 self._turns.append(entry.owner)  # its next open waits for the others' turns
             self._bucket.take(now)
-            self._running[key] = entry
+            self._running[key] = attrs.evolve(entry, started_under=self._limit)
             self._starts += 1
             out.append(Start(key=key))
         out.append(Idle())
         return out
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _raises(self, started_under: int) -> bool:
+        """Whether a successful turn that started under a limit of ``started_under`` raises
+        the limit now (rule 1): in slow start while the limit is below one and a half times
+        that (a round of turns grows it by half: turns of an old, lower limit ending together
+        do not raise it past what they showed); after it, counted only when it started under
+        the current limit or a higher one, a raise every ``raise_after`` of them."""
+        if self._rejections == 0:
+            return self._limit < started_under + max(1, started_under // 2)
+        if started_under < self._limit:
+            return False
+        self._successes += 1
+        return self._successes >= self._raise_after
 
     def _rejected(self, now: float, delay: float, cause: str) -> list[Notice]:
         self._rejections += 1

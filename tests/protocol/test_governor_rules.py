@@ -84,23 +84,75 @@ def test_a_rejection_halves_the_limit_once_and_successes_raise_it_one_at_a_time(
     assert run_turn(gov, "s5", 3.0) == [LimitChanged(old=2, new=3, cause="succeeded")]
 
 
-def test_slow_start_raises_the_limit_every_success_until_the_first_rejection() -> None:
+def test_slow_start_grows_the_limit_by_half_a_round_until_the_first_rejection() -> None:
     gov = rules(
-        max_live=8, initial_limit=2, increase_after=5, decrease_interval=0.0, decrease_factor=0.5
+        max_live=16, initial_limit=2, increase_after=5, decrease_interval=0.0, decrease_factor=0.5
     )
-    for i in range(8):
+    for i in range(16):
         gov.submit(f"s{i}")
     assert started(gov.poll(0.0)) == ["s0", "s1"]
     assert run_turn(gov, "s0", 1.0) == [LimitChanged(old=2, new=3, cause="succeeded")]
-    assert run_turn(gov, "s1", 1.0) == [LimitChanged(old=3, new=4, cause="succeeded")]
-    assert started(gov.poll(1.0)) == ["s2", "s3"]  # s0 and s1 still run: 4 at once
-    run_turn(gov, "s2", 2.0, api_error_status=429)  # 4 -> 2: slow start is over
+    # s1 started under two, as s0 did: together they show two at once, not four.
+    assert run_turn(gov, "s1", 1.0) == []
+    gov.execution_ended("s0")
+    gov.execution_ended("s1")
+    assert started(gov.poll(1.0)) == ["s2", "s3", "s4"]
+    # A round of three turns started under three raises it to 3 + 3 // 2 = 4 at most.
+    assert run_turn(gov, "s2", 2.0) == [LimitChanged(old=3, new=4, cause="succeeded")]
+    assert run_turn(gov, "s3", 2.0) == []
+    assert run_turn(gov, "s4", 2.0) == []
+    for key in ("s2", "s3", "s4"):
+        gov.execution_ended(key)
+    assert started(gov.poll(2.0)) == ["s5", "s6", "s7", "s8"]
+    # Under four: up to six.
+    changes = [n for k in ("s5", "s6", "s7", "s8") for n in run_turn(gov, k, 3.0)]
+    assert changes == [
+        LimitChanged(old=4, new=5, cause="succeeded"),
+        LimitChanged(old=5, new=6, cause="succeeded"),
+    ]
+    for key in ("s5", "s6", "s7", "s8"):
+        gov.execution_ended(key)
+    assert started(gov.poll(3.0)) == ["s9", "s10", "s11", "s12", "s13", "s14"]
+    run_turn(gov, "s9", 4.0, api_error_status=429)  # 6 -> 3: slow start is over
+    assert gov.limit == 3
+    # Now raises are additive and count only turns started under the current limit (s10-s14
+    # started under six, which is higher); the rejection ended a probe (slow start's last
+    # raise), so the next raise takes twice increase_after (10) successes.
+    for t, key in enumerate(("s10", "s11", "s12", "s13", "s14")):
+        assert run_turn(gov, key, 5.0 + t) == []
+    for key in ("s9", "s10", "s11", "s12", "s13", "s14"):
+        gov.execution_ended(key)
+    # (after a pause the start waits for one token of the bucket: 1 ms)
+    assert started(gov.poll(12.0) + gov.poll(12.01)) == ["s15"]
+    for t in range(4):  # five more (s15 started under three): ten
+        assert run_turn(gov, "s15", 13.0 + t) == []
+    assert run_turn(gov, "s15", 17.0) == [LimitChanged(old=3, new=4, cause="succeeded")]
+
+
+def test_a_success_from_under_an_older_lower_limit_does_not_count_towards_a_raise() -> None:
+    gov = rules(max_live=8, initial_limit=4, increase_after=2, decrease_factor=0.5)
+    for key in "abcd":
+        gov.submit(key)
+    assert started(gov.poll(0.0)) == list("abcd")
+    run_turn(gov, "a", 1.0, api_error_status=429)  # 4 -> 2: additive from now on
     assert gov.limit == 2
-    # Now raises are additive; the rejection ended a probe (slow start's last raise), so the
-    # next raise takes twice increase_after (10) successes.
-    for t in range(9):
-        assert run_turn(gov, "s3", 3.0 + t) == []
-    assert run_turn(gov, "s3", 12.0) == [LimitChanged(old=2, new=3, cause="succeeded")]
+    for key in "abcd":
+        gov.execution_ended(key)
+    for key in "efgh":
+        gov.submit(key)
+    # (after a pause the start waits for one token of the bucket: 1 ms)
+    assert started(gov.poll(10.0) + gov.poll(10.01)) == ["e", "f"]  # under two
+    assert run_turn(gov, "e", 11.0) == []
+    gov.execution_ended("e")
+    assert started(gov.poll(11.0)) == ["g"]  # under two
+    assert run_turn(gov, "g", 12.0) == [LimitChanged(old=2, new=3, cause="succeeded")]
+    gov.execution_ended("g")
+    # f started under two: its success says nothing about three.
+    assert run_turn(gov, "f", 12.5) == []
+    gov.execution_ended("f")
+    assert started(gov.poll(13.0)) == ["h"]  # under three
+    assert run_turn(gov, "h", 14.0) == []
+    assert run_turn(gov, "h", 15.0) == [LimitChanged(old=3, new=4, cause="succeeded")]
 
 
 def test_retries_of_the_executions_over_a_lowered_limit_do_not_lower_it_again() -> None:

@@ -101,6 +101,34 @@ async def test_two_simultaneous_rejections_lower_the_limit_once(redis_server: An
         assert a.statistics().limit == b.statistics().limit == 2
 
 
+async def test_two_nodes_turns_of_one_round_raise_the_shared_limit_once(
+    redis_server: Any,
+) -> None:
+    # Slow start: each node's turn was admitted under a shared limit of two; both succeed at
+    # once, which shows two at once, so the limit grows to three, not four.
+    config = GovernorConfig(max_live=4, initial_limit=2, starts_per_second=1000.0)
+    async with open_redis(redis_server.url) as redis:
+        a, b = node(redis, "a", config), node(redis, "b", config)
+        for n, key in ((a, "a1"), (b, "b1")):
+            n.submit(key)
+            await n.sync_once()
+            assert started(n.poll(trio.current_time())) == [key]
+        for n, key in ((a, "a1"), (b, "b1")):
+            n.turn_ended(key, now=trio.current_time(), cost_usd=0.0)
+            n.execution_ended(key)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a.sync_once)
+            nursery.start_soon(b.sync_once)
+        assert (await state(redis))["limit"] == "3"
+        # A turn admitted under three raises it to four.
+        a.submit("a2")
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a2"]
+        a.turn_ended("a2", now=trio.current_time(), cost_usd=0.0)
+        await a.sync_once()
+        assert (await state(redis))["limit"] == "4"
+
+
 async def test_the_running_count_is_shared_and_a_lapsed_lease_is_freed(redis_server: Any) -> None:
     async with open_redis(redis_server.url) as redis:
         a = node(redis, "a", lease_ttl=1.0)
