@@ -53,6 +53,7 @@ from claude_trio.actors.children import run_child_process
 from claude_trio.actors.cluster.fleet import open_redis_fleet
 from claude_trio.actors.cluster.worker import WorkerConfig, serve_worker
 from claude_trio.actors.fanout.fleet import Subscription, open_fleet
+from claude_trio.gateway import freeze_startup_heap
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.fanout.remote import GatewayLimits
 from claude_trio.redis_url import open_redis
@@ -70,6 +71,12 @@ _HERE = os.path.abspath(__file__)
 # The first bytes each client received, to say what a client that got nothing got instead.
 heads: dict[Any, bytes] = {}
 _STAMP = re.compile(rb'["|](\d+\.\d{7})\|')
+
+
+#: The sides of the gateway runs: in-process; via Redis with the worker and the gateway in one
+#: process (the same CPU budget as in-process); via Redis as deployed (``serve --redis`` and
+#: ``worker`` are processes of their own).
+_SIDES = {"in-process": "inproc", "via Redis": "redis", "Redis, 2 procs": "split"}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -100,23 +107,29 @@ async def _wait_go() -> None:
 
 
 async def gateway_server(mode: str, count: int, rate: float, url: str) -> None:
-    """One side's server: prints ``port session_id``, releases the turn on a line on stdin."""
+    """One side's server: prints ``port session_id``, releases the turn on a line on stdin.
+
+    ``inproc``: ``open_fleet`` + ``serve_gateway``; ``redis``: a worker and a gateway over
+    ``RedisFleet`` in this one process; ``gateway``: the gateway only (its worker is another
+    process, ``worker-server``, which holds the turn; nothing is released here)."""
     recording = await fake_recording(4)
     release = trio.Event()
 
     def factory(options: ClaudeAgentOptions) -> Transport:
         return HeldTransport(recording, count=count, rate=rate, release=release)
 
-    limits = GatewayLimits(
-        client_queue_bytes=2**40,
-        max_connections_per_peer=10_000,
-        max_handshakes_per_peer=10_000,
-        max_handshakes=10_000,
-        ping_interval=3600,
-    )
-    gateway = partial(
-        serve_gateway, token=TOKEN, allowed_origins=None, client_queue=10 * count, limits=limits
-    )
+    if mode == "gateway":
+        async with AsyncExitStack() as stack:
+            redis = await stack.enter_async_context(open_redis(url))
+            served = await stack.enter_async_context(open_redis_fleet(redis, block=0.5))
+            nursery = await stack.enter_async_context(trio.open_nursery())
+            port = await nursery.start(partial(_gateway_of(count), served))
+            session = await served.open(PARAMS)
+            freeze_startup_heap()  # as claude-trio serve does once started
+            print(port, session.id, flush=True)
+            await trio.sleep_forever()
+
+    gateway = _gateway_of(count)
     async with AsyncExitStack() as stack:
         fleet = await stack.enter_async_context(
             open_fleet(
@@ -133,7 +146,45 @@ async def gateway_server(mode: str, count: int, rate: float, url: str) -> None:
             nursery = await stack.enter_async_context(trio.open_nursery())
         port = await nursery.start(partial(gateway, served))
         session = await served.open(PARAMS)
+        freeze_startup_heap()  # as claude-trio serve does once started
         print(port, session.id, flush=True)
+        await _wait_go()
+        release.set()
+        await trio.sleep_forever()
+
+
+def _gateway_of(count: int) -> Any:
+    limits = GatewayLimits(
+        client_queue_bytes=2**40,
+        max_connections_per_peer=10_000,
+        max_handshakes_per_peer=10_000,
+        max_handshakes=10_000,
+        ping_interval=3600,
+    )
+    return partial(
+        serve_gateway, token=TOKEN, allowed_origins=None, client_queue=10 * count, limits=limits
+    )
+
+
+async def worker_server(count: int, rate: float, url: str) -> None:
+    """The worker of the ``gateway`` side: prints ``ready``, releases its turn on stdin."""
+    recording = await fake_recording(4)
+    release = trio.Event()
+
+    def factory(options: ClaudeAgentOptions) -> Transport:
+        return HeldTransport(recording, count=count, rate=rate, release=release)
+
+    async with AsyncExitStack() as stack:
+        fleet = await stack.enter_async_context(
+            open_fleet(
+                transport_factory=factory, max_live=1, replay_buffer=count + 100, governor=None
+            )
+        )
+        redis = await stack.enter_async_context(open_redis(url))
+        nursery = await stack.enter_async_context(trio.open_nursery())
+        await nursery.start(partial(serve_worker, redis, fleet, config=CONFIG))
+        freeze_startup_heap()  # as claude-trio worker does once started
+        print("ready", flush=True)
         await _wait_go()
         release.set()
         await trio.sleep_forever()
@@ -175,30 +226,45 @@ async def _reader(
             tail = chunk[-32:]
 
 
+async def _first_line(process: Any, what: str) -> str:
+    line = b""
+    with trio.fail_after(60):
+        while not line.endswith(b"\n"):
+            chunk = await process.stdout.receive_some(1024)
+            if not chunk:
+                raise RuntimeError(f"the {what} exited before serving")
+            line += chunk
+    return line.decode()
+
+
 async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: str) -> list[float]:
-    """One run of one side: ``[events/s delivered, p50 ms, p99 ms]``."""
-    command = [sys.executable, _HERE, "gateway-server", mode, str(count), str(rate), url]
+    """One run of one side: ``[events/s delivered, p50 ms, p99 ms]``. ``split``: a gateway
+    process and a worker process (the one released)."""
     received: list[dict[float, float]] = []
     heads.clear()
+    child = partial(
+        run_child_process,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        check=False,  # killed below, once measured
+    )
+    args = [str(count), str(rate), url]
     async with trio.open_nursery() as nursery:
-        process = await nursery.start(
-            partial(
-                run_child_process,
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                check=False,  # killed below, once measured
-            )
-        )
+        processes: list[Any] = []
         try:
-            line = b""
-            with trio.fail_after(60):
-                while not line.endswith(b"\n"):
-                    chunk = await process.stdout.receive_some(1024)
-                    if not chunk:
-                        raise RuntimeError(f"the {mode} server exited before serving")
-                    line += chunk
-            port_text, session_id = line.decode().split()
+            if mode == "split":
+                worker = await nursery.start(
+                    partial(child, [sys.executable, _HERE, "worker-server", *args])
+                )
+                processes.append(worker)
+                await _first_line(worker, "worker")
+            server_mode = "gateway" if mode == "split" else mode
+            process = await nursery.start(
+                partial(child, [sys.executable, _HERE, "gateway-server", server_mode, *args])
+            )
+            processes.append(process)
+            released = processes[0]
+            port_text, session_id = (await _first_line(process, f"{mode} server")).split()
             all_attached = trio.Event()
             remaining = [clients]
             with trio.move_on_after(TIMEOUT) as deadline:
@@ -215,7 +281,7 @@ async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: st
                         )
                     await all_attached.wait()
                     await trio.sleep(0.3)  # let the attach replies land (not measured)
-                    await process.stdin.send_all(b"go\n")
+                    await released.stdin.send_all(b"go\n")
             if deadline.cancelled_caught:
                 got = sorted(len(seen) for seen in received)
                 starved = [head[:200] for head in heads.values() if _STAMP.search(head) is None]
@@ -224,7 +290,8 @@ async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: st
                     f"what the clients without any got first: {starved}"
                 )
         finally:
-            process.kill()
+            for started in processes:
+                started.kill()
     latencies = [(at - sent) * 1000 for seen in received for sent, at in seen.items()]
     first = min(min(seen) for seen in received)
     last = max(max(seen.values()) for seen in received)
@@ -240,9 +307,9 @@ async def _gateway(
         "paced": (int(rate * seconds), rate, f"{rate:,.0f} deltas/s for {seconds:g} s"),
     }
     for load, (count, pace, said) in loads.items():
-        runs: dict[str, list[list[float]]] = {"in-process": [], "via Redis": []}
+        runs: dict[str, list[list[float]]] = {side: [] for side in _SIDES}
         for _ in range(rounds):
-            for side, mode in (("in-process", "inproc"), ("via Redis", "redis")):
+            for side, mode in _SIDES.items():
                 runs[side].append(await _gateway_run(mode, count, pace, clients, url))
         print(f"  {load}: {said}, to {clients} websocket clients (median of {rounds})")
         medians = {
@@ -251,14 +318,17 @@ async def _gateway(
         }
         for side, (rate_, p50, p99) in medians.items():
             print(
-                f"    {side:<11} {rate_:>9,.0f} events/s delivered   "
+                f"    {side:<14} {rate_:>9,.0f} events/s delivered   "
                 f"p50 {p50:8.2f} ms   p99 {p99:8.2f} ms"
             )
-        inproc, redis = medians["in-process"], medians["via Redis"]
-        print(
-            f"    Redis / in-process events/s {redis[0] / inproc[0]:.2f}; Redis adds "
-            f"{redis[1] - inproc[1]:+.2f} ms at p50, {redis[2] - inproc[2]:+.2f} ms at p99"
-        )
+        inproc = medians["in-process"]
+        for side, said_side in (("via Redis", "one process"), ("Redis, 2 procs", "as deployed")):
+            redis = medians[side]
+            print(
+                f"    Redis ({said_side}) / in-process events/s {redis[0] / inproc[0]:.2f}; "
+                f"Redis adds {redis[1] - inproc[1]:+.2f} ms at p50, "
+                f"{redis[2] - inproc[2]:+.2f} ms at p99"
+            )
 
 
 # -- workers (children) ------------------------------------------------------------------------
@@ -281,9 +351,7 @@ async def worker_process(url: str, worker_id: str, turn_ms: int) -> None:
         ) as fleet,
         trio.open_nursery() as nursery,
     ):
-        await nursery.start(
-            partial(serve_worker, redis, fleet, worker_id=worker_id, config=CONFIG)
-        )
+        await nursery.start(partial(serve_worker, redis, fleet, worker_id=worker_id, config=CONFIG))
         print("ready", flush=True)
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
         async with stdin:
@@ -454,6 +522,9 @@ def main(argv: list[str]) -> int:
     warnings.simplefilter("ignore")
     if argv[:1] == ["gateway-server"]:
         trio.run(gateway_server, argv[1], int(argv[2]), float(argv[3]), argv[4])
+        return 0
+    if argv[:1] == ["worker-server"]:
+        trio.run(worker_server, int(argv[1]), float(argv[2]), argv[3])
         return 0
     if argv[:1] == ["worker"]:
         trio.run(worker_process, argv[1], argv[2], int(argv[3]))

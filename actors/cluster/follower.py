@@ -10,7 +10,9 @@ subscription joins it:
 
 * at once, when the follower has read past the subscriber's ``last_seq`` and still holds every
   event after it (the replay is its buffer's entries after ``last_seq``), or when the
-  subscriber is at or ahead of it (events it already saw are skipped);
+  subscriber is at or ahead of it (events it already saw are skipped); a subscriber that
+  skips part of the current execution first gets the questions still pending in it, found
+  in the follower's buffer when that holds the execution from its first event;
 * after a catch-up of its own otherwise: a task that reads the stream after ``last_seq`` only
   while the subscription's queue is below half full (so a replay never overflows it), first
   re-showing the questions still pending when ``last_seq`` is inside the current execution,
@@ -38,7 +40,7 @@ import coredis
 import coredis.exceptions
 import trio
 
-from claude_trio.actors.cluster.questions import pending_questions
+from claude_trio.actors.cluster.questions import pending_questions, still_pending
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import decode_event, event_id, is_final, seq_of_id
@@ -61,6 +63,10 @@ class _Member:
     """Events up to this seq were offered already (the replay, or what the client saw)."""
     first_seq: int
     """The first seq of the execution it follows: its final event ends the member."""
+
+
+def _event_of(entry: Entry) -> Event:
+    return entry.event
 
 
 def _decoded(entry: Any) -> tuple[int, Event]:
@@ -87,6 +93,16 @@ class StreamFollower:
         if oldest is None or seq < oldest - 1:
             return None
         return self.buffer.after(seq)
+
+    def pending_through(self, first_seq: int, through: int) -> list[Entry] | None:
+        """The questions of the execution starting at ``first_seq`` still pending as far as
+        this follower read, asked at or before ``through``; ``None`` when it does not hold
+        every event from ``first_seq`` to ``through`` (then the stream is read instead)."""
+        oldest = self.buffer.oldest_seq
+        if oldest is None or oldest > first_seq or through > self.last:
+            return None
+        held = self.buffer.after(first_seq - 1)
+        return None if held is None else still_pending(held, _event_of, through=through)
 
     def _publish(self, seq: int, event: Event) -> None:
         self.last = seq
@@ -151,6 +167,13 @@ class StreamFollowers:
             head = self._join(subscription, sid, after, first_seq, None, at_tip=at_tip)
             if head is not None:
                 return head
+        else:  # its open questions first: from the follower's buffer when it holds them
+            follower = self._followers.get(sid)
+            asked = None if follower is None else follower.pending_through(first_seq, after)
+            if asked is not None:
+                head = self._join(subscription, sid, after, first_seq, None, at_tip=True)
+                if head is not None:
+                    return asked + head
         self._nursery.start_soon(self._catch_up, subscription, sid, after, first_seq, batch)
         return None
 

@@ -13,13 +13,57 @@ drops the subscription, as any follower read does).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
 import coredis
 
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.records import decode_event, event_id, is_final
-from claude_trio.protocol.session.events import Event, UserInputRequest, UserInputResolved
+from claude_trio.protocol.cluster.records import (
+    decode_event,
+    event_id,
+    is_final,
+    seq_of_id,
+    stored_kind,
+)
+from claude_trio.protocol.session.events import (
+    Aborted,
+    Error,
+    Event,
+    Result,
+    UserInputRequest,
+    UserInputResolved,
+)
 
-__all__ = ["pending_questions"]
+__all__ = ["pending_questions", "still_pending"]
+
+T = TypeVar("T")
+
+_FINAL_KINDS = frozenset({Result.kind, Aborted.kind, Error.kind})
+
+#: The kinds of stored event that can change what is pending (the rest is not decoded).
+_QUESTION_KINDS = frozenset(
+    {
+        UserInputRequest.kind,
+        UserInputResolved.kind,
+        *_FINAL_KINDS,
+    }
+)
+
+
+def still_pending(items: Iterable[T], event_of: Callable[[T], Event], *, through: int) -> list[T]:
+    """Of an execution's ``items`` in order (from its first event), those whose event is a
+    question still pending after the last, asked at or before seq ``through``."""
+    pending: dict[str, T] = {}
+    for item in items:
+        event = event_of(item)
+        if isinstance(event, UserInputRequest):
+            pending[event.request_id] = item
+        elif isinstance(event, UserInputResolved):
+            pending.pop(event.request_id, None)
+        elif is_final(event):  # the execution ended: nothing is pending any more
+            pending.clear()
+    return [item for item in pending.values() if event_of(item).seq <= through]
 
 
 async def pending_questions(
@@ -33,15 +77,25 @@ async def pending_questions(
 ) -> list[Event]:
     """The session's questions pending now, asked in its current execution (from
     ``first_seq``) at or before ``through``, oldest first (the stream read holds at most
-    ``limit`` entries, the replay bound)."""
-    entries = await redis.xrange(keys.events(sid), event_id(first_seq), "+", count=limit)
-    pending: dict[str, Event] = {}
+    ``limit`` entries, the replay bound). When the stream's last event ends the execution
+    nothing is pending and nothing more is read; otherwise only the entries whose kind can
+    change what is pending are decoded."""
+    stream = keys.events(sid)
+    last = await redis.xrevrange(stream, "+", "-", count=1)
+    if last:
+        fields = {str(k): str(v) for k, v in last[0].field_values.items()}
+        seq = seq_of_id(str(last[0].identifier))
+        if (
+            seq >= first_seq
+            and stored_kind(fields) in _FINAL_KINDS
+            and is_final(decode_event(fields))
+        ):
+            return []
+    entries = await redis.xrange(stream, event_id(first_seq), "+", count=limit)
+    events: list[Event] = []
     for entry in entries:
-        event = decode_event({str(k): str(v) for k, v in entry.field_values.items()})
-        if isinstance(event, UserInputRequest):
-            pending[event.request_id] = event
-        elif isinstance(event, UserInputResolved):
-            pending.pop(event.request_id, None)
-        elif is_final(event):  # the execution ended: nothing is pending any more
-            pending.clear()
-    return [event for event in pending.values() if event.seq <= through]
+        fields = {str(k): str(v) for k, v in entry.field_values.items()}
+        kind = stored_kind(fields)
+        if kind is None or kind in _QUESTION_KINDS:
+            events.append(decode_event(fields))
+    return still_pending(events, lambda event: event, through=through)

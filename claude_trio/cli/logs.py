@@ -29,6 +29,7 @@ FIELDS: tuple[str, ...] = (
     "port",
     "sessions",
     "deadline_s",
+    "objects",
 )
 
 

@@ -52,6 +52,7 @@ import trio
 from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.actors.fanout.gateway import serve_gateway
 from claude_trio.actors.fanout.hosts import ServedHost
+from claude_trio.actors.heap import freeze_startup_heap
 from claude_trio.actors.session.boundary import open_block_nursery, raise_unwrapped
 from claude_trio.cli.args import (
     EXIT_OK,
@@ -333,6 +334,7 @@ async def serve(config: ServeConfig, out: TextIO) -> int:
                 )
             print("Ctrl-C drains (running sessions finish), twice stops at once", file=out)
             out.flush()
+            _freeze_heap()
             log.info(
                 "serve: listening on %s:%d",
                 config.host,
@@ -399,6 +401,7 @@ async def _serve_cluster(config: ServeConfig, out: TextIO) -> int:
             if warning := await persistence_warning(redis, config.redis):
                 log.warning(warning, extra={"event": "no_persistence"})
             out.flush()
+            _freeze_heap()
             log.info(
                 "serve: listening on %s:%d (cluster)",
                 config.host,
@@ -412,6 +415,16 @@ async def _serve_cluster(config: ServeConfig, out: TextIO) -> int:
             nursery.cancel_scope.cancel()
     log.info("serve: stopped", extra={"event": "stopped"})
     return EXIT_OK
+
+
+def _freeze_heap() -> None:
+    """The server has started: its start-up's objects leave the collector's walks."""
+    frozen = freeze_startup_heap()
+    log.info(
+        "%d objects of the start-up frozen (kept out of the collector's walks)",
+        frozen,
+        extra={"event": "heap_frozen", "objects": frozen},
+    )
 
 
 def serve_command(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from typing import TextIO
 import trio
 
 from claude_trio.actors.fanout.fleet import open_fleet
+from claude_trio.actors.heap import freeze_startup_heap
 from claude_trio.cli.args import (
     EXIT_OK,
     EXIT_SESSION_ERROR,
@@ -90,6 +91,13 @@ async def run_worker(args: argparse.Namespace, out: TextIO) -> int:
             if warning := await persistence_warning(redis, args.redis):
                 log.warning(warning, extra={"event": "no_persistence"})
             out.flush()
+            frozen = freeze_startup_heap()
+            log.info(
+                "worker %s: %d objects of the start-up frozen",
+                worker.id,
+                frozen,
+                extra={"event": "heap_frozen", "objects": frozen},
+            )
             log.info(
                 "worker %s: started",
                 worker.id,

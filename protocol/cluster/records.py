@@ -68,6 +68,7 @@ __all__ = [
     "is_final",
     "plan_move",
     "seq_of_id",
+    "stored_kind",
 ]
 
 SessionState = Literal["waiting", "live", "ended"]
@@ -100,6 +101,19 @@ def decode_event(fields: Mapping[str, str]) -> Event:
     except (KeyError, ValueError) as exc:
         raise RemoteProtocolError(f"not an event entry: {exc}") from None
     return event_from_json(obj)
+
+
+_KIND_HEAD = '{"kind":"'
+
+
+def stored_kind(fields: Mapping[str, str]) -> str | None:
+    """The ``kind`` of a stored event entry read from its text's head (``encode_event``
+    writes it first), without decoding it; None when the text does not start so."""
+    text = fields.get("e", "")
+    if not text.startswith(_KIND_HEAD):
+        return None
+    end = text.find('"', len(_KIND_HEAD))
+    return text[len(_KIND_HEAD) : end] if end > 0 else None
 
 
 def is_final(event: Event) -> bool:

@@ -139,7 +139,15 @@ async def test_a_killed_batch_runs_again_without_losing_or_repeating_a_finished_
     # and the server's log lines are JSON without a token, a prompt or a path
     log_text = server.stderr_path.read_text()
     events = [json.loads(line) for line in log_text.splitlines()]
-    assert {e.get("event") for e in events} >= {"listening", "opened", "ended", "draining"}
+    assert {e.get("event") for e in events} >= {
+        "listening",
+        "heap_frozen",
+        "opened",
+        "ended",
+        "draining",
+    }
+    (frozen,) = [e for e in events if e.get("event") == "heap_frozen"]
+    assert frozen["objects"] > 10_000  # the imports' objects, out of the collector's walks
     for secret in (ALICE, BOB, ADMIN, "question item", str(tmp_path)):
         assert secret not in log_text
 

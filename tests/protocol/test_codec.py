@@ -19,6 +19,7 @@ from claude_agent_sdk.types import ServerToolUseBlock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from claude_trio.protocol.cluster.records import encode_event, stored_kind
 from claude_trio.protocol.errors import RemoteProtocolError
 from claude_trio.protocol.fanout.codec import event_from_json, event_to_json
 from claude_trio.protocol.session.events import (
@@ -352,3 +353,11 @@ def test_codec_does_not_import_trio() -> None:
         "assert 'trio' not in sys.modules, sorted(m for m in sys.modules if 'trio' in m)"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=repo_root)
+
+
+@settings(max_examples=300)
+@given(any_event)
+def test_a_stored_entry_says_its_kind_without_being_decoded(event: Any) -> None:
+    assert stored_kind(encode_event(event)) == event.kind
+    assert stored_kind({"e": '{"seq":1,"kind":"result"}'}) is None  # not written by us
+    assert stored_kind({}) is None

@@ -13,6 +13,7 @@ import trio
 from cluster_kit import TOKEN, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
+from claude_trio.actors.cluster import follower as follower_module
 from claude_trio.actors.cluster.fleet import open_redis_fleet
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.owners import GatewayOwner
@@ -26,6 +27,7 @@ from claude_trio.testing import (
     FakeCLI,
     FakeTurn,
     RedisClusterNodes,
+    RedisServer,
     conformance_cli,
     open_redis_cluster,
     open_redis_server,
@@ -174,3 +176,34 @@ async def test_a_pending_question_is_shown_again_to_a_client_that_attaches_past_
     assert rest[-1].text == "answered red"
     assert not any(isinstance(event, UserInputRequest) for event in after_answer)
     assert after_answer == rest
+
+
+async def test_a_gateway_that_follows_the_session_re_shows_its_question_from_memory(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = redis_server.url
+    with trio.fail_after(60):
+        async with (
+            open_redis(url) as redis,
+            open_worker(url, conformance_cli()),
+            open_redis_fleet(redis, block=0.2) as gateway,
+        ):
+            session = await gateway.open(ExecuteParams(prompt="ask"))
+            async with session.subscribe() as events:  # this gateway follows the session
+                async for event in events:
+                    if isinstance(event, UserInputRequest):
+                        asked = event
+                        break
+
+                async def no_stream_read(*args: object, **kwargs: object) -> list[object]:
+                    raise AssertionError("the stream was read: the follower holds the execution")
+
+                monkeypatch.setattr(follower_module, "pending_questions", no_stream_read)
+                again = await gateway.get(session.id)
+                async with again.subscribe(asked.seq) as more:
+                    first = await more.receive()
+                    await again.answer(asked.request_id, {"Which color?": "red"})
+                    rest = [event async for event in more]
+    assert first == asked
+    assert isinstance(rest[-1], Result)
+    assert rest[-1].text == "answered red"
