@@ -114,7 +114,8 @@ TURN_SCRIPT = (
 -- A turn ended (rules 1, 4): ARGV[5] its cost, ARGV[6] 1 when it succeeded, ARGV[7]
 -- increase_after, ARGV[8] how long its seen marker lasts, ARGV[9] the limit its execution
 -- was admitted under, then the fields of KEYS[3] it is spent on. Applied once per report
--- (KEYS[6]): a report sent again after a lost reply is not counted twice. Returns {now, old limit, new limit, applied (1/0)}.
+-- (KEYS[6]): a report sent again after a lost reply is not counted twice. Returns {now,
+-- old limit, new limit, applied (1/0)}.
 local cap = register()
 local old = limit_of(cap)
 if not redis.call('SET', KEYS[6], '1', 'NX', 'EX', tonumber(ARGV[8])) then

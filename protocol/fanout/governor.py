@@ -22,23 +22,23 @@ Rules:
    ``initial_limit`` (default ``max_live``; a fleet's default governor starts at
    :data:`DEFAULT_START_LIMIT`) and always stays within ``1 <= limit <= max_live``. A fleet
    starts an execution's CLI first and asks the rules only for its first turn (a "start" here
-   lets its prompt go to the model): the limit counts model requests, not CLI start-ups.
-   A successful turn is evidence for the limit it started under, not for a later, higher
-   one. Until the first rejection each success raises the limit by one while it is below one
-   and a half times the limit its turn started under (slow start: a round of turns grows it
-   by half, so a fleet opened with a low ``initial_limit`` finds the account's limit in a few
-   rounds, and two turns of an old limit ending together do not raise it twice); after it,
-   every ``increase_after`` successful turns that started under the current limit (or a
-   higher one) raise it by one (additive increase). A rejection that follows a raise is a failed probe: the successful turns the next
-   raise waits for double (up to ``PROBE_BACKOFF_MAX`` times ``increase_after``), so a fleet
-   at the account's limit does not knock on it every few turns; they are ``increase_after``
-   again once a raised limit held until the next raise. A rejection
+   lets its prompt go to the model): the limit counts model requests, not CLI start-ups. A
+   successful turn is evidence for the limit it started under, not for a later, higher one.
+   Until the first rejection each success raises the limit by one while it is below one and a
+   half times the limit its turn started under (slow start: a round of turns grows it by half,
+   so a fleet opened with a low ``initial_limit`` finds the account's limit in a few rounds,
+   and two turns of an old limit ending together do not raise it twice); after it, every
+   ``increase_after`` successful turns that started under the current limit (or a higher one)
+   raise it by one (additive increase). A rejection that follows a raise is a failed probe: the
+   successful turns the next raise waits for double (up to ``PROBE_BACKOFF_MAX`` times
+   ``increase_after``), so a fleet at the account's limit does not knock on it every few turns;
+   they are ``increase_after`` again once a raised limit held until the next raise. A rejection
    (rule 2) multiplies it by ``decrease_factor``, rounded down, at most once per
    ``decrease_interval`` seconds (multiplicative decrease: the ten sessions that see the same
    429 lower it once, not ten times), and not while more executions run than the limit (the
    executions over a lowered limit are the push-back it already answered: their retries do not
-   lower it again). A lowered limit stops no running execution; it only holds
-   back starts until fewer run.
+   lower it again). A lowered limit stops no running execution; it only holds back starts until
+   fewer run.
 2. **A shared pause on a rejection.** A rejection is a ``rate_limit_event`` with status
    ``rejected``, an ``api_retry`` for status 429 or 529 (or whose error is ``rate_limit`` or
    says ``overloaded``), or a turn that ended with such an API error. It pauses every start of the
