@@ -86,7 +86,7 @@ __all__ = ["WorkerConfig", "WorkerStatistics", "serve_worker"]
 
 log = logging.getLogger("claude_trio.cli.worker")
 
-BATCH_MAX = 256
+BATCH_MAX = 1024
 """Events stored per round trip at most."""
 
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
