@@ -18,13 +18,20 @@ from claude_trio.redis_url import open_redis
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
 
 
-def gated(parts_before: int, parts_after: int, gate: trio.Event) -> FakeCLI:
+def gated(
+    parts_before: int, parts_after: int, gate: trio.Event, end: trio.Event | None = None
+) -> FakeCLI:
+    """A turn of ``parts_before`` deltas, then ``parts_after`` once ``gate`` is set; with
+    ``end``, the turn's result waits for it too."""
+
     async def turn(turn: FakeTurn) -> None:
         for i in range(parts_before):
             await turn.text(f"a{i} ")
         await gate.wait()
         for i in range(parts_after):
             await turn.text(f"b{i} ")
+        if end is not None:
+            await end.wait()
 
     return FakeCLI(turn)
 
@@ -140,11 +147,11 @@ async def test_a_subscription_behind_the_follower_catches_up_exactly_then_joins_
 async def test_a_slow_subscription_is_dropped_alone_and_the_follower_stops_when_all_leave(
     redis_server: RedisServer,
 ) -> None:
-    gate = trio.Event()
+    gate, end = trio.Event(), trio.Event()
     url = redis_server.url
     with trio.fail_after(30):
         async with (
-            open_worker(url, gated(0, 20, gate)),
+            open_worker(url, gated(0, 20, gate, end)),
             open_redis(url) as redis,
             open_redis_fleet(redis, block=0.2) as fleet,
         ):
@@ -174,7 +181,8 @@ async def test_a_slow_subscription_is_dropped_alone_and_the_follower_stops_when_
                 pass
             else:
                 raise AssertionError("a dropped subscription must say so")
-            assert set(follower.members) == {reader}
+            assert set(follower.members) == {reader}  # (the turn's end is held)
+            end.set()
             reader.close()
             # Its last member left: the follower stops after the read in flight.
             await wait_until(lambda: fleet._followers.following(session.id) is None)
