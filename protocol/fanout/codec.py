@@ -160,12 +160,18 @@ def event_from_json(obj: Any) -> Event:
     return event
 
 
+_Decoder = typing.Callable[[Any, str], Any]
+"""Decodes one value against one annotation: ``(value, where) -> value``; ``where`` is the
+value's path, for the error a bad value raises."""
+
+
 @functools.cache
-def _field_types(cls: type) -> tuple[tuple[str, Any, bool], ...]:
-    """``(name, resolved annotation, required)`` for each field of attrs class ``cls``."""
+def _field_plan(cls: type) -> tuple[tuple[str, _Decoder, bool], ...]:
+    """``(name, decoder, required)`` for each field of attrs class ``cls``: the annotations
+    are read and turned into decoders once per class, not once per event."""
     hints = typing.get_type_hints(cls)
     return tuple(
-        (f.name, hints[f.name], f.default is attrs.NOTHING)
+        (f.name, _decoder(hints[f.name]), f.default is attrs.NOTHING)
         for f in attrs.fields(cls)
         if f.name not in _OMITTED_FIELDS
     )
@@ -183,45 +189,64 @@ def _decode_attrs(obj: Any, cls: type, where: str) -> Any:
     if not isinstance(obj, Mapping):
         raise RemoteProtocolError(f"{where}: expected a JSON object, got {json_type(obj)}")
     kwargs: dict[str, Any] = {}
-    for name, annotation, required in _field_types(cls):
-        path = f"{where}.{name}"
+    for name, decode, required in _field_plan(cls):
         if name in obj:
-            value = _decode(obj[name], annotation, path)
+            value = decode(obj[name], f"{where}.{name}")
             if value is not _UNKNOWN_MEMBER:
                 kwargs[name] = value
                 continue
         if required:
-            raise RemoteProtocolError(f"{path}: missing required field")
+            raise RemoteProtocolError(f"{where}.{name}: missing required field")
     return cls(**kwargs)
 
 
 def _decode(value: Any, annotation: Any, where: str) -> Any:
+    return _decoder(annotation)(value, where)
+
+
+def _any(value: Any, where: str) -> Any:
+    return value
+
+
+@functools.cache
+def _decoder(annotation: Any) -> _Decoder:
+    """The decoder of values annotated ``annotation`` (made once per annotation)."""
     if annotation is Any:
-        return value
+        return _any
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is Union or origin is types.UnionType:
-        return _decode_union(value, args, where)
+        return _union_decoder(args)
     if origin is Literal:
-        if value not in args:
-            allowed = ", ".join(repr(a) for a in args)
-            raise RemoteProtocolError(f"{where}: {value!r} is not one of {allowed}")
-        return value
+        return functools.partial(_decode_literal, args)
     if origin is tuple:
-        if not isinstance(value, list):
-            raise RemoteProtocolError(f"{where}: expected a list, got {json_type(value)}")
-        return tuple(_decode(item, args[0], f"{where}[{i}]") for i, item in enumerate(value))
+        return functools.partial(_decode_tuple, _decoder(args[0]))
     if origin is Mapping:
-        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-            raise RemoteProtocolError(
-                f"{where}: expected a JSON object, got {json_type(value)}"
-            )
-        return {key: _decode(item, args[1], f"{where}.{key}") for key, item in value.items()}
+        return functools.partial(_decode_mapping, _decoder(args[1]))
     if attrs.has(annotation):
-        return _decode_attrs(value, annotation, where)
+        return lambda value, where: _decode_attrs(value, annotation, where)
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return _decode_enum(value, annotation, where)
-    return _decode_scalar(value, annotation, where)
+        return lambda value, where: _decode_enum(value, annotation, where)
+    return functools.partial(_decode_scalar, annotation)
+
+
+def _decode_literal(allowed: tuple[Any, ...], value: Any, where: str) -> Any:
+    if value not in allowed:
+        listed = ", ".join(repr(a) for a in allowed)
+        raise RemoteProtocolError(f"{where}: {value!r} is not one of {listed}")
+    return value
+
+
+def _decode_tuple(item: _Decoder, value: Any, where: str) -> Any:
+    if not isinstance(value, list):
+        raise RemoteProtocolError(f"{where}: expected a list, got {json_type(value)}")
+    return tuple(item(element, f"{where}[{i}]") for i, element in enumerate(value))
+
+
+def _decode_mapping(item: _Decoder, value: Any, where: str) -> Any:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise RemoteProtocolError(f"{where}: expected a JSON object, got {json_type(value)}")
+    return {key: item(element, f"{where}.{key}") for key, element in value.items()}
 
 
 _UNKNOWN_MEMBER: Any = object()
@@ -238,23 +263,35 @@ def _decode_enum(value: Any, annotation: type[enum.Enum], where: str) -> Any:
     raise RemoteProtocolError(f"{where}: {value!r} is not one of {allowed}")
 
 
-def _decode_union(value: Any, members: tuple[Any, ...], where: str) -> Any:
-    if value is None and type(None) in members:
-        return None
+def _union_decoder(members: tuple[Any, ...]) -> _Decoder:
+    nullable = type(None) in members
     rest = [m for m in members if m is not type(None)]
     if len(rest) == 1:
-        return _decode(value, rest[0], where)
+        inner = _decoder(rest[0])
+        if not nullable:
+            return inner
+
+        def optional(value: Any, where: str) -> Any:
+            return None if value is None else inner(value, where)
+
+        return optional
     # The only wider union in the vocabulary is ContentBlock: attrs classes tagged by "type".
     tags = {m.type: m for m in rest}
-    tag = value.get("type") if isinstance(value, Mapping) else None
-    if tag not in tags:
-        raise RemoteProtocolError(
-            f"{where}: unknown block type {tag!r}; known types: {', '.join(tags)}"
-        )
-    return _decode_attrs(value, tags[tag], where)
+
+    def tagged(value: Any, where: str) -> Any:
+        if value is None and nullable:
+            return None
+        tag = value.get("type") if isinstance(value, Mapping) else None
+        if tag not in tags:
+            raise RemoteProtocolError(
+                f"{where}: unknown block type {tag!r}; known types: {', '.join(tags)}"
+            )
+        return _decode_attrs(value, tags[tag], where)
+
+    return tagged
 
 
-def _decode_scalar(value: Any, annotation: Any, where: str) -> Any:
+def _decode_scalar(annotation: Any, value: Any, where: str) -> Any:
     # bool is an int subclass: neither int nor float fields take true/false.
     if annotation is float and is_number(value):
         return float(value)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from claude_trio.protocol.cluster.records import encode_event, stored_kind
 from claude_trio.protocol.errors import RemoteProtocolError
-from claude_trio.protocol.fanout.codec import event_from_json, event_to_json
+from claude_trio.protocol.fanout.codec import event_from_json, event_to_json, to_json_safe
 from claude_trio.protocol.session.events import (
     EVENT_TYPES,
     AssistantMessage,
@@ -358,6 +358,9 @@ def test_codec_does_not_import_trio() -> None:
 @settings(max_examples=300)
 @given(any_event)
 def test_a_stored_entry_says_its_kind_without_being_decoded(event: Any) -> None:
+    # The encoder's output is JSON-safe already: the stored text is written without a
+    # second pass over it.
+    assert to_json_safe(event_to_json(event)) == event_to_json(event)
     assert stored_kind(encode_event(event)) == event.kind
     assert stored_kind({"e": '{"seq":1,"kind":"result"}'}) is None  # not written by us
     assert stored_kind({}) is None
