@@ -78,13 +78,18 @@ def dumps(obj: Any) -> str:
     surrogate (which no UTF-8 encoder accepts): then the whole text is written with ``\\u``
     escapes, which every JSON reader decodes to the same strings.
     """
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _COMPACT.encode(obj)
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+            text = _COMPACT_ASCII.encode(obj)
     return text
+
+
+# Made once (``json.dumps`` with options builds an encoder per call).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_COMPACT_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
 def _encode_attrs(obj: Any, seen: frozenset[int]) -> dict[str, Any]:
