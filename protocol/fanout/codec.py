@@ -205,10 +205,6 @@ def _decode_attrs(obj: Any, cls: type, where: str) -> Any:
     return cls(**kwargs)
 
 
-def _decode(value: Any, annotation: Any, where: str) -> Any:
-    return _decoder(annotation)(value, where)
-
-
 def _any(value: Any, where: str) -> Any:
     return value
 
