@@ -307,17 +307,48 @@ function approvalView(item) {
     li.append(el("div", { text: `${who} asks:` }));
     const chosen = state.answers.get(k) ?? {};
     state.answers.set(k, chosen);
+    const answered = () => {
+      if (request.questions.every((x) => x.question in chosen)) answer(chosen);
+    };
     for (const q of request.questions) {
       const box = el("div", { testid: "question" }, el("div", { text: q.question }));
-      for (const option of q.options ?? []) {
-        const label = typeof option === "string" ? option : option?.label;
-        const b = el("button", { testid: "answer-option", type: "button", text: String(label) });
-        b.addEventListener("click", () => {
-          chosen[q.question] = label;
-          if (request.questions.every((x) => x.question in chosen)) answer(chosen);
-          else b.disabled = true;
+      const labels = (q.options ?? []).map((o) => String(typeof o === "string" ? o : o?.label));
+      if (q.multi_select) {
+        // Several options may be chosen: each button toggles, "Send choices" answers.
+        const picked = new Set();
+        const buttons = labels.map((label) => {
+          const b = el("button", { testid: "answer-option", type: "button", text: label });
+          b.setAttribute("aria-pressed", "false");
+          b.addEventListener("click", () => {
+            if (picked.has(label)) picked.delete(label);
+            else picked.add(label);
+            b.setAttribute("aria-pressed", String(picked.has(label)));
+            done.disabled = picked.size === 0;
+          });
+          return b;
         });
-        box.append(b);
+        const done = el("button", {
+          testid: "answer-done",
+          type: "button",
+          text: "Send choices",
+          disabled: true,
+        });
+        done.addEventListener("click", () => {
+          chosen[q.question] = labels.filter((label) => picked.has(label));
+          for (const b of [...buttons, done]) b.disabled = true;
+          answered();
+        });
+        box.append(...buttons, done);
+      } else {
+        for (const label of labels) {
+          const b = el("button", { testid: "answer-option", type: "button", text: label });
+          b.addEventListener("click", () => {
+            chosen[q.question] = label;
+            b.disabled = true;
+            answered();
+          });
+          box.append(b);
+        }
       }
       li.append(box);
     }

@@ -1,10 +1,11 @@
 """A gateway with its console whose model asks: the real CLI against the Messages API double,
-scripted so that a prompt with ``#ask`` makes the model ask an AskUserQuestion question and a
-prompt with ``#elicit`` makes it call the MCP server of ``claude_trio.testing.mcp_elicit_server``
-(whose tool asks for a form by MCP elicitation), and one with ``#subagent`` makes it start a
-subagent (which says ``Nothing to add.``), and ``#edit PATH`` makes it read PATH and then
-edit its line ``colour = blue`` into ``colour = orange``. After the tool, the model answers
-``the tool said: <its result>``, so the page shows what the session was told.
+scripted so that a prompt with ``#ask`` makes the model ask an AskUserQuestion question
+(``#askmany``: one that takes several options), a prompt with ``#elicit`` makes it call the MCP
+server of ``claude_trio.testing.mcp_elicit_server`` (whose tool asks for a form by MCP
+elicitation), and one with ``#subagent`` makes it start a subagent (which says ``Nothing to
+add.``), and ``#edit PATH`` makes it read PATH and then edit its line ``colour = blue`` into
+``colour = orange``. After the tool, the model answers ``the tool said: <its result>``, so the
+page shows what the session was told.
 
 Run by the browser tests: ``python asking_server.py TOKEN WORKDIR``. It prints
 ``console: URL`` once it listens, then reads lines from stdin: ``elicit`` opens a session
@@ -45,6 +46,21 @@ ASK_INPUT = {
         }
     ]
 }
+MANY_QUESTION = "Which toppings?"
+ASK_MANY_INPUT = {
+    "questions": [
+        {
+            "question": MANY_QUESTION,
+            "header": "Toppings",
+            "options": [
+                {"label": "Cheese", "description": "melted"},
+                {"label": "Olives", "description": "black"},
+                {"label": "Basil", "description": "fresh"},
+            ],
+            "multiSelect": True,
+        }
+    ]
+}
 ELICIT_QUESTION = "favourite colour?"
 AGENT_INPUT = {
     "description": "count files",
@@ -73,6 +89,8 @@ def respond(request: ModelRequest) -> Response | None:
         if request.tool_result_text(READ_ID) is None:
             return Reply.tool_use("Read", {"file_path": path}, id=READ_ID)
         return Reply.tool_use("Edit", {"file_path": path, **EDIT}, id=TOOL_ID)
+    if "#askmany" in prompt:
+        return Reply.tool_use("AskUserQuestion", ASK_MANY_INPUT, id=TOOL_ID)
     if "#ask" in prompt:
         return Reply.tool_use("AskUserQuestion", ASK_INPUT, id=TOOL_ID)
     if "#subagent" in prompt:

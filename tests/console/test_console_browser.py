@@ -565,6 +565,32 @@ def test_a_question_answered_from_the_page_reaches_the_model(
     assert '"Which colour should the button be?"="Orange"' in text
 
 
+def test_a_multi_select_question_sends_every_option_chosen_on_the_page(
+    asking: tuple[Console, subprocess.Popen[str]],
+) -> None:
+    console, _ = asking
+    console.login_with_fragment(ASKER)
+    sid = console.open_session("#askmany which toppings")
+    approval = console.approval(sid)
+    question = console.all("question", approval)[0]
+    assert "Which toppings?" in question.text
+    options = console.all("answer-option", question)
+    assert [o.text for o in options] == ["Cheese", "Olives", "Basil"]
+    (done,) = console.all("answer-done", question)
+    assert not done.is_enabled()  # nothing chosen yet
+    options[2].click()
+    options[1].click()
+    options[1].click()  # a second click takes Olives back
+    options[0].click()
+    assert [o.get_attribute("aria-pressed") for o in options] == ["true", "false", "true"]
+    done.click()
+    console.wait_state(sid, "ended")
+    console.until(lambda: console.find("inbox-count").text == "0", "answered")
+    # Both choices, in the options' order, reached the model as AskUserQuestion's result.
+    text = console.stream_text(sid)
+    assert '"Which toppings?"="Cheese, Basil"' in text
+
+
 def test_an_edit_is_shown_as_a_diff_and_runs_once_approved(
     asking: tuple[Console, subprocess.Popen[str]],
 ) -> None:
