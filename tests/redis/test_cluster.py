@@ -44,7 +44,10 @@ async def read_all(session: object) -> list[Event]:
 async def test_sessions_spread_over_workers_and_stream_exactly(
     redis_server: RedisServer,
 ) -> None:
+    gate = trio.Event()
+
     async def answer(turn: FakeTurn) -> None:
+        await gate.wait()
         await turn.sleep(0.05)
         await turn.text("hello from the cluster")
 
@@ -58,6 +61,12 @@ async def test_sessions_spread_over_workers_and_stream_exactly(
             connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
         ):
             sessions = [await client.open(ExecuteParams(prompt=f"p{i}")) for i in range(6)]
+            # The turns wait until both workers run some: a worker holds at most two, so the
+            # other takes its share whatever the machine's load (one worker alone could
+            # otherwise run all six one after the other).
+            while not (one.worker.running and two.worker.running):  # noqa: ASYNC110 (workers)
+                await trio.sleep(0.01)
+            gate.set()
             streams = [await read_all(s) for s in sessions]
             # A worker acknowledges a job once its final event is stored, which is also when a
             # client may have read it: let both finish before they are stopped.
