@@ -45,7 +45,7 @@ from typing import Any
 
 import trio
 from bench_fanout import PacedTransport
-from bench_gateway import attach, fake_recording, handshake
+from bench_gateway import OPEN_LIMITS, attach, fake_recording, handshake
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
 from claude_trio import ExecuteParams, serve_gateway
@@ -55,7 +55,6 @@ from claude_trio.actors.cluster.worker import WorkerConfig, serve_worker
 from claude_trio.actors.fanout.fleet import Subscription, open_fleet
 from claude_trio.gateway import freeze_startup_heap
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.fanout.remote import GatewayLimits
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
 
@@ -154,15 +153,12 @@ async def gateway_server(mode: str, count: int, rate: float, url: str) -> None:
 
 
 def _gateway_of(count: int) -> Any:
-    limits = GatewayLimits(
-        client_queue_bytes=2**40,
-        max_connections_per_peer=10_000,
-        max_handshakes_per_peer=10_000,
-        max_handshakes=10_000,
-        ping_interval=3600,
-    )
     return partial(
-        serve_gateway, token=TOKEN, allowed_origins=None, client_queue=10 * count, limits=limits
+        serve_gateway,
+        token=TOKEN,
+        allowed_origins=None,
+        client_queue=10 * count,
+        limits=OPEN_LIMITS,
     )
 
 
