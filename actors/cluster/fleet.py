@@ -230,7 +230,9 @@ class RedisSession:
         )
         record = self._now
         if record.state == "ended" and last_seq is not None and last_seq >= record.last_seq:
-            subscription._end()  # nothing after its final event until it is continued
+            # Nothing after its final event until it is continued (no notice: the subscriber
+            # has not got the subscription yet).
+            subscription._ended = True
             return subscription
         start = (oldest - 1 if oldest is not None else 0) if last_seq is None else last_seq
         head = self.fleet._followers.subscribe(
@@ -380,7 +382,7 @@ class RedisFleet:
         )
         if not last:
             return record
-        event = decode_event({str(k): str(v) for k, v in last[0].field_values.items()})
+        event = decode_event(last[0].field_values)
         if seq_of_id(str(last[0].identifier)) < record.first_seq or not is_final(event):
             return record
         with trio.move_on_after(SETTLE_WAIT):

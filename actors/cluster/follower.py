@@ -12,7 +12,8 @@ subscription joins it:
   event after it (the replay is its buffer's entries after ``last_seq``), or when the
   subscriber is at or ahead of it (events it already saw are skipped); a subscriber that
   skips part of the current execution first gets the questions still pending in it, found
-  in the follower's buffer when that holds the execution from its first event;
+  in the follower's buffer when that holds the execution from its first event (none when
+  the follower read the execution's final event);
 * after a catch-up of its own otherwise: a task that reads the stream after ``last_seq`` only
   while the subscription's queue is below half full (so a replay never overflows it), first
   re-showing the questions still pending when ``last_seq`` is inside the current execution,
@@ -26,9 +27,11 @@ subscribed.
 
 Channels: the followers only offer events to subscriptions, which their subscribers own.
 Cancellation: the follower and catch-up tasks live in the ``RedisFleet``'s nursery; a follower
-stops when its last member leaves (after the read in flight, at most the fleet's ``block``),
-a catch-up when its subscription is closed, dropped or ended. Error handling: Redis unavailable,
-or a stream trimmed past what a follower read, drops the subscriptions with the reason.
+stops one read after its last member left (at most twice the fleet's ``block``: the clients
+whose members an execution's final event ended renew them for the next execution moments
+later, and find it there), a catch-up when its subscription is closed, dropped or ended.
+Error handling: Redis unavailable, or a stream trimmed past what a follower read, drops the
+subscriptions with the reason.
 """
 
 from __future__ import annotations
@@ -43,7 +46,13 @@ import trio
 from claude_trio.actors.cluster.questions import pending_questions, still_pending
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.records import decode_event, event_id, is_final, seq_of_id
+from claude_trio.protocol.cluster.records import (
+    decode_event_text,
+    event_id,
+    is_final,
+    seq_of_id,
+    stored_text,
+)
 from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer, entry_size
 from claude_trio.protocol.session.events import Event
 
@@ -69,9 +78,10 @@ def _event_of(entry: Entry) -> Event:
     return entry.event
 
 
-def _decoded(entry: Any) -> tuple[int, Event]:
-    event = decode_event({str(k): str(v) for k, v in entry.field_values.items()})
-    return seq_of_id(str(entry.identifier)), event
+def _decoded(entry: Any) -> tuple[int, Event, str]:
+    """A stream entry's seq, event and the event's JSON text (framed by the gateway as is)."""
+    text = stored_text(entry.field_values)
+    return seq_of_id(str(entry.identifier)), decode_event_text(text), text
 
 
 class StreamFollower:
@@ -83,6 +93,9 @@ class StreamFollower:
         """The last seq read."""
         self.buffer = ReplayBuffer(max_events=max(1, replay_buffer), max_bytes=FOLLOWER_BYTES)
         self.members: dict[Subscription, _Member] = {}
+        self.final_seq = 0
+        """The seq of the last final event read (0: none): no question of an execution
+        that started at or before it is pending."""
 
     def replay_after(self, seq: int) -> list[Entry] | None:
         """Every event after ``seq`` that this follower read, or ``None`` when it does not hold
@@ -98,16 +111,22 @@ class StreamFollower:
         """The questions of the execution starting at ``first_seq`` still pending as far as
         this follower read, asked at or before ``through``; ``None`` when it does not hold
         every event from ``first_seq`` to ``through`` (then the stream is read instead)."""
+        if through > self.last:
+            return None
+        if self.final_seq >= first_seq:  # the execution has ended: nothing is pending
+            return []
         oldest = self.buffer.oldest_seq
-        if oldest is None or oldest > first_seq or through > self.last:
+        if oldest is None or oldest > first_seq:
             return None
         held = self.buffer.after(first_seq - 1)
         return None if held is None else still_pending(held, _event_of, through=through)
 
-    def _publish(self, seq: int, event: Event) -> None:
+    def _publish(self, seq: int, event: Event, text: str) -> None:
         self.last = seq
-        entry = self.buffer.append(event)
+        entry = self.buffer.append(event, text)
         final = is_final(entry.event)
+        if final:
+            self.final_seq = seq
         for subscription, member in list(self.members.items()):
             if seq <= member.skip_through or subscription not in self.members:
                 continue
@@ -207,7 +226,9 @@ class StreamFollowers:
             return None
         for entry in head:
             if entry.seq >= first_seq and is_final(entry.event):
-                subscription._end()
+                # Ended once its head is read; no notice now: this may run inside the
+                # subscriber's own subscribe call, and handing the head over notifies it.
+                subscription._ended = True
                 return head
         follower.members[subscription] = _Member(
             skip_through=max(after, follower.last), first_seq=first_seq
@@ -220,10 +241,15 @@ class StreamFollowers:
         return list((got or {}).get(stream, ()))
 
     async def _follow(self, follower: StreamFollower) -> None:
-        """Read the stream on while the follower has members."""
+        """Read the stream on while the follower has members, and for one read after the last
+        left: the members an execution's final event ended are renewed by their clients for
+        the next execution moments later, and find the follower (and what it read) still
+        there instead of each reading the stream again."""
         await trio.lowlevel.checkpoint()
         try:
-            while follower.members:
+            lingered = False
+            while follower.members or not lingered:
+                lingered = not follower.members
                 try:
                     got = await self._read(
                         follower.sid, follower.last, FOLLOWER_READ, self._block_ms
@@ -232,11 +258,11 @@ class StreamFollowers:
                     follower._drop_all(f"the cluster is unavailable: {exc}")
                     return
                 for raw in got:
-                    seq, event = _decoded(raw)
+                    seq, event, text = _decoded(raw)
                     if seq != follower.last + 1:
                         follower._drop_all(GAP_REASON)
                         return
-                    follower._publish(seq, event)
+                    follower._publish(seq, event, text)
         finally:
             if self._followers.get(follower.sid) is follower:
                 del self._followers[follower.sid]
@@ -274,12 +300,12 @@ class StreamFollowers:
                 subscription._drop(f"the cluster is unavailable: {exc}")
                 return
             for raw in got:
-                seq, event = _decoded(raw)
+                seq, event, text = _decoded(raw)
                 if seq != last + 1:
                     subscription._drop(GAP_REASON)
                     return
                 last = seq
-                subscription._offer(Entry(event=event, size=entry_size(event)))
+                subscription._offer(Entry(event=event, size=entry_size(event), text=text))
                 if seq >= first_seq and is_final(event):
                     subscription._end()
                     return

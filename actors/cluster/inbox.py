@@ -151,7 +151,7 @@ class ClusterInbox:
             for entry in entries:
                 seq = seq_of_id(str(entry.identifier))
                 self._cursors[sid] = seq
-                event = decode_event({str(k): str(v) for k, v in entry.field_values.items()})
+                event = decode_event(entry.field_values)
                 match event:
                     case UserInputRequest():
                         self._hub.arrived(

@@ -169,7 +169,7 @@ async def take_over(
     entries = await worker._retrying(
         "claim", partial(worker.redis.xrange, stream, event_id(first), "+")
     )
-    stored = [decode_event({str(k): str(v) for k, v in e.field_values.items()}) for e in entries]
+    stored = [decode_event(e.field_values) for e in entries]
     raw_pushes = await worker._retrying(
         "claim", partial(worker.redis.lrange, keys.pushes(sid), 0, -1)
     )

@@ -83,7 +83,7 @@ async def pending_questions(
     stream = keys.events(sid)
     last = await redis.xrevrange(stream, "+", "-", count=1)
     if last:
-        fields = {str(k): str(v) for k, v in last[0].field_values.items()}
+        fields = last[0].field_values
         seq = seq_of_id(str(last[0].identifier))
         if (
             seq >= first_seq
@@ -94,7 +94,7 @@ async def pending_questions(
     entries = await redis.xrange(stream, event_id(first_seq), "+", count=limit)
     events: list[Event] = []
     for entry in entries:
-        fields = {str(k): str(v) for k, v in entry.field_values.items()}
+        fields = entry.field_values
         kind = stored_kind(fields)
         if kind is None or kind in _QUESTION_KINDS:
             events.append(decode_event(fields))

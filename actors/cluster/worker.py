@@ -88,6 +88,10 @@ log = logging.getLogger("claude_trio.cli.worker")
 
 BATCH_MAX = 1024
 """Events stored per round trip at most."""
+BATCH_FIRST = 16
+"""Events stored by the first round trip after the session's events stopped coming (each
+following one may hold twice as many): the first events of a burst reach the stream, and
+the gateways, without waiting for the whole burst's encoding and store."""
 
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
 
@@ -564,13 +568,23 @@ class Worker:
                 continue
             with subscribed:
                 try:
+                    most = BATCH_FIRST
                     while True:
                         try:
-                            batch = [await subscribed.receive()]
+                            batch = [subscribed.receive_nowait()]
+                            most = min(BATCH_MAX, 2 * most)
+                        except trio.WouldBlock:  # caught up: the next burst starts small
+                            batch = []
+                            most = BATCH_FIRST
                         except trio.EndOfChannel:
                             break
-                        # Everything else ready goes in the same round trip.
-                        while len(batch) < BATCH_MAX:
+                        if not batch:
+                            try:
+                                batch = [await subscribed.receive()]
+                            except trio.EndOfChannel:
+                                break
+                        # Everything else ready (up to ``most``) goes in the same round trip.
+                        while len(batch) < most:
                             try:
                                 batch.append(subscribed.receive_nowait())
                             except (trio.WouldBlock, trio.EndOfChannel):
@@ -578,7 +592,11 @@ class Worker:
                         if running.fenced:  # found out by the heartbeat or a command
                             raise self._writes.refused(sid, token)
                         await self._await_store(running, batch)
-                        shifted = [attrs.evolve(e, seq=e.seq + offset) for e in batch]
+                        shifted = (
+                            [attrs.evolve(e, seq=e.seq + offset) for e in batch]
+                            if offset
+                            else batch
+                        )
                         usage = running.usage
                         for event in shifted:
                             if isinstance(event, Result | Aborted) and event.usage is not None:

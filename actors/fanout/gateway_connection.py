@@ -74,7 +74,7 @@ from claude_trio.protocol.fanout.remote import (
     Principal,
     open_refusal,
     permission_mode_refusal,
-    remote_event,
+    remote_event_frame,
     remote_params,
 )
 from claude_trio.protocol.fanout.replay import Entry
@@ -88,7 +88,6 @@ from claude_trio.protocol.fanout.wire import (
     ContinueOp,
     DetachOp,
     ErrorFrame,
-    EventFrame,
     Frame,
     HelloFrame,
     HelloOp,
@@ -280,9 +279,8 @@ class _Client:
         """The event's websocket frame, made once per session (cached on the buffer's entry)."""
         frame = entry.wire
         if not isinstance(frame, bytes):
-            frame = entry.wire = text_frame(
-                encode_frame(EventFrame(session=session_id, event=remote_event(entry.event)))
-            )
+            frame = entry.wire = text_frame(remote_event_frame(session_id, entry.event, entry.text))
+            entry.text = None  # the frame holds it now
         return frame
 
     def _notify(self, attached: _Attached) -> None:

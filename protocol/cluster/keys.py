@@ -15,6 +15,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import quote
 
 import attrs
@@ -24,6 +25,7 @@ __all__ = ["DEFAULT_PREFIX", "RedisKeys", "check_prefix"]
 DEFAULT_PREFIX = "ct"
 
 
+@functools.lru_cache(maxsize=4096)  # a worker names a session's keys for each of its writes
 def _q(part: str) -> str:
     return quote(part, safe="")
 

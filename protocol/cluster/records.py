@@ -60,6 +60,7 @@ __all__ = [
     "WorkerStatus",
     "cluster_summary",
     "decode_event",
+    "decode_event_text",
     "decode_usage",
     "encode_event",
     "encode_usage",
@@ -69,6 +70,7 @@ __all__ = [
     "plan_move",
     "seq_of_id",
     "stored_kind",
+    "stored_text",
 ]
 
 SessionState = Literal["waiting", "live", "ended"]
@@ -95,10 +97,25 @@ def encode_event(event: Event) -> dict[str, str]:
     return {"e": dumps(event_to_json(event))}  # (its values are JSON-safe already)
 
 
-def decode_event(fields: Mapping[str, str]) -> Event:
+def decode_event(fields: Mapping[Any, Any]) -> Event:
+    """The event of a stream entry's fields; ``RemoteProtocolError`` when it holds none."""
+    return decode_event_text(stored_text(fields))
+
+
+def stored_text(fields: Mapping[Any, Any]) -> str:
+    """The event's JSON text in a stream entry's fields (``event_to_json``, as the wire
+    carries it); ``RemoteProtocolError`` when it holds none."""
+    text = fields.get("e")
+    if not isinstance(text, str):
+        raise RemoteProtocolError("not an event entry: it has no event text")
+    return text
+
+
+def decode_event_text(text: str) -> Event:
+    """The event of a stored event's JSON text (:func:`stored_text`)."""
     try:
-        obj = json.loads(fields["e"])
-    except (KeyError, ValueError) as exc:
+        obj = json.loads(text)
+    except ValueError as exc:
         raise RemoteProtocolError(f"not an event entry: {exc}") from None
     return event_from_json(obj)
 
@@ -106,11 +123,11 @@ def decode_event(fields: Mapping[str, str]) -> Event:
 _KIND_HEAD = '{"kind":"'
 
 
-def stored_kind(fields: Mapping[str, str]) -> str | None:
+def stored_kind(fields: Mapping[Any, Any]) -> str | None:
     """The ``kind`` of a stored event entry read from its text's head (``encode_event``
     writes it first), without decoding it; None when the text does not start so."""
-    text = fields.get("e", "")
-    if not text.startswith(_KIND_HEAD):
+    text = fields.get("e")
+    if not isinstance(text, str) or not text.startswith(_KIND_HEAD):
         return None
     end = text.find('"', len(_KIND_HEAD))
     return text[len(_KIND_HEAD) : end] if end > 0 else None

@@ -186,11 +186,15 @@ class Entry:
     wire: str | bytes | None = None
     """A slot for a serving layer's encoding of the event: the gateway stores its websocket
     frame here, so each event is encoded once per session rather than once per client."""
+    text: str | None = None
+    """The event's JSON text (``event_to_json``) when it was read as text (a cluster's
+    stream), so a serving layer can frame it without encoding it again; not counted in
+    ``size``, and let go once the serving layer has made its frame."""
 
     @classmethod
-    def of(cls, event: Event) -> Entry:
+    def of(cls, event: Event, text: str | None = None) -> Entry:
         event = slim(event)
-        return cls(event=event, size=entry_size(event))
+        return cls(event=event, size=entry_size(event), text=text)
 
     @property
     def seq(self) -> int:
@@ -209,9 +213,10 @@ class ReplayBuffer:
         #: The highest seq evicted (0 while nothing was).
         self.evicted_through = 0
 
-    def append(self, event: Event) -> Entry:
-        """Keep ``event`` (as an :class:`Entry`, which is returned); evict what no longer fits."""
-        entry = Entry.of(event)
+    def append(self, event: Event, text: str | None = None) -> Entry:
+        """Keep ``event`` (as an :class:`Entry`, which is returned, with its JSON ``text`` when
+        it was read as text); evict what no longer fits."""
+        entry = Entry.of(event, text)
         self._entries.append(entry)
         self.bytes += entry.size
         entries = self._entries

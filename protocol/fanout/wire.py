@@ -138,6 +138,7 @@ from claude_trio.protocol.fanout.wire_frames import (
     decode_frame,
     encode_frame,
     error_frame,
+    event_frame_text,
     frame_to_json,
     loads_message,
 )
@@ -187,6 +188,7 @@ __all__ = [
     "encode_frame",
     "encode_op",
     "error_frame",
+    "event_frame_text",
     "frame_to_json",
     "params_from_json",
     "params_to_json",

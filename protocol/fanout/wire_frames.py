@@ -56,6 +56,7 @@ __all__ = [
     "decode_frame",
     "encode_frame",
     "error_frame",
+    "event_frame_text",
     "frame_to_json",
     "loads_message",
 ]
@@ -279,6 +280,13 @@ def frame_to_json(frame: Frame) -> dict[str, Any]:
 def encode_frame(frame: Frame) -> str:
     """The text message for ``frame``; never raises."""
     return dumps(frame_to_json(frame))
+
+
+def event_frame_text(session: str, event_text: str) -> str:
+    """The text message for ``EventFrame(session, event)`` made from the event's JSON text
+    (``dumps(event_to_json(event))``, as a cluster's stream stores it) without encoding it
+    again: the same JSON as :func:`encode_frame` gives."""
+    return f'{{"type":"event","session":{dumps(session)},"event":{event_text}}}'
 
 
 _FRAME_FIELDS: Mapping[str, tuple[type[Any], Mapping[str, tuple[type, ...]]]] = {

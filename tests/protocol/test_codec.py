@@ -19,9 +19,15 @@ from claude_agent_sdk.types import ServerToolUseBlock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from claude_trio.protocol.cluster.records import encode_event, stored_kind
+from claude_trio.protocol.cluster.records import (
+    decode_event,
+    encode_event,
+    stored_kind,
+    stored_text,
+)
 from claude_trio.protocol.errors import RemoteProtocolError
 from claude_trio.protocol.fanout.codec import event_from_json, event_to_json, to_json_safe
+from claude_trio.protocol.fanout.wire import EventFrame, encode_frame, event_frame_text
 from claude_trio.protocol.session.events import (
     EVENT_TYPES,
     AssistantMessage,
@@ -364,3 +370,16 @@ def test_a_stored_entry_says_its_kind_without_being_decoded(event: Any) -> None:
     assert stored_kind(encode_event(event)) == event.kind
     assert stored_kind({"e": '{"seq":1,"kind":"result"}'}) is None  # not written by us
     assert stored_kind({}) is None
+
+
+@settings(max_examples=300)
+@given(any_event, st.text(min_size=1, max_size=12))
+def test_a_stored_event_is_framed_as_encoding_it_would_frame_it(event: Any, sid: str) -> None:
+    # A cluster's gateway frames an event from the text its stream holds, without encoding
+    # it again: the client must get the same JSON as from the event itself.
+    fields = encode_event(event)
+    framed = event_frame_text(sid, stored_text(fields))
+    assert json.loads(framed) == json.loads(encode_frame(EventFrame(session=sid, event=event)))
+    assert decode_event(fields) == event_from_json(event_to_json(event))
+    with pytest.raises(RemoteProtocolError, match="no event text"):
+        stored_text({"x": "1"})

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from claude_trio.protocol.cluster.records import encode_event
 from claude_trio.protocol.config.options import READONLY_BUILTINS, build_options
 from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.errors import InvalidParamsError
@@ -16,8 +17,10 @@ from claude_trio.protocol.fanout.remote import (
     cwd_candidate,
     is_inside,
     remote_event,
+    remote_event_frame,
     remote_params,
 )
+from claude_trio.protocol.fanout.wire import EventFrame, decode_frame, event_frame_text
 from claude_trio.protocol.session.events import Error, TextDelta
 
 
@@ -159,3 +162,18 @@ def test_subagents_of_a_read_only_session_get_read_only_tools_too() -> None:
     agents = build_options(safe).agents
     assert agents is not None
     assert agents["doer"].tools == ["Read"]
+
+
+def test_an_event_read_as_text_is_framed_as_it_is_unless_it_must_be_hidden() -> None:
+    # A cluster's gateway frames events from the text the stream holds: rule 5 still holds.
+    delta = TextDelta(text="hi", seq=4)
+    stored = encode_event(delta)["e"]
+    framed = remote_event_frame("s1", delta, stored)
+    assert framed == event_frame_text("s1", stored)
+    assert json.loads(framed) == json.loads(remote_event_frame("s1", delta))
+    internal = Error(message="the session failed: OSError('/root/.x')", code="internal", seq=9)
+    shown = decode_frame(remote_event_frame("s1", internal, encode_event(internal)["e"]))
+    assert isinstance(shown, EventFrame)
+    assert isinstance(shown.event, Error)
+    assert "/root" not in shown.event.message
+    assert shown.event.seq == 9

@@ -5,13 +5,19 @@ follower stops when its last subscription leaves."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import pytest
 import trio
 from cluster_kit import open_worker
 
 from claude_trio import ExecuteParams
+from claude_trio.actors.cluster import follower as follower_module
 from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.errors import SlowSubscriberError
+from claude_trio.protocol.fanout.codec import event_to_json
 from claude_trio.protocol.fanout.replay import Entry
 from claude_trio.protocol.session.events import Result
 from claude_trio.redis_url import open_redis
@@ -50,7 +56,7 @@ async def entries(subscription: Subscription, got: list[Entry] | None = None) ->
         await trio.sleep(0.001 if subscription.queued else 0.005)
 
 
-def subscribe(fleet: RedisFleet, sid: str, last_seq: int | None, **options: int) -> Subscription:
+def subscribe(fleet: RedisFleet, sid: str, last_seq: int | None, **options: Any) -> Subscription:
     options.setdefault("max_queue", 1000)
     subscription = fleet.get_nowait(sid).subscribe_nowait(last_seq, **options)
     assert isinstance(subscription, Subscription)
@@ -98,6 +104,8 @@ async def test_subscriptions_of_one_session_share_one_follower_and_its_entries(
         # The very same entries: read, decoded (and encoded by a gateway) once per gateway.
         assert len(other) == len(first)
         assert all(a is b for a, b in zip(other, first, strict=True))
+    # Each carries the text the stream holds, which a gateway frames without encoding again.
+    assert [json.loads(e.text or "null") for e in first] == [event_to_json(e.event) for e in first]
 
 
 async def test_a_subscription_behind_the_follower_catches_up_exactly_then_joins_it(
@@ -188,3 +196,54 @@ async def test_a_slow_subscription_is_dropped_alone_and_the_follower_stops_when_
             await wait_until(lambda: fleet._followers.following(session.id) is None)
             assert not follower.members
     assert [e.seq for e in got] == list(range(1, 11))
+
+
+async def test_clients_that_follow_on_after_an_execution_ends_find_the_follower_still_there(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At an execution's end every client's subscription ends, and each client subscribes
+    # again moments later for the next execution, from the last seq it got. The follower
+    # reads once more after its last member left, so those find it (and what it read)
+    # instead of each reading the stream, and learn from its memory that nothing is pending.
+    gate = trio.Event()
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, gated(0, 5, gate)),
+            open_redis(url) as redis,
+            open_redis_fleet(redis, block=1.0) as fleet,
+        ):
+            session = await fleet.open(ExecuteParams(prompt="go"))
+            await fleet.refresh(session.id)  # as a gateway read it: the execution is live
+            assert session.first_seq == 1
+            # Its follower starts after the execution's first event, so it does not hold the
+            # whole execution: only the final event it read says nothing is pending.
+            first = subscribe(fleet, session.id, 1)
+            await wait_until(lambda: fleet._followers.following(session.id) is not None)
+            follower = fleet._followers.following(session.id)
+            assert follower is not None
+            gate.set()
+            got = await entries(first)
+            assert got[0].seq == 2
+            final = got[-1].seq
+            assert isinstance(got[-1].event, Result)
+            assert not follower.members
+            assert fleet._followers.following(session.id) is follower  # still reading
+
+            async def no_stream_read(*args: object, **kwargs: object) -> list[object]:
+                raise AssertionError("the stream was read for what the follower holds")
+
+            monkeypatch.setattr(follower_module, "pending_questions", no_stream_read)
+            monkeypatch.setattr(follower_module.StreamFollowers, "_catch_up", no_stream_read)
+            # From its final event: nothing pending, a member again (for the next execution).
+            renewed = subscribe(fleet, session.id, final)
+            assert renewed in follower.members
+            assert renewed.queued == 0
+            # From before it: the replay ends with the final event. The subscriber is told
+            # once it holds the subscription, never while it is still subscribing.
+            holder: list[Subscription] = []
+            late = subscribe(fleet, session.id, final - 3, notify=lambda: holder[0])
+            holder.append(late)
+            assert late not in follower.members
+            assert [e.seq for e in await entries(late)] == [final - 2, final - 1, final]
+            renewed.close()
