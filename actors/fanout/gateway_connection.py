@@ -74,7 +74,6 @@ from claude_trio.protocol.fanout.remote import (
     Principal,
     open_refusal,
     permission_mode_refusal,
-    remote_event_frame,
     remote_params,
 )
 from claude_trio.protocol.fanout.replay import Entry
@@ -107,6 +106,7 @@ from claude_trio.protocol.fanout.wire import (
     encode_frame,
     error_frame,
     quote,
+    remote_event_frame,
 )
 from claude_trio.protocol.session.lifecycle import Accepted
 

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from claude_trio.protocol.fanout.codec import dumps, event_to_json, to_json_safe
+from claude_trio.protocol.fanout.codec import dumps, event_text, to_json_safe
 from claude_trio.protocol.session.events import (
     Aborted,
     AdapterReady,
@@ -515,9 +515,7 @@ class JsonLinesRenderer:
         self.stream = stream
 
     def feed(self, event: Event) -> None:
-        self.stream.write(
-            dumps(event_to_json(event)) + "\n"  # valid UTF-8 whatever the CLI sent
-        )
+        self.stream.write(event_text(event) + "\n")  # valid UTF-8 whatever the CLI sent
         self.stream.flush()
 
     def close(self) -> None:

@@ -41,7 +41,7 @@ from claude_trio.protocol.fanout.codec import (
     attrs_from_json,
     dumps,
     event_from_json,
-    event_to_json,
+    event_text,
     to_json_safe,
 )
 from claude_trio.protocol.fanout.wire_checks import is_traceparent
@@ -94,7 +94,7 @@ def seq_of_id(entry_id: str) -> int:
 
 def encode_event(event: Event) -> dict[str, str]:
     """The fields of an event's stream entry."""
-    return {"e": dumps(event_to_json(event))}  # (its values are JSON-safe already)
+    return {"e": event_text(event)}
 
 
 def decode_event(fields: Mapping[Any, Any]) -> Event:

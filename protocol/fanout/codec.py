@@ -16,6 +16,8 @@ Rules:
    do not round-trip; JSON values do. :func:`dumps` turns the result into JSON text that is
    always valid UTF-8: a string holding a lone surrogate (a ``\\ud800`` escape in what the CLI
    or a caller produced) is sent as a JSON ``\\u`` escape rather than failing the send.
+   :func:`event_text` is ``dumps(event_to_json(event))``, written directly (no dict first) for
+   the events whose fields are all JSON scalars: the deltas, the bulk of any stream.
 3. ``event_from_json(obj)`` is the exact inverse for every event built from JSON-safe values:
    ``event_from_json(event_to_json(e)) == e`` (``raw`` is not sent and decodes to ``None``).
 4. Decoding is driven by the events' own type annotations, so a field added to ``events.py`` is
@@ -79,17 +81,68 @@ def dumps(obj: Any) -> str:
     escapes, which every JSON reader decodes to the same strings.
     """
     text = _COMPACT.encode(obj)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = _COMPACT_ASCII.encode(obj)
+    if not text.isascii() and not _is_utf8(text):
+        text = _COMPACT_ASCII.encode(obj)
     return text
 
 
 # Made once (``json.dumps`` with options builds an encoder per call).
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _COMPACT_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def event_text(event: Event) -> str:
+    """``dumps(event_to_json(event))``, the same text, made faster for the events whose fields
+    are all strings, ints, bools or ``None`` (deltas, most lifecycle events): each value is
+    written as the encoder would write it, without building the dict first."""
+    cls: type = type(event)
+    plan = _flat_plan(cls)
+    if plan is not None:
+        parts = [plan[0]]
+        for name, key in plan[1]:
+            value = getattr(event, name)
+            kind = type(value)
+            if kind is str:
+                parts.append(key + _json_string(value))
+            elif value is None:
+                parts.append(key + "null")
+            elif kind is bool:
+                parts.append(key + ("true" if value else "false"))
+            elif kind is int and value.bit_length() <= _MAX_INT_BITS:
+                parts.append(key + int.__repr__(value))
+            else:  # a subclass (a StrEnum), a huge int: the general rules
+                break
+        else:
+            parts.append("}")
+            text = "".join(parts)
+            if text.isascii() or _is_utf8(text):
+                return text
+    return dumps(event_to_json(event))
+
+
+_json_string: Any = json.encoder.encode_basestring  # what ``_COMPACT`` writes a string as
+_FLAT_SCALARS = frozenset({str, int, bool, str | None, int | None, bool | None})
+
+
+@functools.cache
+def _flat_plan(cls: type) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """For an event class whose every sent field is annotated with a JSON scalar: the text's
+    head (its ``kind``) and ``(field, '"field":' with its comma)`` for each field; ``None``
+    for any other class."""
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in attrs.fields(cls) if f.name not in _OMITTED_FIELDS]
+    if not all(hints[name] in _FLAT_SCALARS for name in names):
+        return None
+    head = "{" + _json_string("kind") + ":" + _json_string(cls.kind)  # type: ignore[attr-defined]
+    return head, tuple((name, "," + _json_string(name) + ":") for name in names)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: ``dumps`` writes it as a \u escape
+        return False
+    return True
 
 
 def _encode_attrs(obj: Any, seen: frozenset[int]) -> dict[str, Any]:
@@ -171,15 +224,30 @@ value's path, for the error a bad value raises."""
 
 
 @functools.cache
-def _field_plan(cls: type) -> tuple[tuple[str, _Decoder, bool], ...]:
-    """``(name, decoder, required)`` for each field of attrs class ``cls``: the annotations
-    are read and turned into decoders once per class, not once per event."""
+def _field_plan(cls: type) -> tuple[tuple[str, _Decoder, bool, tuple[type, ...]], ...]:
+    """``(name, decoder, required, taken as is)`` for each field of attrs class ``cls``: the
+    annotations are read and turned into decoders once per class, not once per event. The
+    last item: the types of the values the decoder would return unchanged without looking
+    further (a string for a ``str`` field, ``None`` for an optional one), so those skip it."""
     hints = typing.get_type_hints(cls)
     return tuple(
-        (f.name, _decoder(hints[f.name]), f.default is attrs.NOTHING)
+        (f.name, _decoder(hints[f.name]), f.default is attrs.NOTHING, _as_is(hints[f.name]))
         for f in attrs.fields(cls)
         if f.name not in _OMITTED_FIELDS
     )
+
+
+def _as_is(annotation: Any) -> tuple[type, ...]:
+    # Exact types: a bool is not taken for an int, an int not for a float (it is converted).
+    if annotation in (str, int, bool):
+        return (annotation,)
+    origin = typing.get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        members = typing.get_args(annotation)
+        if type(None) in members:
+            rest = [m for m in members if m is not type(None)]
+            return (type(None), *(_as_is(rest[0]) if len(rest) == 1 else ()))
+    return ()
 
 
 def attrs_from_json(obj: Any, cls: type[_T], where: str) -> _T:
@@ -194,9 +262,13 @@ def _decode_attrs(obj: Any, cls: type, where: str) -> Any:
     if not isinstance(obj, Mapping):
         raise RemoteProtocolError(f"{where}: expected a JSON object, got {json_type(obj)}")
     kwargs: dict[str, Any] = {}
-    for name, decode, required in _field_plan(cls):
+    for name, decode, required, as_is in _field_plan(cls):
         if name in obj:
-            value = decode(obj[name], f"{where}.{name}")
+            value = obj[name]
+            if type(value) in as_is:
+                kwargs[name] = value
+                continue
+            value = decode(value, f"{where}.{name}")
             if value is not _UNKNOWN_MEMBER:
                 kwargs[name] = value
                 continue

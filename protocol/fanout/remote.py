@@ -41,8 +41,8 @@ Rules:
    replaces the message of an ``error`` event with code ``cli_not_found`` or ``internal`` (they
    name the CLI's path, an exception's repr) by a plain one, and cuts the CLI's stderr lines
    off a ``cli_exited`` message; the events as the fleet keeps them are unchanged.
-   :func:`remote_event_frame` is the text message that carries an event to a remote client,
-   with this rule applied (also to an event a cluster's stream holds as JSON text).
+   ``wire_frames.remote_event_frame`` is the text message that carries an event to a remote
+   client, with this rule applied (also to an event a cluster's stream holds as JSON text).
 6. **Admission.** :class:`Admission` counts connections and handshakes in progress, in total and
    per peer, and says which cap a new connection would exceed (it is then shed at once).
 7. **Principals.** Each token names a :class:`Principal`. A session belongs to the principal
@@ -72,7 +72,6 @@ from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.permissions import PERMISSION_MODES
 from claude_trio.protocol.config.tools import READONLY_BUILTINS
 from claude_trio.protocol.errors import InvalidParamsError
-from claude_trio.protocol.fanout.wire_frames import EventFrame, encode_frame, event_frame_text
 from claude_trio.protocol.session.events import Error, Event
 
 RemoteTools: TypeAlias = Literal["read-only", "all"]
@@ -219,16 +218,6 @@ def remote_event(event: Event) -> Event:
         cut = event.message.split(_STDERR_MARK, 1)[0]
         return attrs.evolve(event, message=cut + " (its stderr is kept on the server)")
     return event
-
-
-def remote_event_frame(session: str, event: Event, stored: str | None = None) -> str:
-    """The text message carrying ``event`` of ``session`` to a remote client (rule 5).
-    ``stored``: the event's JSON text when it was read as text (a cluster's stream), framed
-    as it is unless rule 5 changes the event."""
-    shown = remote_event(event)
-    if stored is not None and shown is event:
-        return event_frame_text(session, stored)
-    return encode_frame(EventFrame(session=session, event=shown))
 
 
 TOKEN_MIN_CHARS = 16

@@ -141,6 +141,7 @@ from claude_trio.protocol.fanout.wire_frames import (
     event_frame_text,
     frame_to_json,
     loads_message,
+    remote_event_frame,
 )
 
 __all__ = [
@@ -193,6 +194,7 @@ __all__ = [
     "params_from_json",
     "params_to_json",
     "quote",
+    "remote_event_frame",
 ]
 
 PARAMS_FIELDS: tuple[str, ...] = (

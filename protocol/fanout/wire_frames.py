@@ -22,6 +22,7 @@ from claude_trio.protocol.fanout.codec import (
     attrs_from_json,
     dumps,
     event_from_json,
+    event_text,
     event_to_json,
     json_type,
     to_json_safe,
@@ -34,6 +35,7 @@ from claude_trio.protocol.fanout.inbox import (
     item_from_json,
     item_to_json,
 )
+from claude_trio.protocol.fanout.remote import remote_event
 from claude_trio.protocol.session.events import Event
 from claude_trio.protocol.session.usage import Usage
 
@@ -59,6 +61,7 @@ __all__ = [
     "event_frame_text",
     "frame_to_json",
     "loads_message",
+    "remote_event_frame",
 ]
 
 PROTOCOL_VERSION = 1
@@ -279,14 +282,25 @@ def frame_to_json(frame: Frame) -> dict[str, Any]:
 
 def encode_frame(frame: Frame) -> str:
     """The text message for ``frame``; never raises."""
+    if isinstance(frame, EventFrame):  # the most frequent by far: the event's text as is
+        return event_frame_text(frame.session, event_text(frame.event))
     return dumps(frame_to_json(frame))
 
 
 def event_frame_text(session: str, event_text: str) -> str:
     """The text message for ``EventFrame(session, event)`` made from the event's JSON text
-    (``dumps(event_to_json(event))``, as a cluster's stream stores it) without encoding it
-    again: the same JSON as :func:`encode_frame` gives."""
+    (``codec.event_text``, as a cluster's stream stores it) without encoding it again."""
     return f'{{"type":"event","session":{dumps(session)},"event":{event_text}}}'
+
+
+def remote_event_frame(session: str, event: Event, stored: str | None = None) -> str:
+    """The text message carrying ``event`` of ``session`` to a remote client (``remote.py``,
+    rule 5). ``stored``: the event's JSON text when it was read as text (a cluster's stream),
+    framed as it is unless rule 5 changes the event."""
+    shown = remote_event(event)
+    if stored is not None and shown is event:
+        return event_frame_text(session, stored)
+    return encode_frame(EventFrame(session=session, event=shown))
 
 
 _FRAME_FIELDS: Mapping[str, tuple[type[Any], Mapping[str, tuple[type, ...]]]] = {

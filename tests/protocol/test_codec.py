@@ -26,7 +26,13 @@ from claude_trio.protocol.cluster.records import (
     stored_text,
 )
 from claude_trio.protocol.errors import RemoteProtocolError
-from claude_trio.protocol.fanout.codec import event_from_json, event_to_json, to_json_safe
+from claude_trio.protocol.fanout.codec import (
+    dumps,
+    event_from_json,
+    event_text,
+    event_to_json,
+    to_json_safe,
+)
 from claude_trio.protocol.fanout.wire import EventFrame, encode_frame, event_frame_text
 from claude_trio.protocol.session.events import (
     EVENT_TYPES,
@@ -45,6 +51,7 @@ from claude_trio.protocol.session.events import (
     UnknownContent,
     UserInputRequest,
 )
+from claude_trio.protocol.session.outcomes import Outcome
 from claude_trio.protocol.session.usage import Usage
 
 # ---------------------------------------------------------------------------------------------
@@ -383,3 +390,60 @@ def test_a_stored_event_is_framed_as_encoding_it_would_frame_it(event: Any, sid:
     assert decode_event(fields) == event_from_json(event_to_json(event))
     with pytest.raises(RemoteProtocolError, match="no event text"):
         stored_text({"x": "1"})
+
+
+# Strings as the CLI may send them: any code point, lone surrogates included, and JSON's
+# specials (quotes, backslashes, control characters).
+wild_text = st.text(
+    alphabet=st.one_of(
+        st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010, categories=["Cs", "Co", "Cn"]),
+        st.sampled_from('"\\\n\t\x00\x1f/\u2028é漢😀'),
+        st.characters(),
+    ),
+    max_size=12,
+)
+
+
+def wild(cls: type, *, huge: bool = True) -> st.SearchStrategy[Any]:
+    """``cls`` with every string field drawn from ``wild_text`` (and ints of any size)."""
+    hints = typing.get_type_hints(cls)
+
+    def field(annotation: Any) -> st.SearchStrategy[Any]:
+        if annotation is str:
+            return wild_text
+        if annotation == str | None:
+            return st.none() | wild_text
+        if annotation is int and huge:
+            return st.integers() | st.integers(min_value=2**9990, max_value=2**10010)
+        return strategy_for(annotation)
+
+    return st.builds(
+        cls, **{f.name: field(hints[f.name]) for f in attrs.fields(cls) if f.name != "raw"}
+    )
+
+
+@settings(max_examples=400)
+@given(any_event | st.one_of([wild(cls) for cls in EVENT_TYPES]))
+def test_an_events_text_is_the_general_encoders_text(event: Any) -> None:
+    # ``event_text`` writes the flat events (deltas, ...) without building a dict first: it
+    # must give the very same text, surrogates, huge ints and specials included.
+    assert event_text(event) == dumps(event_to_json(event))
+    event_text(event).encode("utf-8")  # always valid UTF-8
+
+
+def test_an_events_text_follows_the_general_rules_for_what_is_not_plain() -> None:
+    outcome = Outcome.COMPLETED  # a StrEnum: written as its value, as the encoder does
+    delta = TextDelta(text=outcome, seq=2**10001)  # type: ignore[arg-type]
+    assert event_text(delta) == dumps(event_to_json(delta))
+    assert json.loads(event_text(delta))["seq"] == "<int of 10002 bits>"
+    assert json.loads(event_text(delta))["text"] == "completed"
+    lone = TextDelta(text="a\ud800b")
+    assert "\\ud800" in event_text(lone)
+    assert event_from_json(json.loads(event_text(lone))) == lone
+
+
+@settings(max_examples=400)
+@given(st.one_of([wild(cls, huge=False) for cls in EVENT_TYPES]))
+def test_an_event_with_any_strings_decodes_to_itself(event: Any) -> None:
+    # Fields whose values are taken as they are (strings, ints, bools, None) skip the checks.
+    assert event_from_json(json.loads(event_text(event))) == event

@@ -17,10 +17,14 @@ from claude_trio.protocol.fanout.remote import (
     cwd_candidate,
     is_inside,
     remote_event,
-    remote_event_frame,
     remote_params,
 )
-from claude_trio.protocol.fanout.wire import EventFrame, decode_frame, event_frame_text
+from claude_trio.protocol.fanout.wire import (
+    EventFrame,
+    decode_frame,
+    event_frame_text,
+    remote_event_frame,
+)
 from claude_trio.protocol.session.events import Error, TextDelta
 
 
