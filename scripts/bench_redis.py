@@ -304,8 +304,11 @@ async def _gateway(
     }
     for load, (count, pace, said) in loads.items():
         runs: dict[str, list[list[float]]] = {side: [] for side in _SIDES}
-        for _ in range(rounds):
-            for side, mode in _SIDES.items():
+        for round_ in range(rounds):
+            # Every other round runs the sides in reverse order, so a machine that speeds up
+            # or slows down during the run favours no side.
+            order = list(_SIDES.items())
+            for side, mode in order if round_ % 2 == 0 else reversed(order):
                 runs[side].append(await _gateway_run(mode, count, pace, clients, url))
         print(f"  {load}: {said}, to {clients} websocket clients (median of {rounds})")
         medians = {
@@ -320,8 +323,14 @@ async def _gateway(
         inproc = medians["in-process"]
         for side, said_side in (("via Redis", "one process"), ("Redis, 2 procs", "as deployed")):
             redis = medians[side]
+            # Each round's own ratio (its runs are minutes apart at most), then their median:
+            # steadier than the ratio of the medians when the machine's speed drifts.
+            paired = statistics.median(
+                r[0] / i[0] for r, i in zip(runs[side], runs["in-process"], strict=True)
+            )
             print(
-                f"    Redis ({said_side}) / in-process events/s {redis[0] / inproc[0]:.2f}; "
+                f"    Redis ({said_side}) / in-process events/s {redis[0] / inproc[0]:.2f} "
+                f"(median of each round's ratio {paired:.2f}); "
                 f"Redis adds {redis[1] - inproc[1]:+.2f} ms at p50, "
                 f"{redis[2] - inproc[2]:+.2f} ms at p99"
             )

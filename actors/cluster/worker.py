@@ -89,9 +89,10 @@ log = logging.getLogger("claude_trio.cli.worker")
 BATCH_MAX = 1024
 """Events stored per round trip at most."""
 BATCH_FIRST = 16
-"""Events stored by the first round trip after the session's events stopped coming (each
-following one may hold twice as many): the first events of a burst reach the stream, and
-the gateways, without waiting for the whole burst's encoding and store."""
+"""Events stored by the first round trip after the session's events stopped coming; each
+following one holds at most twice as many as the one before (up to ``BATCH_MAX``): the first
+events of a burst reach the stream, and the gateways, without waiting for the whole burst's
+encoding and store."""
 
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
 
@@ -568,11 +569,11 @@ class Worker:
                 continue
             with subscribed:
                 try:
-                    most = BATCH_FIRST
+                    stored = 0  # events in the previous round trip
                     while True:
                         try:
                             batch = [subscribed.receive_nowait()]
-                            most = min(BATCH_MAX, 2 * most)
+                            most = min(BATCH_MAX, max(BATCH_FIRST, 2 * stored))
                         except trio.WouldBlock:  # caught up: the next burst starts small
                             batch = []
                             most = BATCH_FIRST
@@ -611,6 +612,7 @@ class Worker:
                             self._metrics.publish_lag.record(local.last_seq - batch[-1].seq)
                         running.usage = usage
                         running.published_local = batch[-1].seq
+                        stored = len(batch)
                         if running.redeliver:
                             again, running.redeliver = running.redeliver, ()
                             for text in again:

@@ -5,21 +5,25 @@ follower stops when its last subscription leaves."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from cluster_kit import open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.actors.cluster import follower as follower_module
 from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
+from claude_trio.actors.cluster.worker import BATCH_FIRST
+from claude_trio.actors.cluster.writes import FencedWrites
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.errors import SlowSubscriberError
 from claude_trio.protocol.fanout.codec import event_to_json
 from claude_trio.protocol.fanout.replay import Entry
-from claude_trio.protocol.session.events import Result
+from claude_trio.protocol.session.events import Event, Result, TextDelta
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
 
@@ -247,3 +251,46 @@ async def test_clients_that_follow_on_after_an_execution_ends_find_the_follower_
             assert late not in follower.members
             assert [e.seq for e in await entries(late)] == [final - 2, final - 1, final]
             renewed.close()
+
+
+async def test_a_burst_reaches_the_stream_in_batches_that_start_small_and_double(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker stores what is ready in one round trip, but the first batch after a pause is
+    # small (its events reach the gateways without waiting for the whole burst's store) and
+    # each next one may be twice as large, up to BATCH_MAX.
+    batches: list[list[Event]] = []
+    real = FencedWrites.store_many
+
+    async def counting(self: FencedWrites, sid: str, token: int, events: Any, **kw: Any) -> None:
+        batches.append(list(events))
+        if sum(isinstance(e, TextDelta) for b in batches for e in b) == len(events) > 0:
+            # The burst's first store: the rest of the burst is made meanwhile (as a round
+            # trip to a busy Redis would let it be).
+            await trio.testing.wait_all_tasks_blocked()
+        await real(self, sid, token, events, **kw)
+
+    monkeypatch.setattr(FencedWrites, "store_many", counting)
+
+    async def burst(turn: FakeTurn) -> None:
+        await turn.text("x" * 600, chunk=1)  # 600 deltas, ready at once
+
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, FakeCLI(burst)),
+            open_redis(url) as redis,
+            open_redis_fleet(redis, block=0.2) as fleet,
+        ):
+            session = await fleet.open(ExecuteParams(prompt="go"))
+            await fleet.refresh(session.id)
+            got = await entries(subscribe(fleet, session.id, None, max_queue=10_000))
+    assert sum(isinstance(e.event, TextDelta) for e in got) == 600
+    # From the first batch that holds a delta: the burst.
+    first = next(i for i, b in enumerate(batches) if any(isinstance(e, TextDelta) for e in b))
+    sizes = [len(b) for b in batches[first:]]
+    assert sum(sizes) >= 600
+    assert sizes[0] <= BATCH_FIRST
+    assert len(sizes) <= 8  # 16, 32, 64, 128, 256, 512 (and the rest): not one by one
+    for before, after in itertools.pairwise(sizes):
+        assert after <= max(2 * before, BATCH_FIRST)
