@@ -43,7 +43,7 @@ import coredis
 import coredis.exceptions
 import trio
 
-from claude_trio.actors.cluster.questions import pending_questions, still_pending
+from claude_trio.actors.cluster.questions import pending_questions
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
@@ -53,6 +53,7 @@ from claude_trio.protocol.cluster.records import (
     seq_of_id,
     stored_text,
 )
+from claude_trio.protocol.fanout.pending import still_pending
 from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer, entry_size
 from claude_trio.protocol.session.events import Event
 

@@ -13,9 +13,6 @@ drops the subscription, as any follower read does).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TypeVar
-
 import coredis
 
 from claude_trio.protocol.cluster.keys import RedisKeys
@@ -26,6 +23,7 @@ from claude_trio.protocol.cluster.records import (
     seq_of_id,
     stored_kind,
 )
+from claude_trio.protocol.fanout.pending import still_pending
 from claude_trio.protocol.session.events import (
     Aborted,
     Error,
@@ -35,9 +33,7 @@ from claude_trio.protocol.session.events import (
     UserInputResolved,
 )
 
-__all__ = ["pending_questions", "still_pending"]
-
-T = TypeVar("T")
+__all__ = ["pending_questions"]
 
 _FINAL_KINDS = frozenset({Result.kind, Aborted.kind, Error.kind})
 
@@ -49,21 +45,6 @@ _QUESTION_KINDS = frozenset(
         *_FINAL_KINDS,
     }
 )
-
-
-def still_pending(items: Iterable[T], event_of: Callable[[T], Event], *, through: int) -> list[T]:
-    """Of an execution's ``items`` in order (from its first event), those whose event is a
-    question still pending after the last, asked at or before seq ``through``."""
-    pending: dict[str, T] = {}
-    for item in items:
-        event = event_of(item)
-        if isinstance(event, UserInputRequest):
-            pending[event.request_id] = item
-        elif isinstance(event, UserInputResolved):
-            pending.pop(event.request_id, None)
-        elif is_final(event):  # the execution ended: nothing is pending any more
-            pending.clear()
-    return [item for item in pending.values() if event_of(item).seq <= through]
 
 
 async def pending_questions(

@@ -46,6 +46,7 @@ from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.permissions import PermissionMode
 from claude_trio.protocol.errors import ControlRefusedError, InvalidParamsError
 from claude_trio.protocol.fanout.inbox import InboxItem
+from claude_trio.protocol.fanout.pending import PendingQuestions
 from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.events import (
@@ -207,7 +208,7 @@ class FleetSession:
         self._usage = ZERO_USAGE
         self._last_seq = 0
         self._subscribers: dict[Subscription, None] = {}  # insertion-ordered set
-        self._pending: dict[str, Entry] = {}
+        self._pending: PendingQuestions[Entry] = PendingQuestions()
         self._x = _Execution(number=1, seq_offset=0)
 
     # -- state ---------------------------------------------------------------------------------
@@ -247,7 +248,7 @@ class FleetSession:
     @property
     def pending_requests(self) -> tuple[UserInputRequest, ...]:
         """User-input requests asked and not yet resolved, oldest first."""
-        return tuple(e.event for e in self._pending.values())  # type: ignore[misc]
+        return tuple(e.event for e in self._pending.items())  # type: ignore[misc]
 
     @property
     def subscribers(self) -> int:
@@ -430,7 +431,7 @@ class FleetSession:
         if replay is None:
             assert buffer.oldest_seq is not None
             return ResyncRequired(session_id=self.id, oldest_seq=buffer.oldest_seq)
-        head = [r for r in self._pending.values() if r.seq <= covered_through]
+        head = self._pending.asked_through(covered_through)
         head.extend(replay)
         subscription = Subscription(
             self, head, max_queue=max_queue, max_bytes=max_bytes, notify=notify
@@ -463,9 +464,9 @@ class FleetSession:
         x.final_seen = is_terminal(event) and getattr(event, "final", True)
         if x.final_seen:
             x.outcome = _outcome(event)
+        self._pending.feed(event, entry)
         match event:
             case UserInputRequest():
-                self._pending[event.request_id] = entry
                 self._fleet._inbox.arrived(
                     InboxItem(
                         session=self.id,
@@ -477,7 +478,6 @@ class FleetSession:
                 )
                 self._fleet._governed(x, event)
             case UserInputResolved():
-                self._pending.pop(event.request_id, None)
                 self._fleet._inbox.resolved(self.id, event.request_id, event.outcome)
                 self._fleet._governed(x, event)
             case Result():

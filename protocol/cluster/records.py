@@ -45,7 +45,13 @@ from claude_trio.protocol.fanout.codec import (
     to_json_safe,
 )
 from claude_trio.protocol.fanout.wire_checks import is_traceparent
-from claude_trio.protocol.session.events import Event, Result, ToolResult, ToolUse, is_terminal
+from claude_trio.protocol.session.events import (
+    Event,
+    Result,
+    ToolResult,
+    ToolUse,
+    is_final,
+)
 from claude_trio.protocol.session.usage import ZERO_USAGE, Usage
 
 __all__ = [
@@ -131,11 +137,6 @@ def stored_kind(fields: Mapping[Any, Any]) -> str | None:
         return None
     end = text.find('"', len(_KIND_HEAD))
     return text[len(_KIND_HEAD) : end] if end > 0 else None
-
-
-def is_final(event: Event) -> bool:
-    """True for the event that ends an execution (a final result, an abort, a fatal error)."""
-    return is_terminal(event) and bool(getattr(event, "final", True))
 
 
 def _field(fields: Mapping[str, str], name: str, where: str) -> str:

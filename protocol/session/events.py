@@ -676,6 +676,11 @@ def is_terminal(event: Event) -> bool:
     return isinstance(event, Error) and event.fatal
 
 
+def is_final(event: Event) -> bool:
+    """True for the event that ends an execution (a final result, an abort, a fatal error)."""
+    return is_terminal(event) and bool(getattr(event, "final", True))
+
+
 _E = TypeVar("_E", bound=EventBase)
 _Copier = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]
 _COPIERS: dict[type, _Copier] = {}
