@@ -61,7 +61,7 @@ from claude_trio.protocol.session.events import (
     UserInputResolved,
     WarningEvent,
     copy_event,
-    is_terminal,
+    is_final,
 )
 from claude_trio.protocol.session.lifecycle import Accepted, Rejected
 from claude_trio.protocol.session.outcomes import Outcome
@@ -461,7 +461,7 @@ class FleetSession:
         event = entry.event
         self._last_seq = event.seq
         x.last_turn = event.turn
-        x.final_seen = is_terminal(event) and getattr(event, "final", True)
+        x.final_seen = is_final(event)
         if x.final_seen:
             x.outcome = _outcome(event)
         self._pending.feed(event, entry)
