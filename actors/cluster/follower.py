@@ -27,9 +27,9 @@ subscribed.
 
 Channels: the followers only offer events to subscriptions, which their subscribers own.
 Cancellation: the follower and catch-up tasks live in the ``RedisFleet``'s nursery; a follower
-stops one read after its last member left (at most twice the fleet's ``block``: the clients
-whose members an execution's final event ended renew them for the next execution moments
-later, and find it there), a catch-up when its subscription is closed, dropped or ended.
+stops one read after its last member left (that read waits at most ``LINGER_MS``: the
+clients whose members an execution's final event ended renew them for the next execution
+moments later, and find it there), a catch-up when its subscription is closed, dropped or ended.
 Error handling: Redis unavailable, or a stream trimmed past what a follower read, drops the
 subscriptions with the reason.
 """
@@ -62,6 +62,9 @@ __all__ = ["FOLLOWER_READ", "REDIS_ERRORS", "StreamFollower", "StreamFollowers"]
 REDIS_ERRORS = (coredis.exceptions.ConnectionError, TimeoutError, OSError)
 FOLLOWER_READ = 512
 """Stream entries a follower reads per round trip at most."""
+LINGER_MS = 250
+"""How long a follower's read after its last member left waits at most (each blocking read
+holds a Redis connection while it waits)."""
 FOLLOWER_BYTES = 8 * 2**20
 """Counted bytes a follower's buffer holds at most (besides ``replay_buffer`` events)."""
 GAP_REASON = "slow consumer: the session moved on past the replay (attach again with your last seq)"
@@ -251,10 +254,9 @@ class StreamFollowers:
             lingered = False
             while follower.members or not lingered:
                 lingered = not follower.members
+                block = min(self._block_ms, LINGER_MS) if lingered else self._block_ms
                 try:
-                    got = await self._read(
-                        follower.sid, follower.last, FOLLOWER_READ, self._block_ms
-                    )
+                    got = await self._read(follower.sid, follower.last, FOLLOWER_READ, block)
                 except REDIS_ERRORS as exc:
                     follower._drop_all(f"the cluster is unavailable: {exc}")
                     return

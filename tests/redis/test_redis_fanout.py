@@ -211,6 +211,8 @@ async def test_clients_that_follow_on_after_an_execution_ends_find_the_follower_
     # instead of each reading the stream, and learn from its memory that nothing is pending.
     gate = trio.Event()
     url = redis_server.url
+    # The linger's read waits a quarter second; a loaded machine may take longer to get here.
+    monkeypatch.setattr(follower_module, "LINGER_MS", 30_000)
     with trio.fail_after(30):
         async with (
             open_worker(url, gated(0, 5, gate)),
