@@ -1,7 +1,9 @@
 """A cluster's gateway reads each session's stream once and fans it out in memory
-(``actors/cluster/follower.py``): every subscription gets the same entries, a subscription
-behind the follower catches up exactly and then joins it, a slow one is dropped alone, and the
-follower stops when its last subscription leaves."""
+(``actors/cluster/follower.py``): every subscription gets the same entries (with the text the
+stream holds), a subscription behind the follower catches up exactly and then joins it, a slow
+one is dropped alone, the follower stops when its last subscription leaves and is still there
+for the clients that follow on at an execution's end; and a worker stores a burst in batches
+that start small."""
 
 from __future__ import annotations
 
