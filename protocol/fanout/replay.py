@@ -187,7 +187,7 @@ class Entry:
     """A slot for a serving layer's encoding of the event: the gateway stores its websocket
     frame here, so each event is encoded once per session rather than once per client."""
     text: str | None = None
-    """The event's JSON text (``event_to_json``) when it was read as text (a cluster's
+    """The event's JSON text (``codec.event_text``) when it was read as text (a cluster's
     stream), so a serving layer can frame it without encoding it again; not counted in
     ``size``, and let go once the serving layer has made its frame."""
 

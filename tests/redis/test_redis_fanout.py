@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
-import trio.testing
-from cluster_kit import open_worker
+from cluster_kit import RunningWorker, open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.actors.cluster import follower as follower_module
-from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
+from claude_trio.actors.cluster.fleet import RedisFleet, RedisSession, open_redis_fleet
 from claude_trio.actors.cluster.worker import BATCH_FIRST
 from claude_trio.actors.cluster.writes import FencedWrites
 from claude_trio.actors.fanout.subscription import Subscription
@@ -46,6 +47,22 @@ def gated(
             await end.wait()
 
     return FakeCLI(turn)
+
+
+@asynccontextmanager
+async def one_session(
+    url: str, fake: FakeCLI, block: float = 0.2, **fleet: Any
+) -> AsyncIterator[tuple[RedisFleet, RedisSession, RunningWorker]]:
+    """A worker running ``fake`` and a gateway's fleet (``block``, ``fleet`` options) with one
+    session opened through it, its record read as a gateway reads it; and the worker."""
+    async with (
+        open_worker(url, fake) as worker,
+        open_redis(url) as redis,
+        open_redis_fleet(redis, block=block, **fleet) as fleet_,
+    ):
+        session = await fleet_.open(ExecuteParams(prompt="go"))
+        await fleet_.refresh(session.id)
+        yield fleet_, session, worker
 
 
 async def entries(subscription: Subscription, got: list[Entry] | None = None) -> list[Entry]:
@@ -80,13 +97,7 @@ async def test_subscriptions_of_one_session_share_one_follower_and_its_entries(
     gate = trio.Event()
     url = redis_server.url
     with trio.fail_after(30):
-        async with (
-            open_worker(url, gated(0, 30, gate)),
-            open_redis(url) as redis,
-            open_redis_fleet(redis, block=0.2) as fleet,
-        ):
-            session = await fleet.open(ExecuteParams(prompt="go"))
-            await fleet.refresh(session.id)
+        async with one_session(url, gated(0, 30, gate)) as (fleet, session, _):
             subscriptions = [subscribe(fleet, session.id, None) for _ in range(10)]
             follower = fleet._followers.following(session.id)
             assert follower is not None
@@ -120,14 +131,8 @@ async def test_a_subscription_behind_the_follower_catches_up_exactly_then_joins_
     gate = trio.Event()
     url = redis_server.url
     with trio.fail_after(30):
-        async with (
-            open_worker(url, gated(40, 10, gate)),
-            open_redis(url) as redis,
-            # The follower holds the last 5 events only: a replay from seq 3 is read from Redis.
-            open_redis_fleet(redis, block=0.2, replay_buffer=5) as fleet,
-        ):
-            session = await fleet.open(ExecuteParams(prompt="go"))
-            await fleet.refresh(session.id)
+        # The follower holds the last 5 events only: a replay from seq 3 is read from Redis.
+        async with one_session(url, gated(40, 10, gate), replay_buffer=5) as (fleet, session, _):
             early = subscribe(fleet, session.id, None)
             early_got: list[Entry] = []
 
@@ -164,13 +169,7 @@ async def test_a_slow_subscription_is_dropped_alone_and_the_follower_stops_when_
     gate, end = trio.Event(), trio.Event()
     url = redis_server.url
     with trio.fail_after(30):
-        async with (
-            open_worker(url, gated(0, 20, gate, end)),
-            open_redis(url) as redis,
-            open_redis_fleet(redis, block=0.2) as fleet,
-        ):
-            session = await fleet.open(ExecuteParams(prompt="go"))
-            await fleet.refresh(session.id)
+        async with one_session(url, gated(0, 20, gate, end)) as (fleet, session, _):
             reader = subscribe(fleet, session.id, None)
             stuck = subscribe(fleet, session.id, None, max_bytes=1)  # one entry fills it
             follower = fleet._followers.following(session.id)
@@ -216,13 +215,8 @@ async def test_clients_that_follow_on_after_an_execution_ends_find_the_follower_
     # The linger's read waits a quarter second; a loaded machine may take longer to get here.
     monkeypatch.setattr(follower_module, "LINGER_MS", 30_000)
     with trio.fail_after(30):
-        async with (
-            open_worker(url, gated(0, 5, gate)),
-            open_redis(url) as redis,
-            open_redis_fleet(redis, block=1.0) as fleet,
-        ):
-            session = await fleet.open(ExecuteParams(prompt="go"))
-            await fleet.refresh(session.id)  # as a gateway read it: the execution is live
+        # (its record read as a gateway read it: the execution is live)
+        async with one_session(url, gated(0, 5, gate), block=1.0) as (fleet, session, _):
             assert session.first_seq == 1
             # Its follower starts after the execution's first event, so it does not hold the
             # whole execution: only the final event it read says nothing is pending.
@@ -265,29 +259,31 @@ async def test_a_burst_reaches_the_stream_in_batches_that_start_small_and_double
     # each next one may be twice as large, up to BATCH_MAX.
     batches: list[list[Event]] = []
     real = FencedWrites.store_many
+    workers: list[RunningWorker] = []
 
     async def counting(self: FencedWrites, sid: str, token: int, events: Any, **kw: Any) -> None:
         batches.append(list(events))
         if sum(isinstance(e, TextDelta) for b in batches for e in b) == len(events) > 0:
-            # The burst's first store: the rest of the burst is made meanwhile (as a round
-            # trip to a busy Redis would let it be).
-            await trio.testing.wait_all_tasks_blocked()
+            # The burst's first store: the rest of the burst is made meanwhile, to its end
+            # (as a round trip to a busy Redis would let it be).
+            local = workers[0].worker.running[sid].local
+            while not local.ended:  # noqa: ASYNC110 (another task's state)
+                await trio.sleep(0.001)
         await real(self, sid, token, events, **kw)
 
     monkeypatch.setattr(FencedWrites, "store_many", counting)
 
+    go = trio.Event()
+
     async def burst(turn: FakeTurn) -> None:
+        await go.wait()
         await turn.text("x" * 600, chunk=1)  # 600 deltas, ready at once
 
     url = redis_server.url
     with trio.fail_after(30):
-        async with (
-            open_worker(url, FakeCLI(burst)),
-            open_redis(url) as redis,
-            open_redis_fleet(redis, block=0.2) as fleet,
-        ):
-            session = await fleet.open(ExecuteParams(prompt="go"))
-            await fleet.refresh(session.id)
+        async with one_session(url, FakeCLI(burst)) as (fleet, session, worker):
+            workers.append(worker)
+            go.set()
             got = await entries(subscribe(fleet, session.id, None, max_queue=10_000))
     assert sum(isinstance(e.event, TextDelta) for e in got) == 600
     # From the first batch that holds a delta: the burst.
