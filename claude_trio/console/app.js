@@ -230,6 +230,7 @@ function renderSessions() {
     .map((s) => ({ s, st: stateOf(s) }))
     .sort((a, b) => ORDER[a.st] - ORDER[b.st] || b.s.info.created_at - a.s.info.created_at);
   const body = $("session-rows");
+  let index = 0;
   for (const { s, st } of rows) {
     const usage = s.info.usage || {};
     const tokens = (usage.input_tokens || 0) + (usage.output_tokens || 0);
@@ -251,8 +252,15 @@ function renderSessions() {
       if (tr.cells[i].textContent !== String(text)) tr.cells[i].textContent = String(text);
     });
     tr.cells[1].title = s.id;
-    body.append(tr); // moves it into its sorted place
+    placeAt(body, index++, tr); // into its sorted place
   }
+}
+
+// Put node at position index of parent, touching the page only when it is not there already:
+// moving a node takes the focus (and the keys being typed) from a field inside it.
+function placeAt(parent, index, node) {
+  const here = parent.children[index] ?? null;
+  if (here !== node) parent.insertBefore(node, here);
 }
 
 function renderInbox() {
@@ -260,12 +268,13 @@ function renderInbox() {
   $("inbox-count").textContent = String(items.length);
   const list = $("inbox");
   const wanted = new Set();
+  let index = 0;
   for (const item of items) {
     const k = key(item.session, item.request.request_id);
     wanted.add(k);
     let li = itemNodes.get(k);
     if (!li) itemNodes.set(k, (li = approvalView(item)));
-    list.append(li);
+    placeAt(list, index++, li);
   }
   for (const [k, li] of itemNodes) {
     if (!wanted.has(k)) {

@@ -67,6 +67,27 @@ class Console:
 
         return WebDriverWait(self.driver, WAIT, poll_frequency=0.1).until(attempt, what)
 
+    def inbox_moves_over_one_redraw(self) -> int:
+        """How many times the inbox's items were moved while the lists were redrawn once
+        (the page asks for the session list every 2 s; a redraw changes the age column)."""
+        moves = self.driver.execute_async_script(
+            """
+            const done = arguments[arguments.length - 1];
+            let moves = 0;
+            const inbox = new MutationObserver((records) => { moves += records.length; });
+            inbox.observe(document.getElementById("inbox"), { childList: true });
+            const rows = new MutationObserver(() => {
+              rows.disconnect();
+              setTimeout(() => { inbox.disconnect(); done(moves); }, 50);
+            });
+            rows.observe(document.getElementById("session-rows"),
+                         { childList: true, subtree: true, characterData: true });
+            setTimeout(() => { inbox.disconnect(); rows.disconnect(); done(-1); }, 8000);
+            """
+        )
+        assert moves != -1, "the lists were not redrawn within 8 s"
+        return int(moves)
+
     def login_with_fragment(self, token: str) -> None:
         self.driver.get(self.base + "/")  # same origin first: clear what a test before held
         self.driver.execute_script("sessionStorage.clear()")
@@ -499,6 +520,9 @@ def test_an_approval_with_edited_input_runs_the_tool_with_it(console: Console) -
     asked, edited = console.work / "asked.txt", console.work / "edited.txt"
     sid = console.open_session(f"#write {asked}")
     approval = console.approval(sid)
+    # The lists' redraws leave an item in its place: moving it would take the focus (and
+    # the keys being typed) from the field inside it.
+    assert console.inbox_moves_over_one_redraw() == 0
     approval.find_element(By.CSS_SELECTOR, "details.edit summary").click()
     box = console.all("edit-input", approval)[0]
     assert json.loads(str(box.get_attribute("value"))) == {
