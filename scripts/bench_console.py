@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from bench_proc import cpu_seconds
 
 from claude_trio import ExecuteParams, serve_gateway
 from claude_trio.actors.children import die_with_parent
@@ -43,7 +44,6 @@ TOKEN = "bench-console-token-0123456789"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 RATE = 50  # events per second and session
-_TICK = os.sysconf("SC_CLK_TCK")
 _HERE = Path(__file__).resolve()
 
 
@@ -89,14 +89,13 @@ async def serve(sessions: int, seconds: float) -> None:
 # -- measuring -----------------------------------------------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    """The user + system CPU of one process so far (0 once it is gone)."""
+def cpu_so_far(pid: int) -> float:
+    """The user + system CPU of one process so far (0 once it is gone: a browser's helper
+    processes come and go)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        return cpu_seconds(pid)
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def tree(root: int) -> list[int]:
@@ -135,13 +134,13 @@ class Gateway:
 
     def release(self) -> float:
         assert self.process.stdin is not None
-        before = cpu_seconds(self.process.pid)
+        before = cpu_so_far(self.process.pid)
         self.process.stdin.write("go\n")
         self.process.stdin.flush()
         return before
 
     def cpu(self) -> float:
-        return cpu_seconds(self.process.pid)
+        return cpu_so_far(self.process.pid)
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -167,14 +166,14 @@ def console_round(driver: Any, sessions: int, seconds: float) -> tuple[float, fl
         _until(lambda: driver.execute_script(attached) == sessions, "every session attached")
         driver.execute_script(f"document.querySelector('{rows}').click()")
         browser = tree(driver.service.process.pid)
-        browser_before = sum(cpu_seconds(pid) for pid in browser)
+        browser_before = sum(cpu_so_far(pid) for pid in browser)
         started = time.perf_counter()
         gateway_before = gateway.release()
         ended = f"return document.querySelectorAll('{rows}[data-state=ended]').length"
         _until(lambda: driver.execute_script(ended) == sessions, "every session ended", 0.25)
         wall = time.perf_counter() - started
         gateway_cpu = gateway.cpu() - gateway_before
-        browser_cpu = sum(cpu_seconds(pid) for pid in browser) - browser_before
+        browser_cpu = sum(cpu_so_far(pid) for pid in browser) - browser_before
         events = driver.execute_script(
             f"return [...document.querySelectorAll('{rows}')]"
             ".reduce((n, r) => n + Number(r.dataset.lastSeq), 0)"

@@ -33,6 +33,7 @@ import warnings
 from functools import partial
 
 import trio
+from bench_proc import cpu_seconds
 from bench_replay import Recording, replay_factory
 from trio_websocket import ConnectionClosed, WebSocketRequest, serve_websocket
 from wsproto import ConnectionType, WSConnection
@@ -50,7 +51,6 @@ TOKEN = "bench-gateway-token-0123456789"
 PARAMS = ExecuteParams(prompt="stream please")
 SESSION_ID = "00000000-bench-0000-0000-000000000000"
 TARGET = 0.8
-_TICK = os.sysconf("SC_CLK_TCK")
 _HERE_SCRIPT = os.path.abspath(__file__)
 
 
@@ -287,12 +287,12 @@ async def run_side(mode: str, deltas: int, clients: int) -> tuple[float, float, 
                 )
             await all_ready.wait()
             await trio.sleep(0.3)  # let the attach ops land (not measured)
-            cpu0 = _cpu(proc.pid)
+            cpu0 = cpu_seconds(proc.pid)
             start = trio.current_time()
             await proc.stdin.send_all(b"go\n")
             go.set()
         wall = max(done) - start
-        cpu = _cpu(proc.pid) - cpu0
+        cpu = cpu_seconds(proc.pid) - cpu0
         session_rate = 0.0
         if mode == "gateway":
             line = b""
@@ -312,12 +312,6 @@ OPEN_LIMITS = GatewayLimits(
     max_handshakes=10_000,
     ping_interval=3600,
 )
-
-def _cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
 
 def run(*, rounds: int, deltas: int, clients: int) -> dict[str, float]:
     """Interleave bare and gateway runs; print the medians and the ratios."""

@@ -13,8 +13,10 @@
   ``XREAD`` -> 50 websockets). Two loads: a burst (``--deltas`` back to back: events/s
   delivered over all clients, the throughput) and a paced run (``--rate`` per second for
   ``--seconds``: latency under a moderate load). Printed: medians per side, the ratio of
-  events/s (Redis / in-process) and what Redis adds to p50/p99 (from the CLI's frame to the
-  client's socket).
+  events/s (Redis / in-process), what Redis adds to p50/p99 (from the CLI's frame to the
+  client's socket), and the server CPU per 1,000 frames delivered (the side's processes and
+  ``redis-server``, read from ``/proc`` from the release to the last delta; in clock ticks of
+  10 ms, so a burst's figure is a median over the rounds).
 * **workers**: ``--executions`` (60) executions of a ``--turn-ms`` (100 ms) turn on 1, 2 and 3
   worker *processes* (``serve_worker`` with ``max_live=2`` fake CLIs each, started from this
   script as children), submitted through a ``RedisFleet`` here: executions per minute, against
@@ -46,6 +48,7 @@ from typing import Any
 import trio
 from bench_fanout import PacedTransport
 from bench_gateway import OPEN_LIMITS, attach, fake_recording, handshake
+from bench_proc import cpu_seconds
 from claude_agent_sdk import ClaudeAgentOptions, Transport
 
 from claude_trio import ExecuteParams, serve_gateway
@@ -56,7 +59,7 @@ from claude_trio.actors.fanout.fleet import Subscription, open_fleet
 from claude_trio.gateway import freeze_startup_heap
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.redis_url import open_redis
-from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
+from claude_trio.testing import FakeCLI, FakeTurn, RedisServer, open_redis_server
 
 TOKEN = "bench-redis-token-0123456789"
 PARAMS = ExecuteParams(prompt="go")
@@ -233,9 +236,13 @@ async def _first_line(process: Any, what: str) -> str:
     return line.decode()
 
 
-async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: str) -> list[float]:
-    """One run of one side: ``[events/s delivered, p50 ms, p99 ms]``. ``split``: a gateway
-    process and a worker process (the one released)."""
+async def _gateway_run(
+    mode: str, count: int, rate: float, clients: int, url: str, redis_pid: int
+) -> list[float]:
+    """One run of one side: ``[events/s delivered, p50 ms, p99 ms, server CPU ms per 1,000
+    frames]``. ``split``: a gateway process and a worker process (the one released). The
+    server CPU is that of the side's processes and of ``redis-server`` (``redis_pid``), from
+    the release to the last client's last delta."""
     received: list[dict[float, float]] = []
     heads.clear()
     child = partial(
@@ -277,7 +284,10 @@ async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: st
                         )
                     await all_attached.wait()
                     await trio.sleep(0.3)  # let the attach replies land (not measured)
+                    servers = [p.pid for p in processes] + [redis_pid]
+                    cpu0 = sum(cpu_seconds(pid) for pid in servers)
                     await released.stdin.send_all(b"go\n")
+                cpu = sum(cpu_seconds(pid) for pid in servers) - cpu0
             if deadline.cancelled_caught:
                 got = sorted(len(seen) for seen in received)
                 starved = [head[:200] for head in heads.values() if _STAMP.search(head) is None]
@@ -292,12 +302,16 @@ async def _gateway_run(mode: str, count: int, rate: float, clients: int, url: st
     first = min(min(seen) for seen in received)
     last = max(max(seen.values()) for seen in received)
     rate = len(latencies) / (last - first)
-    return [rate, percentile(latencies, 0.5), percentile(latencies, 0.99)]
+    cpu_ms = cpu * 1000 / len(latencies) * 1000
+    return [rate, percentile(latencies, 0.5), percentile(latencies, 0.99), cpu_ms]
 
 
 async def _gateway(
-    url: str, *, rounds: int, clients: int, deltas: int, rate: float, seconds: float
+    server: RedisServer, *, rounds: int, clients: int, deltas: int, rate: float, seconds: float
 ) -> None:
+    url = server.url
+    redis_pid = server.pid
+    assert redis_pid is not None
     loads = {
         "burst": (deltas, FLAT_OUT, f"{deltas} deltas back to back"),
         "paced": (int(rate * seconds), rate, f"{rate:,.0f} deltas/s for {seconds:g} s"),
@@ -309,16 +323,19 @@ async def _gateway(
             # or slows down during the run favours no side.
             order = list(_SIDES.items())
             for side, mode in order if round_ % 2 == 0 else reversed(order):
-                runs[side].append(await _gateway_run(mode, count, pace, clients, url))
+                runs[side].append(
+                    await _gateway_run(mode, count, pace, clients, url, redis_pid)
+                )
         print(f"  {load}: {said}, to {clients} websocket clients (median of {rounds})")
         medians = {
-            side: [statistics.median(r[i] for r in results) for i in range(3)]
+            side: [statistics.median(r[i] for r in results) for i in range(4)]
             for side, results in runs.items()
         }
-        for side, (rate_, p50, p99) in medians.items():
+        for side, (rate_, p50, p99, cpu_ms) in medians.items():
             print(
                 f"    {side:<14} {rate_:>9,.0f} events/s delivered   "
-                f"p50 {p50:8.2f} ms   p99 {p99:8.2f} ms"
+                f"p50 {p50:8.2f} ms   p99 {p99:8.2f} ms   server CPU {cpu_ms:6.2f} ms "
+                "per 1,000 frames"
             )
         inproc = medians["in-process"]
         for side, said_side in (("via Redis", "one process"), ("Redis, 2 procs", "as deployed")):
@@ -332,7 +349,8 @@ async def _gateway(
                 f"    Redis ({said_side}) / in-process events/s {redis[0] / inproc[0]:.2f} "
                 f"(median of each round's ratio {paired:.2f}); "
                 f"Redis adds {redis[1] - inproc[1]:+.2f} ms at p50, "
-                f"{redis[2] - inproc[2]:+.2f} ms at p99"
+                f"{redis[2] - inproc[2]:+.2f} ms at p99; "
+                f"server CPU per frame {redis[3] / inproc[3]:.2f}x in-process"
             )
 
 
@@ -513,7 +531,7 @@ async def _section(
         async with open_redis_server(Path(tmp)) as server:
             print(f"  one gateway, {clients} websocket clients, one redis-server (127.0.0.1)")
             await _gateway(
-                server.url,
+                server,
                 rounds=rounds,
                 clients=clients,
                 deltas=deltas,

@@ -40,6 +40,7 @@ from functools import partial
 from typing import Any
 
 import trio
+from bench_proc import cpu_seconds
 from trio_websocket import ConnectionClosed, HandshakeError, wrap_client_stream
 from wsproto.utilities import LocalProtocolError
 
@@ -298,12 +299,6 @@ async def flooding(port: int, source: str, tally: Tally, stop: trio.Event) -> No
         await _connected(port, source, "flooding", tally, body)
 
 
-def _cpu(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _rss_and_fds(pid: int) -> tuple[int, int]:
     """The process's resident set (KiB) and its open descriptors, from /proc."""
     with open(f"/proc/{pid}/status") as f:
@@ -370,7 +365,7 @@ async def phase(
     port: int, news: str, pid: int, per_kind: int, seconds: float, with_hostile: bool
 ) -> tuple[Tally, list[tuple[float, int, int]]]:
     tally = Tally()
-    tally.cpu_start = (_cpu(pid), time.process_time(), trio.current_time())
+    tally.cpu_start = (cpu_seconds(pid), time.process_time(), trio.current_time())
     samples: list[tuple[float, int, int]] = []
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -383,7 +378,7 @@ async def phase(
             command += [str(per_kind), str(seconds)]
             proc = await nursery.start(partial(run_child_process, command, stdout=-1, check=False))
         await trio.sleep(seconds)
-        server, client, wall = _cpu(pid), time.process_time(), trio.current_time()
+        server, client, wall = cpu_seconds(pid), time.process_time(), trio.current_time()
         s0, c0, w0 = tally.cpu_start
         tally.cpu = ((server - s0) / (wall - w0), (client - c0) / (wall - w0))
         stop.set()

@@ -92,6 +92,11 @@ class RedisServer:
     def running(self) -> bool:
         return self._process is not None and self._process.returncode is None
 
+    @property
+    def pid(self) -> int | None:
+        """The ``redis-server`` process's id while it runs (a benchmark reads its CPU)."""
+        return self._process.pid if self._process is not None and self.running else None
+
     def _argv(self) -> list[str]:
         if self.tls is None:
             ports = ["--port", str(self.port)]
