@@ -9,7 +9,7 @@ from collections import Counter
 import coredis
 import pytest
 import trio
-from cluster_kit import TOKEN, RunningWorker, open_gateway, open_worker
+from cluster_kit import STEADY, TOKEN, RunningWorker, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
@@ -54,9 +54,11 @@ async def test_sessions_spread_over_workers_and_stream_exactly(
     fake = FakeCLI(answer)
     url = redis_server.url
     with trio.fail_after(30):
+        # No worker dies here: with STEADY, a heartbeat a loaded machine holds back does not
+        # let one worker take the other's session over.
         async with (
-            open_worker(url, fake, max_live=2) as one,
-            open_worker(url, fake, max_live=2) as two,
+            open_worker(url, fake, max_live=2, config=STEADY) as one,
+            open_worker(url, fake, max_live=2, config=STEADY) as two,
             open_gateway(url) as (_fleet, port),
             connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as client,
         ):
