@@ -267,20 +267,20 @@ function renderInbox() {
   const items = [...state.inbox.values()].sort((a, b) => a.asked_at - b.asked_at);
   $("inbox-count").textContent = String(items.length);
   const list = $("inbox");
-  const wanted = new Set();
-  let index = 0;
-  for (const item of items) {
-    const k = key(item.session, item.request.request_id);
-    wanted.add(k);
-    let li = itemNodes.get(k);
-    if (!li) itemNodes.set(k, (li = approvalView(item)));
-    placeAt(list, index++, li);
-  }
+  // What was answered leaves first, so the items after it are already in their places.
+  const wanted = new Set(items.map((item) => key(item.session, item.request.request_id)));
   for (const [k, li] of itemNodes) {
     if (!wanted.has(k)) {
       li.remove();
       itemNodes.delete(k);
     }
+  }
+  let index = 0;
+  for (const item of items) {
+    const k = key(item.session, item.request.request_id);
+    let li = itemNodes.get(k);
+    if (!li) itemNodes.set(k, (li = approvalView(item)));
+    placeAt(list, index++, li);
   }
 }
 
