@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import gc
 
+from claude_trio.protocol.fanout import codec
+
 __all__ = ["freeze_startup_heap"]
 
 
 def freeze_startup_heap() -> int:
     """Collect once, then keep every object alive now out of later collections' walks;
     returns how many objects are frozen (``gc.get_freeze_count()``). Objects frozen stay
-    alive until the process ends, unless ``gc.unfreeze()`` is called."""
+    alive until the process ends, unless ``gc.unfreeze()`` is called. The event codec's
+    plans (``codec.prepare``) are made first, so they are frozen with the rest and the first
+    events served do not wait for them."""
+    codec.prepare()
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()

@@ -53,9 +53,10 @@ from claude_trio.protocol.cluster.records import (
     seq_of_id,
     stored_text,
 )
+from claude_trio.protocol.fanout import codec
 from claude_trio.protocol.fanout.pending import still_pending
 from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer, entry_size
-from claude_trio.protocol.session.events import Event
+from claude_trio.protocol.session.events import Event, TextDelta, ThinkingDelta
 
 __all__ = ["FOLLOWER_READ", "REDIS_ERRORS", "StreamFollower", "StreamFollowers"]
 
@@ -82,10 +83,24 @@ def _event_of(entry: Entry) -> Event:
     return entry.event
 
 
-def _decoded(entry: Any) -> tuple[int, Event, str]:
-    """A stream entry's seq, event and the event's JSON text (framed by the gateway as is)."""
-    text = stored_text(entry.field_values)
-    return seq_of_id(str(entry.identifier)), decode_event_text(text), text
+_UNDECODED_KINDS = frozenset({TextDelta.kind, ThinkingDelta.kind})
+
+
+def _entry(raw: Any) -> tuple[int, Entry]:
+    """A stream entry's seq, and the entry the follower's buffer and subscribers hold. A delta
+    whose text has the codec's shape (``codec.flat_kind``) is kept as text: the gateway frames
+    it as it is, and its event is decoded only if something reads it (a Python subscriber,
+    a merge for a client that lags); every other event is decoded now."""
+    text = stored_text(raw.field_values)
+    seq = seq_of_id(str(raw.identifier))
+    if codec.flat_kind(text) in _UNDECODED_KINDS:
+        return seq, Entry.undecoded(seq, text, decode_event_text)
+    return seq, Entry.of(decode_event_text(text), text)
+
+
+def _ends(entry: Entry) -> bool:
+    """Whether ``entry`` holds an execution's final event (one kept as text is a delta)."""
+    return entry.decoded and is_final(entry.event)
 
 
 class StreamFollower:
@@ -123,12 +138,15 @@ class StreamFollower:
         if oldest is None or oldest > first_seq:
             return None
         held = self.buffer.after(first_seq - 1)
-        return None if held is None else still_pending(held, _event_of, through=through)
+        if held is None:
+            return None
+        # Entries kept as text are deltas: they neither ask nor answer a question.
+        return still_pending((e for e in held if e.decoded), _event_of, through=through)
 
-    def _publish(self, seq: int, event: Event, text: str) -> None:
+    def _publish(self, seq: int, entry: Entry) -> None:
         self.last = seq
-        entry = self.buffer.append(event, text)
-        final = is_final(entry.event)
+        self.buffer.push(entry)
+        final = _ends(entry)
         if final:
             self.final_seq = seq
         for subscription, member in list(self.members.items()):
@@ -163,6 +181,7 @@ class StreamFollowers:
         self._block_ms = block_ms
         self._replay_buffer = replay_buffer
         self._followers: dict[str, StreamFollower] = {}
+        codec.prepare()  # the first events read pay no plan-making
 
     def following(self, sid: str) -> StreamFollower | None:
         """The follower of ``sid``, while it has members (or its last read is in flight)."""
@@ -229,7 +248,7 @@ class StreamFollowers:
         if head is None or (limit is not None and len(head) > limit):
             return None
         for entry in head:
-            if entry.seq >= first_seq and is_final(entry.event):
+            if entry.seq >= first_seq and _ends(entry):
                 # Ended once its head is read; no notice now: this may run inside the
                 # subscriber's own subscribe call, and handing the head over notifies it.
                 subscription._ended = True
@@ -261,11 +280,11 @@ class StreamFollowers:
                     follower._drop_all(f"the cluster is unavailable: {exc}")
                     return
                 for raw in got:
-                    seq, event, text = _decoded(raw)
+                    seq, entry = _entry(raw)
                     if seq != follower.last + 1:
                         follower._drop_all(GAP_REASON)
                         return
-                    follower._publish(seq, event, text)
+                    follower._publish(seq, entry)
         finally:
             if self._followers.get(follower.sid) is follower:
                 del self._followers[follower.sid]
@@ -303,13 +322,13 @@ class StreamFollowers:
                 subscription._drop(f"the cluster is unavailable: {exc}")
                 return
             for raw in got:
-                seq, event, text = _decoded(raw)
+                seq, entry = _entry(raw)
                 if seq != last + 1:
                     subscription._drop(GAP_REASON)
                     return
                 last = seq
-                subscription._offer(Entry(event=event, size=entry_size(event), text=text))
-                if seq >= first_seq and is_final(event):
+                subscription._offer(entry)
+                if seq >= first_seq and _ends(entry):
                     subscription._end()
                     return
             at_tip = len(got) < batch

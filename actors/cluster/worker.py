@@ -69,6 +69,7 @@ from claude_trio.protocol.cluster.records import (
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.errors import RemoteProtocolError, SlowSubscriberError
+from claude_trio.protocol.fanout import codec
 from claude_trio.protocol.fanout.wire import params_from_json
 from claude_trio.protocol.session.events import (
     Aborted,
@@ -777,6 +778,7 @@ async def serve_worker(
         config=config or WorkerConfig(),
         store=store,
     )
+    codec.prepare()  # the first events stored pay no plan-making
     await worker.ensure_group()
     async with trio.open_nursery() as nursery:
         worker._nursery = nursery

@@ -42,6 +42,7 @@ from claude_trio.protocol.fanout.codec import (
     dumps,
     event_from_json,
     event_text,
+    text_kind,
     to_json_safe,
 )
 from claude_trio.protocol.fanout.wire_checks import is_traceparent
@@ -126,17 +127,11 @@ def decode_event_text(text: str) -> Event:
     return event_from_json(obj)
 
 
-_KIND_HEAD = '{"kind":"'
-
-
 def stored_kind(fields: Mapping[Any, Any]) -> str | None:
     """The ``kind`` of a stored event entry read from its text's head (``encode_event``
     writes it first), without decoding it; None when the text does not start so."""
     text = fields.get("e")
-    if not isinstance(text, str) or not text.startswith(_KIND_HEAD):
-        return None
-    end = text.find('"', len(_KIND_HEAD))
-    return text[len(_KIND_HEAD) : end] if end > 0 else None
+    return text_kind(text) if isinstance(text, str) else None
 
 
 def _field(fields: Mapping[str, str], name: str, where: str) -> str:

@@ -38,6 +38,7 @@ import enum
 import functools
 import json
 import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -135,6 +136,53 @@ def _flat_plan(cls: type) -> tuple[str, tuple[tuple[str, str], ...]] | None:
         return None
     head = "{" + _json_string("kind") + ":" + _json_string(cls.kind)  # type: ignore[attr-defined]
     return head, tuple((name, "," + _json_string(name) + ":") for name in names)
+
+
+def flat_kind(text: str) -> str | None:
+    """The ``kind`` of ``text`` when it is exactly what :func:`event_text` writes for an event
+    whose fields are all JSON scalars (each field in order, each value of its annotated type,
+    nothing else), so :func:`event_from_json` of it cannot fail; ``None`` for any other text
+    (decode it to know). Lets a reader that only passes the text on (a cluster gateway
+    framing a delta) skip decoding it, without taking a malformed text for an event."""
+    kind = text_kind(text)
+    cls: type | None = None if kind is None else EVENT_KINDS.get(kind)
+    shape = None if cls is None else _flat_shape(cls)
+    return kind if shape is not None and shape.fullmatch(text) else None
+
+
+def text_kind(text: str) -> str | None:
+    """The ``kind`` an event's JSON text written by this codec starts with (every encoder here
+    writes it first), read without decoding the text; ``None`` when it does not start so."""
+    if not text.startswith(_KIND_HEAD):
+        return None
+    end = text.find('"', len(_KIND_HEAD))
+    return text[len(_KIND_HEAD) : end] if end > 0 else None
+
+
+_KIND_HEAD = '{"kind":"'
+# What the flat encoder writes for each annotation: a JSON string as ``encode_basestring`` (or,
+# with a lone surrogate, the ASCII encoder) writes it; an int of at most 10,000 bits in decimal.
+_JSON_STRING = r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
+_JSON_INT = r"-?(?:0|[1-9][0-9]{0,3010})"  # 2**10000 has 3,011 digits
+_SHAPES = {str: _JSON_STRING, int: _JSON_INT, bool: "(?:true|false)"}
+
+
+@functools.cache
+def _flat_shape(cls: type) -> re.Pattern[str] | None:
+    """The pattern of every text :func:`event_text` writes for a flat class (``None`` for
+    others)."""
+    plan = _flat_plan(cls)
+    if plan is None:
+        return None
+    hints = typing.get_type_hints(cls)
+    parts = [re.escape(plan[0])]
+    for name, key in plan[1]:
+        annotation = hints[name]
+        members = typing.get_args(annotation) or (annotation,)
+        values = [_SHAPES[m] if m is not type(None) else "null" for m in members]
+        parts.append(re.escape(key) + "(?:" + "|".join(values) + ")")
+    parts.append(r"\}")
+    return re.compile("".join(parts))
 
 
 def _is_utf8(text: str) -> bool:
@@ -235,6 +283,32 @@ def _field_plan(cls: type) -> tuple[tuple[str, _Decoder, bool, tuple[type, ...]]
         for f in attrs.fields(cls)
         if f.name not in _OMITTED_FIELDS
     )
+
+
+@functools.cache
+def prepare() -> int:
+    """Make every event class's encoding and decoding plans now, and those of the attrs
+    values nested in them (usage, messages, content blocks, todo items, questions); returns
+    how many classes were prepared. The plans are otherwise made on first use, from the
+    classes' annotations: a few milliseconds that would fall on the first events a process
+    encodes or decodes. Servers call it at start (``freeze_startup_heap``, a cluster gateway's
+    stream followers, ``serve_worker``); it does the work once per process."""
+    done: set[type] = set()
+    todo: list[Any] = list(EVENT_KINDS.values())
+    while todo:
+        annotation = todo.pop()
+        if isinstance(annotation, type) and attrs.has(annotation):
+            if annotation in done:
+                continue
+            done.add(annotation)
+            _field_plan(annotation)
+            if issubclass(annotation, EventBase):
+                _flat_shape(typing.cast(type, annotation))  # and its flat plan
+            hints = typing.get_type_hints(annotation)
+            todo.extend(hints[f.name] for f in attrs.fields(annotation))
+        else:
+            todo.extend(typing.get_args(annotation))
+    return len(done)
 
 
 def _as_is(annotation: Any) -> tuple[type, ...]:

@@ -21,7 +21,10 @@ Rules:
    per other value. The walk of
    free-form values (tool inputs and results, passthrough data) stops at ``MAX_WALK_DEPTH``
    and counts what is deeper as ``DEEP_VALUE_BYTES``. A test checks the estimate against
-   ``tracemalloc`` for every kind of event.
+   ``tracemalloc`` for every kind of event. An entry holding an event as JSON text only
+   (:meth:`Entry.undecoded`: a cluster gateway's deltas) counts ``ENTRY_OVERHEAD`` and
+   ``STRING_OVERHEAD`` plus twice the text's UTF-8 length (the text, and the frame made
+   from it), :func:`text_entry_size`; its event, if a subscriber reads it, is made then.
 3. **The replay buffer** holds at most ``max_events`` entries and ``max_bytes`` counted bytes;
    the oldest entries are evicted first, and the newest is always kept (so the final event can
    always be replayed, even if alone it is over ``max_bytes``). ``evicted_through`` is the
@@ -175,30 +178,76 @@ def entry_size(event: Event) -> int:
     return ENTRY_OVERHEAD + _value_bytes(event, 0)
 
 
-@attrs.define(eq=False, slots=True)
 class Entry:
-    """One published event as the buffer and the subscriber queues hold it."""
+    """One published event as the buffer and the subscriber queues hold it.
 
-    event: Event
-    """The event, without ``raw`` (rule 1)."""
-    size: int
-    """Its counted bytes (rule 2)."""
-    wire: str | bytes | None = None
-    """A slot for a serving layer's encoding of the event: the gateway stores its websocket
-    frame here, so each event is encoded once per session rather than once per client."""
-    text: str | None = None
-    """The event's JSON text (``codec.event_text``) when it was read as text (a cluster's
-    stream), so a serving layer can frame it without encoding it again; not counted in
-    ``size``, and let go once the serving layer has made its frame."""
+    An entry read from a cluster's stream as JSON text may hold the text alone
+    (:meth:`undecoded`): its event is decoded the first time :attr:`event` is read, which a
+    gateway that frames the text as it is never does for most events."""
+
+    __slots__ = ("_decode", "_event", "_source", "seq", "size", "text", "wire")
+
+    def __init__(
+        self, event: Event, size: int, wire: str | bytes | None = None, text: str | None = None
+    ) -> None:
+        self._event: Event | None = event
+        self._decode: Callable[[str], Event] | None = None
+        self._source: str | None = None
+        self.seq: int = event.seq
+        """The event's seq."""
+        self.size = size
+        """Its counted bytes (rule 2)."""
+        self.wire = wire
+        """A slot for a serving layer's encoding of the event: the gateway stores its websocket
+        frame here, so each event is encoded once per session rather than once per client."""
+        self.text = text
+        """The event's JSON text (``codec.event_text``) when it was read as text (a cluster's
+        stream), so a serving layer can frame it without encoding it again; not counted in
+        ``size`` (unless the entry is :meth:`undecoded`), and let go once the serving layer
+        has made its frame."""
 
     @classmethod
     def of(cls, event: Event, text: str | None = None) -> Entry:
         event = slim(event)
-        return cls(event=event, size=entry_size(event), text=text)
+        return cls(event, entry_size(event), text=text)
+
+    @classmethod
+    def undecoded(cls, seq: int, text: str, decode: Callable[[str], Event]) -> Entry:
+        """An entry of the event whose JSON text is ``text`` (seq ``seq``), decoded by
+        ``decode`` only when :attr:`event` is first read. Its counted bytes are the text's
+        (rule 2). Only for events that no rule of a buffer, a queue or a serving layer needs
+        to see before a subscriber reads them: deltas (never final, shown to remote clients as
+        they are), whose text was checked to have the codec's shape (``codec.flat_kind``)."""
+        entry = cls.__new__(cls)
+        entry._event = None
+        entry._decode = decode
+        entry._source = text
+        entry.seq = seq
+        entry.size = text_entry_size(text)
+        entry.wire = None
+        entry.text = text
+        return entry
 
     @property
-    def seq(self) -> int:
-        return self.event.seq
+    def event(self) -> Event:
+        """The event, without ``raw`` (rule 1); decoded now if the entry holds its text only."""
+        event = self._event
+        if event is None:
+            assert self._decode is not None
+            assert self._source is not None
+            event = self._event = self._decode(self._source)
+            self._decode = self._source = None
+        return event
+
+    @property
+    def decoded(self) -> bool:
+        """False while the entry holds its event's text only (:meth:`undecoded`)."""
+        return self._event is not None
+
+
+def text_entry_size(text: str) -> int:
+    """The counted bytes of an entry holding an event as JSON text only (rule 2)."""
+    return ENTRY_OVERHEAD + STRING_OVERHEAD + 2 * text_bytes(text)
 
 
 class ReplayBuffer:
@@ -216,7 +265,10 @@ class ReplayBuffer:
     def append(self, event: Event, text: str | None = None) -> Entry:
         """Keep ``event`` (as an :class:`Entry`, which is returned, with its JSON ``text`` when
         it was read as text); evict what no longer fits."""
-        entry = Entry.of(event, text)
+        return self.push(Entry.of(event, text))
+
+    def push(self, entry: Entry) -> Entry:
+        """Keep ``entry`` (made by the caller); evict what no longer fits."""
         self._entries.append(entry)
         self.bytes += entry.size
         entries = self._entries
@@ -359,7 +411,7 @@ class SubscriberQueue:
         self._compacted = max(self._compacted - 1, 0)
         self.bytes -= item.size
         if isinstance(item, _Run):
-            return Entry(event=merged(item.first, item.pieces, item.last_seq), size=item.size)
+            return Entry(merged(item.first, item.pieces, item.last_seq), item.size)
         return item
 
     def clear(self) -> None:

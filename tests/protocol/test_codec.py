@@ -12,6 +12,7 @@ import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Union
+from unittest import mock
 
 import attrs
 import pytest
@@ -21,11 +22,13 @@ from hypothesis import strategies as st
 
 from claude_trio.protocol.cluster.records import (
     decode_event,
+    decode_event_text,
     encode_event,
     stored_kind,
     stored_text,
 )
 from claude_trio.protocol.errors import RemoteProtocolError
+from claude_trio.protocol.fanout import codec
 from claude_trio.protocol.fanout.codec import (
     dumps,
     event_from_json,
@@ -44,6 +47,7 @@ from claude_trio.protocol.session.events import (
     Result,
     TextContent,
     TextDelta,
+    ThinkingDelta,
     TodoItem,
     TodoListUpdated,
     ToolResult,
@@ -447,3 +451,83 @@ def test_an_events_text_follows_the_general_rules_for_what_is_not_plain() -> Non
 def test_an_event_with_any_strings_decodes_to_itself(event: Any) -> None:
     # Fields whose values are taken as they are (strings, ints, bools, None) skip the checks.
     assert event_from_json(json.loads(event_text(event))) == event
+
+
+def test_prepared_plans_leave_nothing_to_read_from_the_annotations_when_serving() -> None:
+    # Forget every plan, as in a process that has encoded and decoded nothing yet.
+    made = (codec._field_plan, codec._flat_plan, codec._flat_shape, codec._decoder, codec.prepare)
+    for made_once in made:
+        made_once.cache_clear()
+    prepared = codec.prepare()
+    assert prepared > len(EVENT_TYPES)  # the nested values' classes too (usage, blocks, ...)
+
+    @settings(max_examples=300)
+    @given(st.sampled_from(EVENT_TYPES).flatmap(builds_all_fields))
+    def served(event: Any) -> None:
+        # A plan made on first use would read the annotations again.
+        with mock.patch.object(typing, "get_type_hints", side_effect=AssertionError("plan")):
+            text = event_text(event)
+            assert event_from_json(json.loads(text)) == event
+
+    served()
+
+
+FLAT_TYPES = [cls for cls in EVENT_TYPES if codec._flat_plan(cls) is not None]
+
+
+def test_the_deltas_are_flat() -> None:
+    assert {TextDelta, ThinkingDelta} <= set(FLAT_TYPES)
+
+
+@settings(max_examples=400)
+@given(st.one_of([wild(cls) for cls in FLAT_TYPES]))
+def test_a_flat_events_text_is_known_by_its_shape_and_decodes_to_it(event: Any) -> None:
+    text = event_text(event)
+    kind = codec.flat_kind(text)
+    if kind is None:  # only when the general rules wrote it: an int past 10,000 bits
+        assert any(type(v) is int and v.bit_length() > 10_000 for v in attrs.astuple(event))
+    else:
+        assert kind == event.kind
+        assert decode_event_text(text) == event
+
+
+_JSONISH = st.text(
+    alphabet='{}[]",:\\/0123456789-+.eEnultrfasbu \x00\x1f\x7f\u00e9\ud800', max_size=4
+)
+
+
+@settings(max_examples=1500)
+@given(st.one_of([wild(cls, huge=False) for cls in FLAT_TYPES]), st.data())
+def test_a_text_taken_by_its_shape_is_one_the_decoder_reads(event: Any, data: Any) -> None:
+    # Change a flat event's text anywhere: whatever ``flat_kind`` still takes must decode.
+    text = event_text(event)
+    start = data.draw(st.integers(0, len(text)))
+    stop = data.draw(st.integers(start, min(len(text), start + 3)))
+    changed = text[:start] + data.draw(_JSONISH) + text[stop:]
+    kind = codec.flat_kind(changed)
+    if kind is not None:
+        assert decode_event_text(changed).kind == kind  # never raises
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"kind":"text_delta","turn":1,"seq":2,"is_subagent":false,"subagent_task_id":null,'
+        '"text":"a","message_id":null,"index":null,"extra":1}',  # a field it does not write
+        '{"kind":"text_delta","turn":1,"seq":2,"is_subagent":false,"subagent_task_id":null,'
+        '"text":"a","message_id":null}',  # one missing
+        '{"kind":"text_delta","turn":1,"seq":"2","is_subagent":false,"subagent_task_id":null,'
+        '"text":"a","message_id":null,"index":null}',  # of another type
+        '{"kind":"text_delta","seq":2,"turn":1,"is_subagent":false,"subagent_task_id":null,'
+        '"text":"a","message_id":null,"index":null}',  # in another order
+        '{"kind":"text_delta","turn":1,"seq":2,"is_subagent":false,"subagent_task_id":null,'
+        '"text":"a\x01","message_id":null,"index":null}',  # a raw control character
+        '{"kind":"text_delta","turn":1,"seq":2,"is_subagent":false,"subagent_task_id":null,'
+        '"text":"a","message_id":null,"index":null} ',  # anything after it
+        '{"kind":"tool_use","tool_use_id":"t"}',  # a kind that is not flat
+        '{"kind":"no_such_kind"}',
+        "[1]",
+    ],
+)
+def test_a_text_of_another_shape_is_not_taken_for_a_flat_event(text: str) -> None:
+    assert codec.flat_kind(text) is None

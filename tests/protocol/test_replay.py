@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 import uuid
 from collections.abc import Iterable
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import claude_trio.protocol.fanout.replay as replay
+from claude_trio.protocol.fanout.codec import event_from_json, event_text
 from claude_trio.protocol.fanout.replay import (
     ENTRY_OVERHEAD,
     Entry,
@@ -20,8 +22,9 @@ from claude_trio.protocol.fanout.replay import (
     SubscriberQueue,
     entry_size,
     slim,
+    text_entry_size,
 )
-from claude_trio.protocol.fanout.wire import EventFrame, encode_frame
+from claude_trio.protocol.fanout.wire import EventFrame, encode_frame, event_frame_text
 from claude_trio.protocol.session.events import (
     AssistantMessage,
     Event,
@@ -396,3 +399,60 @@ def test_the_buffer_keeps_the_newest_suffix_within_its_bounds(
         assert buffer.bytes <= max_bytes or len(held) == 1
         assert buffer.bytes == sum(e.size for e in buffer.entries())
         assert buffer.evicted_through == held[0] - 1
+
+
+# -- entries kept as text ---------------------------------------------------------------------
+
+
+def test_an_entry_kept_as_text_is_decoded_once_when_its_event_is_first_read() -> None:
+    event = slim(delta("héllo", 7))
+    text = event_text(event)
+    decoded: list[str] = []
+
+    def decode(source: str) -> Event:
+        decoded.append(source)
+        return event_from_json(json.loads(source))
+
+    e = Entry.undecoded(7, text, decode)
+    assert (e.seq, e.size, e.text, e.decoded) == (7, text_entry_size(text), text, False)
+    assert text_entry_size(text) == ENTRY_OVERHEAD + replay.STRING_OVERHEAD + 2 * len(text) + 2
+    assert decoded == []
+    assert e.event == event
+    assert e.event is e.event
+    assert e.decoded
+    assert decoded == [text]  # once
+
+
+def test_entries_kept_as_text_merge_in_a_full_queue_like_decoded_ones() -> None:
+    queue = SubscriberQueue(max_events=3, max_bytes=10**9)
+    for seq, text in enumerate(["a", "b", "c", "d", "e"], start=1):
+        source = event_text(slim(delta(text, seq)))
+        e = Entry.undecoded(seq, source, lambda s: event_from_json(json.loads(s)))
+        assert queue.offer(e)
+    got = take_all(queue)
+    assert [(e.text, e.seq) for e in got] == [("a", 1), ("b", 2), ("cde", 5)]  # type: ignore[union-attr]
+
+
+def test_counted_bytes_of_entries_kept_as_text_bound_what_they_hold() -> None:
+    # As a cluster gateway holds its deltas: the stream's text and the frame made from it.
+    n = 500
+    events = [slim(delta("tok " * (i % 7 + 1), i, mid=str(uuid.uuid4()))) for i in range(n)]
+    texts = [event_text(e) for e in events]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        entries = []
+        for i, text in enumerate(texts):
+            copy = text[:-1] + "}"  # made while traced, as the stream's reply is
+            e = Entry.undecoded(i, copy, lambda s: event_from_json(json.loads(s)))
+            e.wire = event_frame_text(str(uuid.uuid4()), e.text or "").encode()
+            e.text = None  # let go once framed, as the gateway does
+            entries.append(e)
+        gc.collect()
+        real = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    counted = sum(e.size for e in entries)
+    assert real <= 1.25 * counted, (real, counted)
+    assert counted <= 2.5 * real, (real, counted)

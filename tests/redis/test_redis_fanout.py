@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import trio
-from cluster_kit import RunningWorker, open_worker
+from cluster_kit import TOKEN, RunningWorker, open_gateway, open_worker
 
 from claude_trio import ExecuteParams
 from claude_trio.actors.cluster import follower as follower_module
@@ -23,12 +23,15 @@ from claude_trio.actors.cluster.fleet import RedisFleet, RedisSession, open_redi
 from claude_trio.actors.cluster.worker import BATCH_FIRST
 from claude_trio.actors.cluster.writes import FencedWrites
 from claude_trio.actors.fanout.subscription import Subscription
+from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import SlowSubscriberError
 from claude_trio.protocol.fanout.codec import event_to_json
 from claude_trio.protocol.fanout.replay import Entry
 from claude_trio.protocol.session.events import Event, Result, TextDelta
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
+
+CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
 
 
 def gated(
@@ -298,3 +301,74 @@ async def test_a_burst_reaches_the_stream_in_batches_that_start_small_and_double
     assert len(sizes) <= 8  # 16, 32, 64, 128, 256, 512 (and the rest): not one by one
     for before, after in itertools.pairwise(sizes):
         assert after <= max(2 * before, BATCH_FIRST)
+
+
+async def test_a_gateway_frames_the_streams_deltas_as_text_and_never_decodes_them(
+    redis_server: RedisServer,
+) -> None:
+    gate, end = trio.Event(), trio.Event()
+    url = redis_server.url
+    with trio.fail_after(30):
+        async with (
+            open_worker(url, gated(0, 30, gate, end)),
+            open_gateway(url) as (fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=CLIENT) as gw,
+        ):
+            session = await gw.open(ExecuteParams(prompt="go"))
+            events = session.events
+            gate.set()
+            got: list[Event] = []
+            async for event in events:
+                got.append(event)
+                if sum(isinstance(e, TextDelta) for e in got) == 30:
+                    break
+            follower = fleet._followers.following(session.id)
+            assert follower is not None
+            held = follower.buffer.entries()
+            deltas = [e for e in held if e.seq in {d.seq for d in got if isinstance(d, TextDelta)}]
+            assert len(deltas) == 30
+            # Framed from the stream's text (each entry holds its frame) and never decoded.
+            assert all(isinstance(e.wire, bytes) and not e.decoded for e in deltas)
+            # Every other event was decoded on its way (the gateway's rules read them).
+            assert all(e.decoded for e in held if e not in deltas)
+            # A reader of the entry's event still gets it, decoded then, once.
+            assert deltas[0].event == next(e for e in got if e.seq == deltas[0].seq)
+            assert deltas[0].decoded
+            assert deltas[0].event is deltas[0].event
+            end.set()
+            async for event in events:
+                got.append(event)
+    assert [e.text for e in got if isinstance(e, TextDelta)] == [f"b{i} " for i in range(30)]
+    assert isinstance(got[-1], Result)
+
+
+async def test_a_delta_kept_as_text_is_decoded_when_a_subscriber_reads_or_merges_it(
+    redis_server: RedisServer,
+) -> None:
+    gate = trio.Event()
+    text = "the quick brown fox jumps over the lazy dog, twice over"
+
+    async def one_block(turn: FakeTurn) -> None:
+        await gate.wait()
+        await turn.text(text, chunk=1)  # one delta per character, mergeable
+
+    with trio.fail_after(30):
+        async with one_session(redis_server.url, FakeCLI(one_block)) as (fleet, session, _):
+            reader = subscribe(fleet, session.id, None)
+            # A short queue, not read until the turn ends: the deltas merge into runs.
+            lagging = subscribe(fleet, session.id, None, max_queue=8)
+            gate.set()
+            got = await entries(reader)
+            merged = []
+            while True:
+                try:
+                    merged.append(await lagging.receive())
+                except trio.EndOfChannel:
+                    break
+    # The reader gets every delta's event (decoded when read, or when the other merged it).
+    deltas = [e.event for e in got if isinstance(e.event, TextDelta)]
+    assert "".join(d.text for d in deltas) == text  # type: ignore[attr-defined]
+    # The lagging one's deltas were decoded to merge: the same text, in fewer events.
+    merged_deltas = [e for e in merged if isinstance(e, TextDelta)]
+    assert "".join(e.text for e in merged_deltas) == text
+    assert len(merged_deltas) < len(text)
