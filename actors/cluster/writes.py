@@ -135,9 +135,11 @@ class FencedWrites:
                         update["claude_session_id"] = event.session_id
                 case _:
                     pass
-        args = [str(token), str(self._stream_max), str(len(events))]
-        for event in events:
-            args += [event_id(event.seq), encode_event(event)["e"]]
+        texts = "\n".join([encode_event(event)["e"] for event in events])
+        if texts.count("\n") != max(len(events) - 1, 0):  # compact JSON text holds none
+            raise AssertionError("an event's stored text holds a newline")
+        ids = "\n".join([event_id(event.seq) for event in events])
+        args = [str(token), str(self._stream_max), str(len(events)), ids, texts]
         for name, value in update.items():
             args += [name, value]
         done = await self._retrying(

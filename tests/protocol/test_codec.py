@@ -433,6 +433,7 @@ def test_an_events_text_is_the_general_encoders_text(event: Any) -> None:
     # must give the very same text, surrogates, huge ints and specials included.
     assert event_text(event) == dumps(event_to_json(event))
     event_text(event).encode("utf-8")  # always valid UTF-8
+    assert "\n" not in event_text(event)  # a worker stores a batch's texts newline-joined
 
 
 def test_an_events_text_follows_the_general_rules_for_what_is_not_plain() -> None:
