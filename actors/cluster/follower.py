@@ -36,12 +36,16 @@ subscriptions with the reason.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 import coredis
 import coredis.exceptions
 import trio
+from coredis.commands.constants import CommandName
+from coredis.tokens import PrefixToken
+from coredis.typing import Key
 
 from claude_trio.actors.cluster.questions import pending_questions
 from claude_trio.actors.fanout.subscription import Subscription
@@ -86,13 +90,26 @@ def _event_of(entry: Entry) -> Event:
 _UNDECODED_KINDS = frozenset({TextDelta.kind, ThinkingDelta.kind})
 
 
-def _entry(raw: Any) -> tuple[int, Entry]:
+def _stream_entries(reply: Any) -> list[tuple[str, list[str]]]:
+    """The entries of a one-stream ``XREAD`` reply (RESP3: a map; RESP2: pairs; none: ``None``)."""
+    if not reply:
+        return []
+    streams = reply.values() if isinstance(reply, Mapping) else (pair[1] for pair in reply)
+    return [(entry[0], entry[1]) for entries in streams for entry in entries]
+
+
+def _entry(raw: tuple[str, list[str]]) -> tuple[int, Entry]:
     """A stream entry's seq, and the entry the follower's buffer and subscribers hold. A delta
     whose text has the codec's shape (``codec.flat_kind``) is kept as text: the gateway frames
     it as it is, and its event is decoded only if something reads it (a Python subscriber,
     a merge for a client that lags); every other event is decoded now."""
-    text = stored_text(raw.field_values)
-    seq = seq_of_id(str(raw.identifier))
+    identifier, fields = raw
+    # As the store script writes them: the event's text, then the token that wrote it.
+    if fields[:1] == ["e"]:
+        text = fields[1]
+    else:
+        text = stored_text(dict(zip(fields[0::2], fields[1::2], strict=False)))
+    seq = seq_of_id(str(identifier))
     if codec.flat_kind(text) in _UNDECODED_KINDS:
         return seq, Entry.undecoded(seq, text, decode_event_text)
     return seq, Entry.of(decode_event_text(text), text)
@@ -258,10 +275,20 @@ class StreamFollowers:
         )
         return head
 
-    async def _read(self, sid: str, after: int, count: int, block: int | None) -> list[Any]:
-        stream = self._keys.events(sid)
-        got = await self._redis.xread({stream: event_id(after)}, count=count, block=block)
-        return list((got or {}).get(stream, ()))
+    async def _read(
+        self, sid: str, after: int, count: int, block: int | None
+    ) -> list[tuple[str, list[str]]]:
+        """The stream's entries after seq ``after`` (at most ``count``; waiting at most
+        ``block`` ms for one), as ``(entry id, [field, value, ...])`` the way the reply holds
+        them: ``xread``'s objects for each entry (a tuple and an ordered dict) cost more than
+        the rest of reading a delta."""
+        args: list[Any] = [PrefixToken.COUNT, count]
+        if block is not None:
+            args += [PrefixToken.BLOCK, block]
+        args += [PrefixToken.STREAMS, Key(self._keys.events(sid)), event_id(after)]
+        return await self._redis.create_request(
+            CommandName.XREAD, *args, callback=_stream_entries
+        )
 
     async def _follow(self, follower: StreamFollower) -> None:
         """Read the stream on while the follower has members, and for one read after the last

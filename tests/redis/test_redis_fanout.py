@@ -24,8 +24,8 @@ from claude_trio.actors.cluster.worker import BATCH_FIRST
 from claude_trio.actors.cluster.writes import FencedWrites
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.client import ClientConfig, connect_gateway
-from claude_trio.errors import SlowSubscriberError
-from claude_trio.protocol.fanout.codec import event_to_json
+from claude_trio.errors import RemoteProtocolError, SlowSubscriberError
+from claude_trio.protocol.fanout.codec import event_text, event_to_json
 from claude_trio.protocol.fanout.replay import Entry
 from claude_trio.protocol.session.events import Event, Result, TextDelta
 from claude_trio.redis_url import open_redis
@@ -372,3 +372,17 @@ async def test_a_delta_kept_as_text_is_decoded_when_a_subscriber_reads_or_merges
     merged_deltas = [e for e in merged if isinstance(e, TextDelta)]
     assert "".join(e.text for e in merged_deltas) == text
     assert len(merged_deltas) < len(text)
+
+
+def test_a_stream_read_is_taken_from_either_reply_shape() -> None:
+    text = event_text(TextDelta(text="hi", seq=2))
+    entries = [["1-0", ["e", '{"kind":"x"}', "t", "3"]], ["2-0", ["t", "3", "e", text]]]
+    expected = [("1-0", entries[0][1]), ("2-0", entries[1][1])]
+    assert follower_module._stream_entries({"ct:s:events": entries}) == expected  # RESP3
+    assert follower_module._stream_entries([["ct:s:events", entries]]) == expected  # RESP2
+    assert follower_module._stream_entries(None) == []  # a blocking read that timed out
+    # The event's text wherever the entry holds it; an entry without one is refused.
+    seq, entry = follower_module._entry(expected[1])
+    assert (seq, entry.event) == (2, TextDelta(text="hi", seq=2))
+    with pytest.raises(RemoteProtocolError, match="no event text"):
+        follower_module._entry(("3-0", ["t", "3"]))
