@@ -1,6 +1,7 @@
 """A cluster's gateway reads each session's stream once and fans it out in memory
 (``actors/cluster/follower.py``): every subscription gets the same entries (with the text the
-stream holds), a subscription behind the follower catches up exactly and then joins it, a slow
+stream holds; a delta's is framed by the gateway and never decoded, unless a subscriber reads
+or merges it), a subscription behind the follower catches up exactly and then joins it, a slow
 one is dropped alone, the follower stops when its last subscription leaves and is still there
 for the clients that follow on at an execution's end; and a worker stores a burst in batches
 that start small."""
