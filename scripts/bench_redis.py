@@ -15,8 +15,9 @@
   ``--seconds``: latency under a moderate load). Printed: medians per side, the ratio of
   events/s (Redis / in-process), what Redis adds to p50/p99 (from the CLI's frame to the
   client's socket), and the server CPU per 1,000 frames delivered (the side's processes and
-  ``redis-server``, read from ``/proc`` from the release to the last delta; in clock ticks of
-  10 ms, so a burst's figure is a median over the rounds).
+  ``redis-server``, read from ``/proc`` from the release to the last delta, in nanoseconds
+  from each thread's scheduler statistics: ``bench_proc.cpu_seconds``), and as deployed that
+  CPU by process (the gateway, the worker, ``redis-server``) beside the in-process server's.
 * **workers**: ``--executions`` (60) executions of a ``--turn-ms`` (100 ms) turn on 1, 2 and 3
   worker *processes* (``serve_worker`` with ``max_live=2`` fake CLIs each, started from this
   script as children), submitted through a ``RedisFleet`` here: executions per minute, against
@@ -240,9 +241,10 @@ async def _gateway_run(
     mode: str, count: int, rate: float, clients: int, url: str, redis_pid: int
 ) -> list[float]:
     """One run of one side: ``[events/s delivered, p50 ms, p99 ms, server CPU ms per 1,000
-    frames]``. ``split``: a gateway process and a worker process (the one released). The
-    server CPU is that of the side's processes and of ``redis-server`` (``redis_pid``), from
-    the release to the last client's last delta."""
+    frames, then that CPU by process]`` (the side's processes in the order started, then
+    ``redis-server``). ``split``: a worker process (the one released) and a gateway process.
+    The server CPU is that of the side's processes and of ``redis-server`` (``redis_pid``),
+    from the release to the last client's last delta."""
     received: list[dict[float, float]] = []
     heads.clear()
     child = partial(
@@ -285,9 +287,9 @@ async def _gateway_run(
                     await all_attached.wait()
                     await trio.sleep(0.3)  # let the attach replies land (not measured)
                     servers = [p.pid for p in processes] + [redis_pid]
-                    cpu0 = sum(cpu_seconds(pid) for pid in servers)
+                    cpu0 = [cpu_seconds(pid) for pid in servers]
                     await released.stdin.send_all(b"go\n")
-                cpu = sum(cpu_seconds(pid) for pid in servers) - cpu0
+                cpu = [cpu_seconds(pid) - before for pid, before in zip(servers, cpu0, strict=True)]
             if deadline.cancelled_caught:
                 got = sorted(len(seen) for seen in received)
                 starved = [head[:200] for head in heads.values() if _STAMP.search(head) is None]
@@ -302,8 +304,9 @@ async def _gateway_run(
     first = min(min(seen) for seen in received)
     last = max(max(seen.values()) for seen in received)
     rate = len(latencies) / (last - first)
-    cpu_ms = cpu * 1000 / len(latencies) * 1000
-    return [rate, percentile(latencies, 0.5), percentile(latencies, 0.99), cpu_ms]
+    per_frame = [seconds * 1000 / len(latencies) * 1000 for seconds in cpu]
+    p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+    return [rate, p50, p99, sum(per_frame), *per_frame]
 
 
 async def _gateway(
@@ -352,6 +355,14 @@ async def _gateway(
                 f"{redis[2] - inproc[2]:+.2f} ms at p99; "
                 f"server CPU per frame {redis[3] / inproc[3]:.2f}x in-process"
             )
+        worker, gateway, redis_server = (
+            statistics.median(r[i] for r in runs["Redis, 2 procs"]) for i in (4, 5, 6)
+        )
+        print(
+            f"    as deployed, server CPU per 1,000 frames by process: gateway {gateway:.2f} ms, "
+            f"worker {worker:.2f} ms, redis-server {redis_server:.2f} ms "
+            f"(the in-process server: {statistics.median(r[4] for r in runs['in-process']):.2f} ms)"
+        )
 
 
 # -- workers (children) ------------------------------------------------------------------------
