@@ -90,8 +90,8 @@ async def serve(sessions: int, seconds: float) -> None:
 
 
 def cpu_so_far(pid: int) -> float:
-    """The user + system CPU of one process so far (0 once it is gone: a browser's helper
-    processes come and go)."""
+    """The CPU of one process so far (0 once it is gone: a browser's helper processes come
+    and go)."""
     try:
         return cpu_seconds(pid)
     except OSError:

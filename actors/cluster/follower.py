@@ -51,16 +51,15 @@ from claude_trio.actors.cluster.questions import pending_questions
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
-    decode_event_text,
     event_id,
-    is_final,
     seq_of_id,
+    stored_entry,
     stored_text,
 )
 from claude_trio.protocol.fanout import codec
 from claude_trio.protocol.fanout.pending import still_pending
-from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer, entry_size
-from claude_trio.protocol.session.events import Event, TextDelta, ThinkingDelta
+from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer, entry_size, is_final_entry
+from claude_trio.protocol.session.events import Event
 
 __all__ = ["FOLLOWER_READ", "REDIS_ERRORS", "StreamFollower", "StreamFollowers"]
 
@@ -87,9 +86,6 @@ def _event_of(entry: Entry) -> Event:
     return entry.event
 
 
-_UNDECODED_KINDS = frozenset({TextDelta.kind, ThinkingDelta.kind})
-
-
 def _stream_entries(reply: Any) -> list[tuple[str, list[str]]]:
     """The entries of a one-stream ``XREAD`` reply (RESP3: a map; RESP2: pairs; none: ``None``)."""
     if not reply:
@@ -99,10 +95,8 @@ def _stream_entries(reply: Any) -> list[tuple[str, list[str]]]:
 
 
 def _entry(raw: tuple[str, list[str]]) -> tuple[int, Entry]:
-    """A stream entry's seq, and the entry the follower's buffer and subscribers hold. A delta
-    whose text has the codec's shape (``codec.flat_kind``) is kept as text: the gateway frames
-    it as it is, and its event is decoded only if something reads it (a Python subscriber,
-    a merge for a client that lags); every other event is decoded now."""
+    """A stream entry's seq, and the entry the follower's buffer and subscribers hold
+    (``records.stored_entry``: a delta kept as its text)."""
     identifier, fields = raw
     # As the store script writes them: the event's text, then the token that wrote it.
     if fields[:1] == ["e"]:
@@ -110,14 +104,7 @@ def _entry(raw: tuple[str, list[str]]) -> tuple[int, Entry]:
     else:
         text = stored_text(dict(zip(fields[0::2], fields[1::2], strict=False)))
     seq = seq_of_id(str(identifier))
-    if codec.flat_kind(text) in _UNDECODED_KINDS:
-        return seq, Entry.undecoded(seq, text, decode_event_text)
-    return seq, Entry.of(decode_event_text(text), text)
-
-
-def _ends(entry: Entry) -> bool:
-    """Whether ``entry`` holds an execution's final event (one kept as text is a delta)."""
-    return entry.decoded and is_final(entry.event)
+    return seq, stored_entry(seq, text)
 
 
 class StreamFollower:
@@ -163,7 +150,7 @@ class StreamFollower:
     def _publish(self, seq: int, entry: Entry) -> None:
         self.last = seq
         self.buffer.push(entry)
-        final = _ends(entry)
+        final = is_final_entry(entry)
         if final:
             self.final_seq = seq
         for subscription, member in list(self.members.items()):
@@ -265,7 +252,7 @@ class StreamFollowers:
         if head is None or (limit is not None and len(head) > limit):
             return None
         for entry in head:
-            if entry.seq >= first_seq and _ends(entry):
+            if entry.seq >= first_seq and is_final_entry(entry):
                 # Ended once its head is read; no notice now: this may run inside the
                 # subscriber's own subscribe call, and handing the head over notifies it.
                 subscription._ended = True
@@ -355,7 +342,7 @@ class StreamFollowers:
                     return
                 last = seq
                 subscription._offer(entry)
-                if seq >= first_seq and _ends(entry):
+                if seq >= first_seq and is_final_entry(entry):
                     subscription._end()
                     return
             at_tip = len(got) < batch

@@ -105,9 +105,8 @@ from claude_trio.protocol.fanout.wire import (
     decode_op,
     encode_frame,
     error_frame,
-    event_frame_text,
     quote,
-    remote_event_frame,
+    remote_entry_frame,
 )
 from claude_trio.protocol.session.lifecycle import Accepted
 
@@ -280,12 +279,7 @@ class _Client:
         """The event's websocket frame, made once per session (cached on the buffer's entry)."""
         frame = entry.wire
         if not isinstance(frame, bytes):
-            if entry.decoded:
-                text = remote_event_frame(session_id, entry.event, entry.text)
-            else:  # a delta kept as text (a cluster's stream): shown as it is (remote rule 5)
-                assert entry.text is not None
-                text = event_frame_text(session_id, entry.text)
-            frame = entry.wire = text_frame(text)
+            frame = entry.wire = text_frame(remote_entry_frame(session_id, entry))
             entry.text = None  # the frame holds it now
         return frame
 

@@ -42,13 +42,17 @@ from claude_trio.protocol.fanout.codec import (
     dumps,
     event_from_json,
     event_text,
+    flat_kind,
     text_kind,
     to_json_safe,
 )
+from claude_trio.protocol.fanout.replay import Entry
 from claude_trio.protocol.fanout.wire_checks import is_traceparent
 from claude_trio.protocol.session.events import (
     Event,
     Result,
+    TextDelta,
+    ThinkingDelta,
     ToolResult,
     ToolUse,
     is_final,
@@ -76,6 +80,7 @@ __all__ = [
     "is_final",
     "plan_move",
     "seq_of_id",
+    "stored_entry",
     "stored_kind",
     "stored_text",
 ]
@@ -125,6 +130,19 @@ def decode_event_text(text: str) -> Event:
     except ValueError as exc:
         raise RemoteProtocolError(f"not an event entry: {exc}") from None
     return event_from_json(obj)
+
+
+_UNDECODED_KINDS = frozenset({TextDelta.kind, ThinkingDelta.kind})
+
+
+def stored_entry(seq: int, text: str) -> Entry:
+    """The buffer entry of the stored event ``text`` (seq ``seq``). A delta whose text has the
+    codec's shape (``codec.flat_kind``) is kept as text: a gateway frames it as it is, and its
+    event is decoded only if something reads it (a Python subscriber, a merge for a client
+    that lags); any other event is decoded now (``RemoteProtocolError`` if it is none)."""
+    if flat_kind(text) in _UNDECODED_KINDS:
+        return Entry.undecoded(seq, text, decode_event_text)
+    return Entry.of(decode_event_text(text), text)
 
 
 def stored_kind(fields: Mapping[Any, Any]) -> str | None:

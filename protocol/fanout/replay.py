@@ -53,7 +53,13 @@ from typing import Any
 import attrs
 
 from claude_trio.protocol.fanout.coalesce import can_merge, merged
-from claude_trio.protocol.session.events import Event, TextDelta, ThinkingDelta, copy_event
+from claude_trio.protocol.session.events import (
+    Event,
+    TextDelta,
+    ThinkingDelta,
+    copy_event,
+    is_final,
+)
 
 ENTRY_OVERHEAD = 560
 """Counted bytes per entry for the objects themselves: the event, the entry, the wire frame's
@@ -243,6 +249,12 @@ class Entry:
     def decoded(self) -> bool:
         """False while the entry holds its event's text only (:meth:`undecoded`)."""
         return self._event is not None
+
+
+def is_final_entry(entry: Entry) -> bool:
+    """Whether ``entry`` holds an execution's final event, without decoding an entry kept as
+    text (a delta, never final)."""
+    return entry.decoded and is_final(entry.event)
 
 
 def text_entry_size(text: str) -> int:

@@ -141,6 +141,7 @@ from claude_trio.protocol.fanout.wire_frames import (
     event_frame_text,
     frame_to_json,
     loads_message,
+    remote_entry_frame,
     remote_event_frame,
 )
 
@@ -194,6 +195,7 @@ __all__ = [
     "params_from_json",
     "params_to_json",
     "quote",
+    "remote_entry_frame",
     "remote_event_frame",
 ]
 

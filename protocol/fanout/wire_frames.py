@@ -36,6 +36,7 @@ from claude_trio.protocol.fanout.inbox import (
     item_to_json,
 )
 from claude_trio.protocol.fanout.remote import remote_event
+from claude_trio.protocol.fanout.replay import Entry
 from claude_trio.protocol.session.events import Event
 from claude_trio.protocol.session.usage import Usage
 
@@ -61,6 +62,7 @@ __all__ = [
     "event_frame_text",
     "frame_to_json",
     "loads_message",
+    "remote_entry_frame",
     "remote_event_frame",
 ]
 
@@ -301,6 +303,15 @@ def remote_event_frame(session: str, event: Event, stored: str | None = None) ->
     if stored is not None and shown is event:
         return event_frame_text(session, stored)
     return encode_frame(EventFrame(session=session, event=shown))
+
+
+def remote_entry_frame(session: str, entry: Entry) -> str:
+    """:func:`remote_event_frame` of a buffer's entry. One that holds its event as text only
+    (``Entry.undecoded``: a delta, which rule 5 shows as it is) is framed from the text
+    without decoding it."""
+    if not entry.decoded and entry.text is not None:
+        return event_frame_text(session, entry.text)
+    return remote_event_frame(session, entry.event, entry.text)
 
 
 _FRAME_FIELDS: Mapping[str, tuple[type[Any], Mapping[str, tuple[type, ...]]]] = {

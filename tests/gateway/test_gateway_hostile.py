@@ -468,13 +468,13 @@ async def test_each_event_is_encoded_once_per_session_not_once_per_client(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     encoded: list[int] = []
-    real = gateway_connection.remote_event_frame
+    real = gateway_connection.remote_entry_frame
 
-    def counting(session: str, event: Any, stored: str | None = None) -> str:
-        encoded.append(event.seq)
-        return real(session, event, stored)
+    def counting(session: str, entry: Any) -> str:
+        encoded.append(entry.seq)
+        return real(session, entry)
 
-    monkeypatch.setattr(gateway_connection, "remote_event_frame", counting)
+    monkeypatch.setattr(gateway_connection, "remote_entry_frame", counting)
     release = trio.Event()
 
     async def script(turn: FakeTurn) -> None:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from claude_trio.protocol.cluster.records import encode_event
+from claude_trio.protocol.cluster.records import encode_event, stored_entry
 from claude_trio.protocol.config.options import READONLY_BUILTINS, build_options
 from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
 from claude_trio.protocol.errors import InvalidParamsError
@@ -23,6 +23,7 @@ from claude_trio.protocol.fanout.wire import (
     EventFrame,
     decode_frame,
     event_frame_text,
+    remote_entry_frame,
     remote_event_frame,
 )
 from claude_trio.protocol.session.events import Error, TextDelta
@@ -181,3 +182,17 @@ def test_an_event_read_as_text_is_framed_as_it_is_unless_it_must_be_hidden() -> 
     assert isinstance(shown.event, Error)
     assert "/root" not in shown.event.message
     assert shown.event.seq == 9
+
+
+def test_an_entry_read_from_a_stream_is_framed_by_the_same_rule() -> None:
+    # A delta is kept as its text and framed without being decoded; an internal error is
+    # decoded when read and still hidden.
+    delta = TextDelta(text="hi", seq=4)
+    kept = stored_entry(4, encode_event(delta)["e"])
+    assert json.loads(remote_entry_frame("s1", kept)) == json.loads(remote_event_frame("s1", delta))
+    assert not kept.decoded
+    internal = Error(message="the session failed: OSError('/root/.x')", code="internal", seq=9)
+    read = stored_entry(9, encode_event(internal)["e"])
+    assert read.decoded
+    assert remote_entry_frame("s1", read) == remote_event_frame("s1", internal)
+    assert "/root" not in remote_entry_frame("s1", read)

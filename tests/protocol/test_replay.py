@@ -6,7 +6,7 @@ import gc
 import json
 import tracemalloc
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -147,19 +147,23 @@ def _events_of_every_shape(i: int) -> list[Event]:
 
 @pytest.mark.parametrize("shape", range(7), ids=lambda i: f"shape{i}")
 def test_counted_bytes_are_a_bound_on_what_the_entries_really_hold(shape: int) -> None:
-    # What the counted bytes promise: the memory really held by N entries (the events, the
-    # entries, and the frame text the gateway caches beside each) is at most 1.25x the count,
-    # and the count is not a wild overestimate either.
-    n = 500
+    # The entries, and the frame text the gateway caches beside each.
+    def made(i: int) -> Entry:
+        e = Entry.of(_events_of_every_shape(i)[shape])
+        e.wire = encode_frame(EventFrame(session=str(uuid.uuid4()), event=e.event))
+        return e
+
+    assert_counted_bytes_bound_what_is_held(made)
+
+
+def assert_counted_bytes_bound_what_is_held(made: Callable[[int], Entry], n: int = 500) -> None:
+    """What the counted bytes promise: the memory really held by ``n`` entries ``made(i)``
+    (all they hold) is at most 1.25x the count, and the count is not a wild overestimate."""
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        entries = []
-        for i in range(n):
-            e = Entry.of(_events_of_every_shape(i)[shape])
-            e.wire = encode_frame(EventFrame(session=str(uuid.uuid4()), event=e.event))
-            entries.append(e)
+        entries = [made(i) for i in range(n)]
         gc.collect()
         real = tracemalloc.get_traced_memory()[0] - before
     finally:
@@ -435,24 +439,14 @@ def test_entries_kept_as_text_merge_in_a_full_queue_like_decoded_ones() -> None:
 
 def test_counted_bytes_of_entries_kept_as_text_bound_what_they_hold() -> None:
     # As a cluster gateway holds its deltas: the stream's text and the frame made from it.
-    n = 500
-    events = [slim(delta("tok " * (i % 7 + 1), i, mid=str(uuid.uuid4()))) for i in range(n)]
+    events = [slim(delta("tok " * (i % 7 + 1), i, mid=str(uuid.uuid4()))) for i in range(500)]
     texts = [event_text(e) for e in events]
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        entries = []
-        for i, text in enumerate(texts):
-            copy = text[:-1] + "}"  # made while traced, as the stream's reply is
-            e = Entry.undecoded(i, copy, lambda s: event_from_json(json.loads(s)))
-            e.wire = event_frame_text(str(uuid.uuid4()), e.text or "").encode()
-            e.text = None  # let go once framed, as the gateway does
-            entries.append(e)
-        gc.collect()
-        real = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    counted = sum(e.size for e in entries)
-    assert real <= 1.25 * counted, (real, counted)
-    assert counted <= 2.5 * real, (real, counted)
+
+    def made(i: int) -> Entry:
+        copy = texts[i][:-1] + "}"  # made while traced, as the stream's reply is
+        e = Entry.undecoded(i, copy, lambda s: event_from_json(json.loads(s)))
+        e.wire = event_frame_text(str(uuid.uuid4()), e.text or "").encode()
+        e.text = None  # let go once framed, as the gateway does
+        return e
+
+    assert_counted_bytes_bound_what_is_held(made, len(texts))
