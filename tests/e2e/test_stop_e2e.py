@@ -19,7 +19,7 @@ import pytest
 import trio
 from helpers_proc import assert_no_cli_left, assert_one_final_terminal
 
-from claude_trio import ExecuteParams, open_session
+from claude_trio import DriverConfig, ExecuteParams, open_session
 from claude_trio.actors.session import driver, stopper
 from claude_trio.protocol.session.events import (
     Aborted,
@@ -156,8 +156,12 @@ async def test_abort_from_a_consumer_that_fell_behind_is_not_held_up(
     model_double.responder = script(long_text, mark)
     events: list[Event] = []
     aborted_once = False
+    # The CLI's confirmation comes on the reader the backpressure parked: held up, it never
+    # comes and the deadline kills the CLI (cli_timeout). The deadline is longer than the 2 s
+    # default so that a machine loaded by other tests cannot pass for that (CI saw it once).
+    patient = DriverConfig(interrupt_timeout=10.0)
     with trio.fail_after(30):
-        async with open_session(execute(tmp_path), env=hermetic) as session:
+        async with open_session(execute(tmp_path), env=hermetic, config=patient) as session:
             async for event in session.events:
                 events.append(event)
                 if isinstance(event, TextDelta) and not aborted_once:
