@@ -56,6 +56,7 @@ from claude_trio.protocol.cluster.records import (
     stored_entry,
     stored_text,
 )
+from claude_trio.protocol.cluster.scripts import READ_SCRIPT
 from claude_trio.protocol.fanout import codec
 from claude_trio.protocol.fanout.pending import still_pending
 from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer, entry_size, is_final_entry
@@ -119,6 +120,9 @@ class StreamFollower:
         self.final_seq = 0
         """The seq of the last final event read (0: none): no question of an execution
         that started at or before it is pending."""
+        self.skipping_through = 0
+        """The highest ``skip_through`` of a member that joined (events up to it may be ones
+        a member was given already: past it, every member takes every event)."""
 
     def replay_after(self, seq: int) -> list[Entry] | None:
         """Every event after ``seq`` that this follower read, or ``None`` when it does not hold
@@ -151,6 +155,10 @@ class StreamFollower:
         self.last = seq
         self.buffer.push(entry)
         final = is_final_entry(entry)
+        if not final and seq > self.skipping_through:  # every member takes it, as it is
+            for subscription in list(self.members):
+                subscription._offer(entry)
+            return
         if final:
             self.final_seq = seq
         for subscription, member in list(self.members.items()):
@@ -185,6 +193,7 @@ class StreamFollowers:
         self._block_ms = block_ms
         self._replay_buffer = replay_buffer
         self._followers: dict[str, StreamFollower] = {}
+        self._read_script = redis.register_script(READ_SCRIPT)
         codec.prepare()  # the first events read pay no plan-making
 
     def following(self, sid: str) -> StreamFollower | None:
@@ -257,9 +266,9 @@ class StreamFollowers:
                 # subscriber's own subscribe call, and handing the head over notifies it.
                 subscription._ended = True
                 return head
-        follower.members[subscription] = _Member(
-            skip_through=max(after, follower.last), first_seq=first_seq
-        )
+        skip_through = max(after, follower.last)
+        follower.members[subscription] = _Member(skip_through=skip_through, first_seq=first_seq)
+        follower.skipping_through = max(follower.skipping_through, skip_through)
         return head
 
     async def _read(
@@ -273,22 +282,42 @@ class StreamFollowers:
         if block is not None:
             args += [PrefixToken.BLOCK, block]
         args += [PrefixToken.STREAMS, Key(self._keys.events(sid)), event_id(after)]
-        return await self._redis.create_request(
-            CommandName.XREAD, *args, callback=_stream_entries
+        return await self._redis.create_request(CommandName.XREAD, *args, callback=_stream_entries)
+
+    async def _read_texts(self, sid: str, after: int, count: int) -> tuple[list[str], bool]:
+        """The texts of the stored events after seq ``after`` (at most ``count``, the next seqs
+        in order, without waiting), and whether an entry that ``XREAD`` must read came next
+        (a gap, another shape): ``READ_SCRIPT``, whose reply is one string per batch."""
+        reply: list[Any] = await self._read_script(
+            keys=[self._keys.events(sid)], args=[after, count]
         )
+        n, read, joined = int(reply[0]), int(reply[1]), str(reply[2])
+        return (joined.split("\n") if n else []), read > n
 
     async def _follow(self, follower: StreamFollower) -> None:
         """Read the stream on while the follower has members, and for one read after the last
         left: the members an execution's final event ended are renewed by their clients for
         the next execution moments later, and find the follower (and what it read) still
-        there instead of each reading the stream again."""
+        there instead of each reading the stream again. A blocking ``XREAD`` waits for the
+        next events; after one that found more than one (a burst under way), the script
+        ``READ_SCRIPT`` reads on, a batch as one string, until it finds nothing more."""
         await trio.lowlevel.checkpoint()
         try:
             lingered = False
+            bulk = False
             while follower.members or not lingered:
-                lingered = not follower.members
-                block = min(self._block_ms, LINGER_MS) if lingered else self._block_ms
                 try:
+                    if bulk and follower.members:
+                        texts, other = await self._read_texts(
+                            follower.sid, follower.last, FOLLOWER_READ
+                        )
+                        for text in texts:
+                            seq = follower.last + 1
+                            follower._publish(seq, stored_entry(seq, text))
+                        bulk = bool(texts) and not other
+                        continue
+                    lingered = not follower.members
+                    block = min(self._block_ms, LINGER_MS) if lingered else self._block_ms
                     got = await self._read(follower.sid, follower.last, FOLLOWER_READ, block)
                 except REDIS_ERRORS as exc:
                     follower._drop_all(f"the cluster is unavailable: {exc}")
@@ -299,6 +328,7 @@ class StreamFollowers:
                         follower._drop_all(GAP_REASON)
                         return
                     follower._publish(seq, entry)
+                bulk = len(got) > 1
         finally:
             if self._followers.get(follower.sid) is follower:
                 del self._followers[follower.sid]

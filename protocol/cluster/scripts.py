@@ -19,6 +19,9 @@ What each script guarantees:
   entry id, so an event already stored is refused by Redis and skipped (rule 2: storing twice
   is harmless); each entry carries the token that stored it; the record's fields (its last
   seq, usage) change in the same script (no other client's command runs in between).
+* ``READ_SCRIPT`` (a gateway's follower, ``actors/cluster/follower.py``; it writes nothing): a
+  run of stored events read as one string, stopping before the first entry that is not the
+  next seq or not of the store script's shape.
 * ``RECORD_SCRIPT``: the record's fields change, and the accepted pushes are cleared, only
   for the current token.
 * ``PUSH_SCRIPT``: an accepted push is recorded (to be delivered again after a move) only for
@@ -38,8 +41,8 @@ What each script guarantees:
   run one of the copies: ``TAKE_SCRIPT`` refuses a job of an execution whose other job was
   taken already, or of an execution the session is past.
 
-The worker registers them (``actors/cluster/worker.py``); their KEYS and ARGV are in each
-constant's docstring.
+Their callers register them (a worker's ``actors/cluster/writes.py``, a gateway's
+``enqueue.py`` and ``follower.py``); their KEYS and ARGV are in each constant's docstring.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ __all__ = [
     "CLAIM_SCRIPT",
     "PENDING_SCRIPT",
     "PUSH_SCRIPT",
+    "READ_SCRIPT",
     "RECORD_SCRIPT",
     "STORE_SCRIPT",
     "TAKE_SCRIPT",
@@ -97,6 +101,23 @@ by newlines (an event's JSON text has none), then record fields. An event alread
 id not above the last) is skipped (rule 2); each entry also carries the token that stored it
 (``t``). Two arguments rather than two per event: a client packs each argument of a command
 on its own, which for a burst's thousand events cost more than the store itself."""
+
+READ_SCRIPT = """
+local after = tonumber(ARGV[1])
+local entries = redis.call('XRANGE', KEYS[1], (after + 1) .. '-0', '+', 'COUNT', ARGV[2])
+local texts = {}
+for i, entry in ipairs(entries) do
+  if entry[1] ~= (after + i) .. '-0' or entry[2][1] ~= 'e' then break end
+  texts[i] = entry[2][2]
+end
+return {#texts, #entries, table.concat(texts, '\\n')}
+"""
+"""KEYS: events; ARGV: a seq, a count. The stream's entries after that seq (at most count) as
+``{n, read, texts}``: the first ``n`` of the ``read`` entries are the events of the seqs after
+it in order, each stored as the store script writes it, and ``texts`` their texts joined by
+newlines; an entry after them breaks that run (a gap, another shape: read it with ``XREAD``).
+One string for a batch: a reply of one element per field costs a gateway more to parse than
+the rest of reading a delta."""
 
 RECORD_SCRIPT = """
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end

@@ -1,0 +1,195 @@
+"""How a cluster gateway's follower reads a session's stream (``actors/cluster/follower.py``):
+a blocking ``XREAD`` waits for the next events; once one finds more than one, ``READ_SCRIPT``
+reads on, a batch as one string, until it finds nothing more or an entry it must leave to
+``XREAD`` (a gap, an entry of another shape). Checked here against a real ``redis-server``
+with the stream written by hand, so every shape and gap is exactly as the test says."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import coredis
+import pytest
+import trio
+
+from claude_trio.actors.cluster import follower as follower_module
+from claude_trio.actors.cluster.follower import GAP_REASON, StreamFollowers
+from claude_trio.actors.fanout.subscription import Subscription
+from claude_trio.errors import SlowSubscriberError
+from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.scripts import READ_SCRIPT
+from claude_trio.protocol.fanout.codec import event_text
+from claude_trio.protocol.session.events import TextDelta
+from claude_trio.redis_url import open_redis
+from claude_trio.testing import RedisServer
+
+KEYS = RedisKeys()
+SID = "s-reads"
+
+
+def delta(seq: int) -> str:
+    return event_text(TextDelta(text=f"part {seq} ", seq=seq, turn=1, message_id="m", index=0))
+
+
+async def add(redis: coredis.Redis[str], seq: int, *fields: str) -> None:
+    """Store the event of ``seq`` as the worker's store script does (``e``, its text, then
+    the token), or with ``fields`` as given."""
+    await redis.xadd(KEYS.events(SID), dict(zip(fields[0::2], fields[1::2], strict=True)) if fields
+                     else {"e": delta(seq), "t": "1"}, identifier=f"{seq}-0")  # fmt: skip
+
+
+async def test_the_read_script_returns_the_run_of_next_events_as_one_string(
+    redis_server: RedisServer,
+) -> None:
+    async with open_redis(redis_server.url) as redis:
+        for seq in (1, 2):
+            await add(redis, seq)
+        await add(redis, 3, "t", "1", "e", delta(3))  # another shape: the token first
+        await add(redis, 4)
+        await add(redis, 6)  # 5 is missing
+        script = redis.register_script(READ_SCRIPT)
+
+        async def read(after: int, count: int) -> list[Any]:
+            return list(await script(keys=[KEYS.events(SID)], args=[after, count]))
+
+        # [events in the run, entries read, their texts joined]
+        assert await read(0, 10) == [2, 5, f"{delta(1)}\n{delta(2)}"]
+        assert await read(0, 1) == [1, 1, delta(1)]
+        assert await read(2, 10) == [0, 3, ""]  # the next entry has another shape
+        assert await read(3, 10) == [1, 2, delta(4)]  # then 5 is missing
+        assert await read(4, 10) == [0, 1, ""]
+        assert await read(6, 10) == [0, 0, ""]
+
+
+class _Owner:
+    """What a subscription follows (a ``RedisSession`` in a gateway)."""
+
+    def __init__(self, followers: StreamFollowers) -> None:
+        self.followers = followers
+
+    @property
+    def id(self) -> str:
+        return SID
+
+    def _detach(self, subscription: Subscription) -> None:
+        self.followers.detach(SID, subscription)
+
+
+@asynccontextmanager
+async def following(
+    url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    reads: list[tuple[str, int]],
+    stored: list[tuple[int, tuple[str, ...]]],
+    gate: trio.Event | None = None,
+) -> AsyncIterator[tuple[StreamFollowers, Subscription]]:
+    """A subscription from seq 0 through a gateway's followers that read at most 2 entries a
+    time (so a stream of a few entries takes several reads), each read noted in ``reads``
+    as ``("xread" | "script", entries got)``; the stream holds ``stored`` (``add``'s
+    arguments) before the follower starts; each script read waits for ``gate`` first."""
+    monkeypatch.setattr(follower_module, "FOLLOWER_READ", 2)
+    xread, script = StreamFollowers._read, StreamFollowers._read_texts
+
+    async def noted_xread(self: StreamFollowers, *args: Any) -> Any:
+        got = await xread(self, *args)
+        reads.append(("xread", len(got)))
+        return got
+
+    async def noted_script(self: StreamFollowers, *args: Any) -> Any:
+        if gate is not None:
+            await gate.wait()
+        texts, other = await script(self, *args)
+        reads.append(("script", len(texts)))
+        return texts, other
+
+    monkeypatch.setattr(StreamFollowers, "_read", noted_xread)
+    monkeypatch.setattr(StreamFollowers, "_read_texts", noted_script)
+    async with open_redis(url) as redis, trio.open_nursery() as nursery:
+        for seq, fields in stored:
+            await add(redis, seq, *fields)
+        followers = StreamFollowers(redis, KEYS, nursery, block_ms=50, replay_buffer=100)
+        subscription = Subscription(
+            _Owner(followers), [], max_queue=100, max_bytes=1 << 20, notify=None
+        )
+        assert followers.subscribe(subscription, SID, 0, 1, batch=50, behind=0) == []
+        try:
+            yield followers, subscription
+        finally:
+            subscription.close()
+            nursery.cancel_scope.cancel()
+
+
+async def received(subscription: Subscription, count: int) -> list[str]:
+    """The next ``count`` entries' texts (as the stream holds them)."""
+    texts: list[str] = []
+    with trio.fail_after(10):
+        while True:
+            await trio.sleep(0.005)  # a subscription never waits for its reader: poll
+            while len(texts) < count and subscription.queued:
+                entry = subscription.receive_entry_nowait()
+                assert entry.text is not None
+                texts.append(entry.text)
+            if len(texts) == count:
+                return texts
+
+
+async def test_a_burst_is_read_on_by_the_script_and_an_entry_of_another_shape_by_xread(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[tuple[str, int]] = []
+    stored = [(seq, ("t", "1", "e", delta(seq)) if seq == 6 else ()) for seq in range(1, 10)]
+    async with following(redis_server.url, monkeypatch, reads, stored) as (_, subscription):
+        assert await received(subscription, 9) == [delta(seq) for seq in range(1, 10)]
+        await trio.sleep(0.2)  # the follower waits on, with a blocking read
+        assert subscription.queued == 0
+    got = [(how, n) for how, n in reads if n]
+    # XREAD found two: the script read on (3-4, then 5 only: 6 has another shape, which
+    # XREAD read with 7), then the script again (8-9).
+    assert got == [("xread", 2), ("script", 2), ("script", 1), ("xread", 2), ("script", 2)]
+    # Once the script found nothing more, the follower waits with XREAD again.
+    assert reads[-1][0] == "xread"
+
+
+async def test_a_gap_found_by_the_script_drops_the_subscriptions_as_xread_does(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[tuple[str, int]] = []
+    stored: list[tuple[int, tuple[str, ...]]] = [(seq, ()) for seq in (1, 2, 3, 5)]
+    async with following(redis_server.url, monkeypatch, reads, stored) as (_, subscription):
+        with trio.fail_after(10):
+            await trio.sleep(0.005)
+            while subscription.dropped_reason is None:  # noqa: ASYNC110 (the follower's doing)
+                await trio.sleep(0.005)
+        assert subscription.dropped_reason == GAP_REASON
+        with pytest.raises(SlowSubscriberError, match="moved on past the replay"):
+            subscription.receive_entry_nowait()
+    # XREAD found 1-2, the script 3 (and stopped before 5), XREAD then 5: the gap.
+    assert [(how, n) for how, n in reads if n] == [("xread", 2), ("script", 1), ("xread", 1)]
+
+
+async def test_a_subscriber_ahead_of_the_follower_gets_only_the_events_after_its_own(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[tuple[str, int]] = []
+    stored: list[tuple[int, tuple[str, ...]]] = [(seq, ()) for seq in range(1, 7)]
+    gate = trio.Event()
+    async with following(redis_server.url, monkeypatch, reads, stored, gate) as (
+        followers,
+        first,
+    ):
+        assert await received(first, 2) == [delta(1), delta(2)]
+        follower = followers.following(SID)
+        assert follower is not None
+        assert follower.last == 2  # its next read waits for the gate
+        # A client that saw up to 4, the end of an execution (from another gateway, say),
+        # attaches here for the next one (5 on): it joins the follower at once.
+        ahead = Subscription(_Owner(followers), [], max_queue=100, max_bytes=1 << 20, notify=None)
+        assert followers.subscribe(ahead, SID, 4, 5, batch=50, behind=0) == []
+        gate.set()
+        assert await received(first, 4) == [delta(seq) for seq in range(3, 7)]
+        assert await received(ahead, 2) == [delta(5), delta(6)]
+        await trio.sleep(0.1)
+        assert ahead.queued == 0
+        ahead.close()
