@@ -2,7 +2,8 @@
 and fanned out in memory to its subscriptions (``actors/fanout/subscription.py``), as a local
 fleet's session fans its events out.
 
-A :class:`StreamFollower` reads one session's stream (``XREAD`` from the last seq it read) and
+A :class:`StreamFollower` reads one session's stream (a blocking ``XREAD`` from the last seq it
+read; while a burst lasts, ``READ_SCRIPT``, whose reply is a batch as one string) and
 keeps what it read in a :class:`~claude_trio.protocol.fanout.replay.ReplayBuffer` of the
 gateway's ``replay_buffer``; every event enters once, as one ``Entry`` shared by every
 subscription (so a serving layer encodes it once per gateway, not once per client). A
