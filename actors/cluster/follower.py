@@ -295,36 +295,43 @@ class StreamFollowers:
         n, read, joined = int(reply[0]), int(reply[1]), str(reply[2])
         return (joined.split("\n") if n else []), read > n
 
+    async def _entries_after(
+        self, sid: str, after: int, count: int, block: int | None
+    ) -> list[tuple[int, Entry]]:
+        """The stream's entries after seq ``after`` (at most ``count``) with their seqs. With
+        ``block``: one ``XREAD`` that waits at most ``block`` ms for one. Without:
+        ``READ_SCRIPT``'s run of the next events, and ``XREAD`` for an entry that breaks
+        the run (a gap, another shape) when it comes first."""
+        if block is None:
+            texts, other = await self._read_texts(sid, after, count)
+            if texts or not other:
+                return [(after + i, stored_entry(after + i, t)) for i, t in enumerate(texts, 1)]
+        return [_entry(raw) for raw in await self._read(sid, after, count, block)]
+
     async def _follow(self, follower: StreamFollower) -> None:
         """Read the stream on while the follower has members, and for one read after the last
         left: the members an execution's final event ended are renewed by their clients for
         the next execution moments later, and find the follower (and what it read) still
         there instead of each reading the stream again. A blocking ``XREAD`` waits for the
-        next events; after one that found more than one (a burst under way), the script
-        ``READ_SCRIPT`` reads on, a batch as one string, until it finds nothing more."""
+        next events; after a read that found more than one (a burst under way), the script
+        ``READ_SCRIPT`` reads on, a batch as one string, until a read finds one or none."""
         await trio.lowlevel.checkpoint()
         try:
             lingered = False
             bulk = False
             while follower.members or not lingered:
-                try:
-                    if bulk and follower.members:
-                        texts, other = await self._read_texts(
-                            follower.sid, follower.last, FOLLOWER_READ
-                        )
-                        for text in texts:
-                            seq = follower.last + 1
-                            follower._publish(seq, stored_entry(seq, text))
-                        bulk = bool(texts) and not other
-                        continue
+                block: int | None = None
+                if not (bulk and follower.members):
                     lingered = not follower.members
                     block = min(self._block_ms, LINGER_MS) if lingered else self._block_ms
-                    got = await self._read(follower.sid, follower.last, FOLLOWER_READ, block)
+                try:
+                    got = await self._entries_after(
+                        follower.sid, follower.last, FOLLOWER_READ, block
+                    )
                 except REDIS_ERRORS as exc:
                     follower._drop_all(f"the cluster is unavailable: {exc}")
                     return
-                for raw in got:
-                    seq, entry = _entry(raw)
+                for seq, entry in got:
                     if seq != follower.last + 1:
                         follower._drop_all(GAP_REASON)
                         return
@@ -362,12 +369,11 @@ class StreamFollowers:
                     subscription._offer(entry)
                 return
             try:
-                got = await self._read(sid, last, batch, None)
+                got = await self._entries_after(sid, last, batch, None)
             except REDIS_ERRORS as exc:
                 subscription._drop(f"the cluster is unavailable: {exc}")
                 return
-            for raw in got:
-                seq, entry = _entry(raw)
+            for seq, entry in got:
                 if seq != last + 1:
                     subscription._drop(GAP_REASON)
                     return

@@ -1,8 +1,9 @@
 """How a cluster gateway's follower reads a session's stream (``actors/cluster/follower.py``):
 a blocking ``XREAD`` waits for the next events; once one finds more than one, ``READ_SCRIPT``
-reads on, a batch as one string, until it finds nothing more or an entry it must leave to
-``XREAD`` (a gap, an entry of another shape). Checked here against a real ``redis-server``
-with the stream written by hand, so every shape and gap is exactly as the test says."""
+reads on, a batch as one string, until it finds one or none, or an entry it must leave to
+``XREAD`` (a gap, an entry of another shape); a subscription's own catch-up reads the same
+way. Checked here against a real ``redis-server`` with the stream written by hand, so every
+shape and gap is exactly as the test says."""
 
 from __future__ import annotations
 
@@ -84,11 +85,15 @@ async def following(
     reads: list[tuple[str, int]],
     stored: list[tuple[int, tuple[str, ...]]],
     gate: trio.Event | None = None,
+    *,
+    behind: int = 0,
 ) -> AsyncIterator[tuple[StreamFollowers, Subscription]]:
     """A subscription from seq 0 through a gateway's followers that read at most 2 entries a
     time (so a stream of a few entries takes several reads), each read noted in ``reads``
     as ``("xread" | "script", entries got)``; the stream holds ``stored`` (``add``'s
-    arguments) before the follower starts; each script read waits for ``gate`` first."""
+    arguments) before the follower starts; each script read waits for ``gate`` first. With
+    ``behind`` (the entries the stream holds, more than 2), the subscription starts with a
+    catch-up of its own that reads 2 entries a time."""
     monkeypatch.setattr(follower_module, "FOLLOWER_READ", 2)
     xread, script = StreamFollowers._read, StreamFollowers._read_texts
 
@@ -113,7 +118,8 @@ async def following(
         subscription = Subscription(
             _Owner(followers), [], max_queue=100, max_bytes=1 << 20, notify=None
         )
-        assert followers.subscribe(subscription, SID, 0, 1, batch=50, behind=0) == []
+        head = followers.subscribe(subscription, SID, 0, 1, batch=2, behind=behind)
+        assert head == (None if behind > 2 else [])  # None: a catch-up task was started
         try:
             yield followers, subscription
         finally:
@@ -193,3 +199,30 @@ async def test_a_subscriber_ahead_of_the_follower_gets_only_the_events_after_its
         await trio.sleep(0.1)
         assert ahead.queued == 0
         ahead.close()
+
+
+async def test_a_catch_up_reads_its_replay_with_the_script_then_joins_the_follower(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[tuple[str, int]] = []
+    stored: list[tuple[int, tuple[str, ...]]] = [(seq, ()) for seq in range(1, 7)]
+    async with following(redis_server.url, monkeypatch, reads, stored, behind=6) as (
+        followers,
+        subscription,
+    ):
+        assert followers.following(SID) is None  # the catch-up reads alone first
+        assert await received(subscription, 6) == [delta(seq) for seq in range(1, 7)]
+        await wait_for_follower(followers)
+        follower = followers.following(SID)
+        assert follower is not None
+        assert subscription in follower.members
+    # Two at a time (half the queue), each batch one string, then nothing: at the tip.
+    assert reads[:4] == [("script", 2), ("script", 2), ("script", 2), ("script", 0)]
+    assert [how for how, _ in reads[4:]] == ["xread"] * len(reads[4:])  # the follower's
+
+
+async def wait_for_follower(followers: StreamFollowers) -> None:
+    with trio.fail_after(10):
+        await trio.sleep(0.005)
+        while followers.following(SID) is None:  # noqa: ASYNC110 (the catch-up's doing)
+            await trio.sleep(0.005)
