@@ -24,7 +24,7 @@ from claude_trio.protocol.cluster.scripts import READ_SCRIPT
 from claude_trio.protocol.fanout.codec import event_text
 from claude_trio.protocol.session.events import TextDelta
 from claude_trio.redis_url import open_redis
-from claude_trio.testing import RedisServer
+from claude_trio.testing import RedisClusterNodes, RedisServer
 
 KEYS = RedisKeys()
 SID = "s-reads"
@@ -44,7 +44,17 @@ async def add(redis: coredis.Redis[str], seq: int, *fields: str) -> None:
 async def test_the_read_script_returns_the_run_of_next_events_as_one_string(
     redis_server: RedisServer,
 ) -> None:
-    async with open_redis(redis_server.url) as redis:
+    await check_read_script(redis_server.url)
+
+
+async def test_the_read_script_returns_the_same_on_a_redis_cluster(
+    redis_cluster: RedisClusterNodes,
+) -> None:
+    await check_read_script(redis_cluster.url)
+
+
+async def check_read_script(url: str) -> None:
+    async with open_redis(url) as redis:
         for seq in (1, 2):
             await add(redis, seq)
         await add(redis, 3, "t", "1", "e", delta(3))  # another shape: the token first
