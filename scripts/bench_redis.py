@@ -241,10 +241,12 @@ async def _gateway_run(
     mode: str, count: int, rate: float, clients: int, url: str, redis_pid: int
 ) -> list[float]:
     """One run of one side: ``[events/s delivered, p50 ms, p99 ms, server CPU ms per 1,000
-    frames, then that CPU by process]`` (the side's processes in the order started, then
-    ``redis-server``). ``split``: a worker process (the one released) and a gateway process.
-    The server CPU is that of the side's processes and of ``redis-server`` (``redis_pid``),
-    from the release to the last client's last delta."""
+    frames, the first frame's arrival and the span of the arrivals (ms: from the first delta
+    handed to the SDK to the first frame at a client, and from there to the last), then that
+    CPU by process]`` (the side's processes in the order started, then ``redis-server``).
+    ``split``: a worker process (the one released) and a gateway process. The server CPU is
+    that of the side's processes and of ``redis-server`` (``redis_pid``), from the release to
+    the last client's last delta."""
     received: list[dict[float, float]] = []
     heads.clear()
     child = partial(
@@ -302,11 +304,13 @@ async def _gateway_run(
                 started.kill()
     latencies = [(at - sent) * 1000 for seen in received for sent, at in seen.items()]
     first = min(min(seen) for seen in received)
+    arrived = min(min(seen.values()) for seen in received)
     last = max(max(seen.values()) for seen in received)
     rate = len(latencies) / (last - first)
     per_frame = [seconds * 1000 / len(latencies) * 1000 for seconds in cpu]
     p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-    return [rate, p50, p99, sum(per_frame), *per_frame]
+    timeline = [(arrived - first) * 1000, (last - arrived) * 1000]
+    return [rate, p50, p99, sum(per_frame), *timeline, *per_frame]
 
 
 async def _gateway(
@@ -331,14 +335,22 @@ async def _gateway(
                 )
         print(f"  {load}: {said}, to {clients} websocket clients (median of {rounds})")
         medians = {
-            side: [statistics.median(r[i] for r in results) for i in range(4)]
+            side: [statistics.median(r[i] for r in results) for i in range(6)]
             for side, results in runs.items()
         }
-        for side, (rate_, p50, p99, cpu_ms) in medians.items():
+        for side, (rate_, p50, p99, cpu_ms, _, _) in medians.items():
             print(
                 f"    {side:<14} {rate_:>9,.0f} events/s delivered   "
                 f"p50 {p50:8.2f} ms   p99 {p99:8.2f} ms   server CPU {cpu_ms:6.2f} ms "
                 "per 1,000 frames"
+            )
+        if load == "burst":  # events/s = frames / (first frame + span): which part differs
+            print(
+                "    first frame at / last frame that much later: "
+                + ", ".join(
+                    f"{side} {first:.1f} / {span:.1f} ms"
+                    for side, (*_, first, span) in medians.items()
+                )
             )
         inproc = medians["in-process"]
         for side, said_side in (("via Redis", "one process"), ("Redis, 2 procs", "as deployed")):
@@ -356,12 +368,12 @@ async def _gateway(
                 f"server CPU per frame {redis[3] / inproc[3]:.2f}x in-process"
             )
         worker, gateway, redis_server = (
-            statistics.median(r[i] for r in runs["Redis, 2 procs"]) for i in (4, 5, 6)
+            statistics.median(r[i] for r in runs["Redis, 2 procs"]) for i in (6, 7, 8)
         )
         print(
             f"    as deployed, server CPU per 1,000 frames by process: gateway {gateway:.2f} ms, "
             f"worker {worker:.2f} ms, redis-server {redis_server:.2f} ms "
-            f"(the in-process server: {statistics.median(r[4] for r in runs['in-process']):.2f} ms)"
+            f"(the in-process server: {statistics.median(r[6] for r in runs['in-process']):.2f} ms)"
         )
 
 
