@@ -17,7 +17,9 @@
   client's socket), and the server CPU per 1,000 frames delivered (the side's processes and
   ``redis-server``, read from ``/proc`` from the release to the last delta, in nanoseconds
   from each thread's scheduler statistics: ``bench_proc.cpu_seconds``), and as deployed that
-  CPU by process (the gateway, the worker, ``redis-server``) beside the in-process server's.
+  CPU by process (the gateway, the worker, ``redis-server``) beside the in-process server's;
+  for the burst also when each side's first frame reached a client and how long the rest took
+  (events/s is the frames over their sum).
 * **workers**: ``--executions`` (60) executions of a ``--turn-ms`` (100 ms) turn on 1, 2 and 3
   worker *processes* (``serve_worker`` with ``max_live=2`` fake CLIs each, started from this
   script as children), submitted through a ``RedisFleet`` here: executions per minute, against
