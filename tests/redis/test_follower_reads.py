@@ -226,7 +226,7 @@ async def test_a_catch_up_reads_its_replay_with_the_script_then_joins_the_follow
         follower = followers.following(SID)
         assert follower is not None
         assert subscription in follower.members
-    # Two at a time (half the queue), each batch one string, then nothing: at the tip.
+    # Two at a time (its batch), each batch one string, then nothing: at the tip.
     assert reads[:4] == [("script", 2), ("script", 2), ("script", 2), ("script", 0)]
     assert [how for how, _ in reads[4:]] == ["xread"] * len(reads[4:])  # the follower's
 
