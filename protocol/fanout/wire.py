@@ -1,8 +1,9 @@
 """The websocket gateway's wire format: client ops in, server frames out (sans-I/O, no trio).
 
 This module holds the client ops (their classes, :func:`decode_op` with the checks of every
-value it lets in, :func:`encode_op`, and the ``params`` of an ``open`` op both ways); the
-server frames are in ``protocol/fanout/wire_frames.py`` and importable from here too.
+value it lets in, :func:`encode_op`); the ``params`` of an ``open`` op, both ways, are in
+``protocol/fanout/wire_params.py`` and the server frames in ``protocol/fanout/wire_frames.py``,
+both importable from here too.
 
 Every message is one JSON object in one text message.
 
@@ -96,9 +97,8 @@ import attrs
 
 from claude_trio.protocol.checks import is_int
 from claude_trio.protocol.config.images import ImageInput
-from claude_trio.protocol.config.params import ArchitectureConfig, ExecuteParams
+from claude_trio.protocol.config.params import ExecuteParams
 from claude_trio.protocol.config.permissions import PermissionMode, check_permission_mode
-from claude_trio.protocol.config.subagents import subagent_from_mapping
 from claude_trio.protocol.errors import InvalidParamsError, WireError, WireErrorCode
 from claude_trio.protocol.fanout.codec import dumps, json_type
 from claude_trio.protocol.fanout.idempotency import check_idempotency_key
@@ -113,7 +113,6 @@ from claude_trio.protocol.fanout.wire_checks import (
     is_traceparent,
     quote,
 )
-from claude_trio.protocol.fanout.wire_checks import check_arguments as _check_arguments
 from claude_trio.protocol.fanout.wire_checks import check_value as _check_value
 from claude_trio.protocol.fanout.wire_checks import images_from_json as _images
 from claude_trio.protocol.fanout.wire_checks import images_to_json as _images_json
@@ -143,6 +142,13 @@ from claude_trio.protocol.fanout.wire_frames import (
     loads_message,
     remote_entry_frame,
     remote_event_frame,
+)
+from claude_trio.protocol.fanout.wire_params import (
+    ENV_KEYS,
+    LOCAL_ONLY_FIELDS,
+    PARAMS_FIELDS,
+    params_from_json,
+    params_to_json,
 )
 
 __all__ = [
@@ -198,62 +204,6 @@ __all__ = [
     "remote_entry_frame",
     "remote_event_frame",
 ]
-
-PARAMS_FIELDS: tuple[str, ...] = (
-    "prompt",
-    "model",
-    "system_prompt",
-    "max_turns",
-    "plan_mode",
-    "permission_mode",
-    "cwd",
-    "resume_session_id",
-    "streaming_input",
-    "architecture_config",
-    "user_input_timeout",
-    "images",
-    "run_timeout",
-    "idle_timeout",
-    "max_budget_usd",
-    "provider",
-    "fallback_model",
-    "subagents",
-    "output_schema",
-    "allowed_tools",
-    "disallowed_tools",
-    "tools",
-    "allowed_paths",
-    "read_only_paths",
-    "disallowed_paths",
-    "scope_enforcement",
-    "setting_sources",
-    "fork_session",
-    "session_id",
-    "resume_session_at",
-    "resume_drops_turn",
-    "strict_mcp_config",
-    "betas",
-    "task_budget",
-    "include_hook_events",
-    "verbatim_prompts",
-    "client_app",
-)
-"""The ``ExecuteParams`` fields an ``open`` op may carry (``mcp_servers`` never: rule 3).
-``system_prompt`` is a string or one of its mapping forms (a JSON object); the ``file`` form
-reads a file of the server, so it is refused unless ``allow_cwd``.
-``images`` travel as ``[{"data": "<base64>"}]`` (the type is read from the bytes), ``subagents``
-as ``{name: {"description", "prompt", ...}}``; ``provider`` counts as environment (it sends a
-credential of the server's environment to another server): refused unless ``allow_env``."""
-
-LOCAL_ONLY_FIELDS: frozenset[str] = frozenset(
-    {"mcp_servers", "inline_skills", "tool_timeout", "hook_timeout", "file_checkpointing"}
-)
-"""``ExecuteParams`` fields a remote client can never set: servers to start, files to write on
-the server (inline skills), the deadlines of the operator's own custom tools and hooks, and
-file checkpoints (rewinding files is not a remote control)."""
-
-ENV_KEYS: frozenset[str] = frozenset({"custom_env", "ollama_baseUrl"})
-"""``architecture_config`` keys that set the CLI's environment (refused unless ``allow_env``)."""
 
 MAX_ANSWER_CHARS = 64 * 1024
 """The largest ``answer``, in characters of its compact JSON."""
@@ -514,7 +464,9 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
             return _list_op(fields, op_id)
         case "open":
             fields.only("op", "id", "params", "label", "idempotency_key", "traceparent")
-            params = _params(fields.required("params"), allow_cwd, allow_env, op_id)
+            params = params_from_json(
+                fields.required("params"), allow_cwd=allow_cwd, allow_env=allow_env, op_id=op_id
+            )
             label = fields.string("label") if obj.get("label") is not None else None
             key = fields.idempotency_key()
             return OpenOp(
@@ -616,142 +568,6 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
                 fields.fail("invalid_field", f"follow={quote(follow)}: expected true or false")
             return InboxOp(id=op_id, follow=follow)
     raise AssertionError(name)  # pragma: no cover - OP_NAMES checked above
-
-
-def params_from_json(
-    obj: Any, *, allow_cwd: bool = False, allow_env: bool = False
-) -> ExecuteParams:
-    """``ExecuteParams`` from the ``params`` object of an ``open`` op; raises :class:`WireError`."""
-    return _params(obj, allow_cwd, allow_env, None)
-
-
-def _params(obj: Any, allow_cwd: bool, allow_env: bool, op_id: str | None) -> ExecuteParams:
-    if not isinstance(obj, dict):
-        raise WireError(
-            "invalid_field", f"params: expected a JSON object, got {json_type(obj)}", op_id
-        )
-    for key in obj:
-        if key == "provider" and not allow_env and obj[key] not in (None, "anthropic"):
-            raise WireError(
-                "forbidden_field",
-                "params.provider cannot be set by a remote client (it is environment, and the "
-                "gateway does not allow it)",
-                op_id,
-            )
-        if key in LOCAL_ONLY_FIELDS or (key == "cwd" and not allow_cwd):
-            raise WireError(
-                "forbidden_field",
-                f"params.{key} cannot be set by a remote client"
-                + ("" if key in LOCAL_ONLY_FIELDS else " (the gateway does not allow it)"),
-                op_id,
-            )
-        if key == "system_prompt" and not allow_cwd and _is_file_prompt(obj[key]):
-            raise WireError(
-                "forbidden_field",
-                "params.system_prompt: the 'file' form reads a file on the server (the gateway "
-                "does not allow it); send the prompt's text instead",
-                op_id,
-            )
-        if key not in PARAMS_FIELDS:
-            raise WireError(
-                "unknown_field",
-                f"params.{key} is not a field; allowed: {', '.join(PARAMS_FIELDS)}",
-                op_id,
-            )
-    if "prompt" not in obj:
-        raise WireError("missing_field", "params.prompt is required", op_id)
-    _check_value(obj, "params", 1, op_id)
-    _check_arguments(obj, op_id)
-    kwargs = dict(obj)
-    if "architecture_config" in kwargs:
-        kwargs["architecture_config"] = _architecture_config(
-            kwargs["architecture_config"], allow_env, op_id
-        )
-    try:
-        if "images" in kwargs:
-            kwargs["images"] = _images(kwargs["images"], op_id, "params.images")
-        if "subagents" in kwargs:
-            raw = kwargs["subagents"]
-            if not isinstance(raw, dict):
-                raise WireError("invalid_field", "params.subagents: expected an object", op_id)
-            kwargs["subagents"] = {
-                # A subagent's server config would start a process (rule 3): names only.
-                name: subagent_from_mapping(name, value, inline_mcp=False)
-                for name, value in raw.items()
-            }
-        return ExecuteParams(**kwargs)
-    except InvalidParamsError as exc:
-        raise WireError("invalid_params", f"params.{exc.field}: {exc}", op_id) from None
-
-
-def _is_file_prompt(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("type") == "file"
-
-
-def _architecture_config(obj: Any, allow_env: bool, op_id: str | None) -> ArchitectureConfig:
-    where = "params.architecture_config"
-    if not isinstance(obj, dict):
-        raise WireError(
-            "invalid_field", f"{where}: expected a JSON object, got {json_type(obj)}", op_id
-        )
-    if not allow_env:
-        for key in obj:
-            if key in ENV_KEYS:
-                raise WireError(
-                    "forbidden_field",
-                    f"{where}.{key} sets the CLI's environment on the server; "
-                    "the gateway does not allow it",
-                    op_id,
-                )
-    try:
-        return ArchitectureConfig.from_mapping(obj)
-    except InvalidParamsError as exc:
-        raise WireError("invalid_params", f"{where}.{exc.field}: {exc}", op_id) from None
-
-
-def params_to_json(params: ExecuteParams) -> dict[str, Any]:
-    """The ``params`` object for ``params``: the prompt plus every wire field not at its default.
-
-    The inverse of :func:`params_from_json` (with ``allow_cwd``/``allow_env`` for such params);
-    ``mcp_servers`` cannot travel and is left out.
-    """
-    out: dict[str, Any] = {"prompt": params.prompt}
-    for field in attrs.fields(ExecuteParams):
-        if field.name == "prompt" or field.name not in PARAMS_FIELDS:
-            continue
-        value = getattr(params, field.name)
-        if field.name == "architecture_config":
-            mapping = value.to_mapping()
-            if mapping:
-                out[field.name] = mapping
-        elif field.name == "images":
-            if value:
-                out[field.name] = _images_json(value)
-        elif field.name == "subagents":
-            if value:
-                out[field.name] = {
-                    name: {k: v for k, v in attrs.asdict(d).items() if v not in (None, False)}
-                    for name, d in value.items()
-                }
-        elif field.name in ("output_schema", "system_prompt") and isinstance(value, Mapping):
-            out[field.name] = dict(value)
-        elif field.name in (
-            "allowed_tools",
-            "disallowed_tools",
-            "tools",
-            "allowed_paths",
-            "read_only_paths",
-            "disallowed_paths",
-            "betas",
-        ):
-            if value:
-                out[field.name] = list(value)
-        elif field.name == "setting_sources":
-            if value is not None:
-                out[field.name] = list(value)
-        elif value != field.default:  # the other wire fields have plain (non-factory) defaults
-            out[field.name] = value
-    return out
 
 
 def encode_op(op: Op) -> str:
