@@ -57,7 +57,7 @@ from claude_trio.protocol.cluster.records import (
     stored_entry,
     stored_text,
 )
-from claude_trio.protocol.cluster.scripts import READ_SCRIPT
+from claude_trio.protocol.cluster.scripts import READ_SCRIPT, read_run
 from claude_trio.protocol.fanout import codec
 from claude_trio.protocol.fanout.pending import still_pending
 from claude_trio.protocol.fanout.replay import Entry, ReplayBuffer, entry_size, is_final_entry
@@ -289,11 +289,7 @@ class StreamFollowers:
         """The texts of the stored events after seq ``after`` (at most ``count``, the next seqs
         in order, without waiting), and whether an entry that ``XREAD`` must read came next
         (a gap, another shape): ``READ_SCRIPT``, whose reply is one string per batch."""
-        reply: list[Any] = await self._read_script(
-            keys=[self._keys.events(sid)], args=[after, count]
-        )
-        n, read, joined = int(reply[0]), int(reply[1]), str(reply[2])
-        return (joined.split("\n") if n else []), read > n
+        return read_run(await self._read_script(keys=[self._keys.events(sid)], args=[after, count]))
 
     async def _entries_after(
         self, sid: str, after: int, count: int, block: int | None

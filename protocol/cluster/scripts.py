@@ -1,4 +1,5 @@
-"""The Lua scripts a cluster's worker writes a session with (pure strings, no I/O).
+"""The Lua scripts a cluster writes and reads a session with, and how the read script's reply is
+taken (pure: no I/O).
 
 They implement the fencing of ``protocol/cluster/records.py`` rule 7. Taking a session (a first
 claim, or a move from a dead worker) runs ``TAKE_SCRIPT``, which increments the session
@@ -47,6 +48,9 @@ Their callers register them (a worker's ``actors/cluster/writes.py``, a gateway'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 __all__ = [
     "APPENDED_SCRIPT",
     "CLAIM_SCRIPT",
@@ -57,6 +61,7 @@ __all__ = [
     "STORE_SCRIPT",
     "TAKE_SCRIPT",
     "UNCLAIM_SCRIPT",
+    "read_run",
 ]
 
 TAKE_SCRIPT = """
@@ -118,6 +123,14 @@ it in order, each stored as the store script writes it, and ``texts`` their text
 newlines; an entry after them breaks that run (a gap, another shape: read it with ``XREAD``).
 One string for a batch: a reply of one element per field costs a gateway more to parse than
 the rest of reading a delta."""
+
+
+def read_run(reply: Sequence[Any]) -> tuple[list[str], bool]:
+    """``READ_SCRIPT``'s reply as the texts of its run of events, and whether an entry that
+    broke the run came after them (read it with ``XREAD``)."""
+    n, read, joined = int(reply[0]), int(reply[1]), str(reply[2])
+    return (joined.split("\n") if n else []), read > n
+
 
 RECORD_SCRIPT = """
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end

@@ -20,7 +20,7 @@ from claude_trio.actors.cluster.follower import GAP_REASON, StreamFollowers
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.errors import SlowSubscriberError
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.scripts import READ_SCRIPT
+from claude_trio.protocol.cluster.scripts import READ_SCRIPT, read_run
 from claude_trio.protocol.fanout.codec import event_text
 from claude_trio.protocol.session.events import TextDelta
 from claude_trio.redis_url import open_redis
@@ -72,6 +72,10 @@ async def check_read_script(url: str) -> None:
         assert await read(3, 10) == [1, 2, delta(4)]  # then 5 is missing
         assert await read(4, 10) == [0, 1, ""]
         assert await read(6, 10) == [0, 0, ""]
+        # What the follower takes from a reply: the run's texts, and whether XREAD must read on.
+        assert read_run(await read(0, 10)) == ([delta(1), delta(2)], True)
+        assert read_run(await read(2, 10)) == ([], True)
+        assert read_run(await read(6, 10)) == ([], False)
 
 
 class _Owner:
