@@ -410,9 +410,11 @@ class FleetSession:
         user-input requests the replay does not include come first, with their own seq.
         ``max_queue`` / ``max_bytes``: how far the subscriber may lag behind the live events
         before it is dropped. ``notify``: called (synchronously, from the session's task)
-        whenever the subscription becomes readable, was dropped or ended; for a consumer that
-        waits on several subscriptions at once. After ``Fleet.continue_``, subscribe again
-        with the last seq you saw to follow the next execution.
+        when the subscription becomes readable (an event arrives while none is queued
+        unread: the events queued behind it are not told, so read until ``trio.WouldBlock``),
+        was dropped or ended; for a consumer that waits on several subscriptions at once.
+        After ``Fleet.continue_``, subscribe again with the last seq you saw to follow the
+        next execution.
         """
         check_int("max_queue", max_queue, 1)
         check_int("max_bytes", max_bytes, 1)

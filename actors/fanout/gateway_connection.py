@@ -45,6 +45,7 @@ from claude_trio.actors.fanout.gateway_inbox import InboxFollower
 from claude_trio.actors.fanout.gateway_records import (
     POLICY_VIOLATION,
     PROTOCOL_ERROR,
+    TURN_FRAMES,
     WRITE_CHARS,
     WRITE_FRAMES,
     _Attached,
@@ -230,30 +231,40 @@ class _Client:
             self._writer_done.set()
 
     def _next_frames(self) -> list[str | bytes]:
-        """The frames ready now, in the order ``_next_frame`` takes them, as one write: at
-        most ``WRITE_FRAMES`` frames or ``WRITE_CHARS`` characters (whole frames)."""
+        """The frames ready now as one write: replies first, then the inbox's changes, then
+        the attached sessions' events, each session up to ``TURN_FRAMES`` of them in its
+        turn; at most ``WRITE_FRAMES`` frames or about ``WRITE_CHARS`` characters (whole
+        frames)."""
         texts: list[str | bytes] = []
         size = 0
         while len(texts) < WRITE_FRAMES and size < WRITE_CHARS:
-            text = self._next_frame()
-            if text is None:
-                break
+            if self._replies:
+                text = self._replies.popleft()
+                self._reply_room.set()
+            elif self._inbox is not None and (inbox_frame := self._inbox.next_frame()) is not None:
+                text = inbox_frame
+            else:
+                frames = self._session_frames(
+                    min(TURN_FRAMES, WRITE_FRAMES - len(texts)), WRITE_CHARS - size
+                )
+                if frames is None:
+                    break
+                texts += frames
+                size += sum(map(len, frames))
+                continue
             texts.append(text)
             size += len(text)
         return texts
 
-    def _next_frame(self) -> str | bytes | None:
-        if self._replies:
-            text = self._replies.popleft()
-            self._reply_room.set()
-            return text
-        if self._inbox is not None and (inbox_frame := self._inbox.next_frame()) is not None:
-            return inbox_frame
+    def _session_frames(self, limit: int, max_size: int) -> list[bytes] | None:
+        """The next ready session's events (at most ``limit``, about ``max_size`` counted
+        bytes) as frames; that session then waits for the others' turn. None when no session
+        has any (or the connection is closing for a slow subscriber)."""
         ready = self._ready
         while ready:
             attached = ready.popleft()
             try:
-                entry = attached.subscription.receive_entry_nowait()
+                entries = attached.subscription.receive_entries_nowait(limit, max_size)
             except trio.WouldBlock:
                 attached.ready = False
                 continue
@@ -268,11 +279,14 @@ class _Client:
             except trio.ClosedResourceError:
                 attached.ready = False
                 continue
-            ready.append(attached)  # its next event waits for the other sessions' turn
-            attached.last_sent = entry.seq
+            ready.append(attached)  # its next events wait for the other sessions' turn
+            attached.last_sent = entries[-1].seq
+            session_id = attached.session_id
             if self._metrics is not None:  # how far behind the session (as last read)
-                self._metrics.gateway_lag.record(max(0, attached.session.last_seq - entry.seq))
-            return self._frame(attached.session_id, entry)
+                last_seq = attached.session.last_seq
+                for entry in entries:
+                    self._metrics.gateway_lag.record(max(0, last_seq - entry.seq))
+            return [self._frame(session_id, entry) for entry in entries]
         return None
 
     def _frame(self, session_id: str, entry: Entry) -> bytes:

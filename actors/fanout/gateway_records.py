@@ -19,6 +19,7 @@ __all__ = [
     "INTERNAL_ERROR",
     "POLICY_VIOLATION",
     "PROTOCOL_ERROR",
+    "TURN_FRAMES",
     "WRITE_CHARS",
     "WRITE_FRAMES",
 ]
@@ -32,6 +33,9 @@ INTERNAL_ERROR = 1011
 # The writer sends the frames ready at once in one write to the socket, up to these bounds.
 WRITE_FRAMES = 256
 WRITE_CHARS = 256 * 1024
+# A client attached to several sessions gets up to this many events of one in a row before the
+# next session's turn.
+TURN_FRAMES = 32
 
 
 @attrs.frozen(kw_only=True, repr=False)  # no repr: it holds the tokens

@@ -210,7 +210,8 @@ class ServedSession(SessionHandle, Protocol):
         notify: Callable[[], None] | None = None,
     ) -> Subscription | ResyncRequired:
         """A subscription decided at once, that never waits for its consumer: ``notify`` is
-        called when it becomes readable, was dropped or ended (see ``Fleet``)."""
+        called when it becomes readable (not for each event queued behind the first unread
+        one), was dropped or ended (see ``Fleet``)."""
         ...
 
 

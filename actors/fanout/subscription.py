@@ -134,11 +134,14 @@ class Subscription(BaseReceiveChannel[Event]):
     def _offer(self, entry: Entry) -> None:
         if self._closed or self.dropped_reason is not None:
             return
-        if not self._live.offer(entry):
-            assert self._live.dropped_reason is not None
-            self._drop(self._live.dropped_reason)
+        live = self._live
+        readable = len(live) > 0  # the subscriber was told, and has not emptied it since
+        if not live.offer(entry):
+            assert live.dropped_reason is not None
+            self._drop(live.dropped_reason)
             return
-        self._ready()
+        if not readable:
+            self._ready()
 
     def _ready(self) -> None:
         self._wake()
@@ -169,6 +172,18 @@ class Subscription(BaseReceiveChannel[Event]):
         encoding in ``entry.wire``)."""
         self._check_open()
         return self._take_entry()
+
+    def receive_entries_nowait(self, limit: int, max_size: int) -> list[Entry]:
+        """Like :meth:`receive_entry_nowait` for up to ``limit`` entries ready now, in order
+        (at least one; the live ones stop once their counted sizes reach ``max_size``): what
+        a serving layer writes at once. Raises as ``receive_nowait`` does when none is
+        ready."""
+        self._check_open()
+        if self.dropped_reason is None and self._head_next == len(self._head):
+            entries = self._live.take_many(limit, max_size)
+            if entries:
+                return entries
+        return [self._take_entry()]  # the head, one at a time, or what ends the wait
 
     def _take_entry(self) -> Entry:
         if self.dropped_reason is not None:

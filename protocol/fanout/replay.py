@@ -426,6 +426,23 @@ class SubscriberQueue:
             return Entry(merged(item.first, item.pieces, item.last_seq), item.size)
         return item
 
+    def take_many(self, limit: int, max_size: int) -> list[Entry]:
+        """The oldest items, as :meth:`take` gives them, in order: at most ``limit`` of them,
+        and none after their counted sizes reach ``max_size`` (the first is always taken);
+        empty when nothing is queued."""
+        items = self._items
+        out: list[Entry] = []
+        size = 0
+        while items and len(out) < limit and size < max_size:
+            item = items.popleft()
+            size += item.size
+            if isinstance(item, _Run):
+                item = Entry(merged(item.first, item.pieces, item.last_seq), item.size)
+            out.append(item)
+        self._compacted = max(self._compacted - len(out), 0)
+        self.bytes -= size
+        return out
+
     def clear(self) -> None:
         self._items.clear()
         self._compacted = 0

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import claude_trio.protocol.fanout.replay as replay
@@ -367,6 +367,60 @@ def test_the_queue_loses_nothing_until_it_drops_and_keeps_its_bounds(
     assert seqs == sorted(set(seqs))
     if offered:
         assert taken[-1].seq == offered[-1].seq
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ops=st.lists(_item, max_size=80),
+    max_events=st.integers(1, 6),
+    limit=st.integers(1, 4),
+    max_size=st.integers(1, 8000),
+)
+@example(  # a merge made before a batch is taken does not hide later merges
+    ops=[
+        *[("delta", ("m1", 0), "a")] * 2,
+        *[("tool", None, None)] * 2,
+        ("take", None, None),
+        *[("delta", ("m2", 0), "b")] * 2,
+        *[("tool", None, None)] * 2,
+    ],
+    max_events=3,
+    limit=3,
+    max_size=8000,
+)
+def test_taking_several_at_once_takes_what_one_at_a_time_would(
+    ops: list[tuple[str, Any, Any]], max_events: int, limit: int, max_size: int
+) -> None:
+    """``take_many`` is ``take`` repeated: the same entries (merged runs joined), bytes and
+    length, within its bounds."""
+    one = SubscriberQueue(max_events=max_events, max_bytes=6000)
+    many = SubscriberQueue(max_events=max_events, max_bytes=6000)
+    seq = 0
+    for kind, block, text in ops:
+        if kind == "take":
+            empty = len(many) == 0
+            batch = many.take_many(limit, max_size)
+            singles = [one.take() for _ in batch]
+            assert [(e.event, e.size) for e in batch] == [
+                (e.event, e.size) for e in singles if e is not None
+            ]
+            assert bool(batch) != empty
+            assert len(batch) <= limit
+            assert sum(e.size for e in batch[:-1]) < max_size  # it stops once the sum reaches it
+            if len(batch) < limit and sum(e.size for e in batch) < max_size:
+                assert len(many) == 0  # it stops early only at a bound
+        else:
+            seq += 1
+            event: Event = (
+                delta(text, seq, mid=block[0], index=block[1]) if kind == "delta" else tool(seq)
+            )
+            assert one.offer(entry(event)) == many.offer(entry(event))
+        assert (len(many), many.bytes, many.coalesced) == (len(one), one.bytes, one.coalesced)
+        if one.dropped_reason is not None:
+            return
+    rest = many.take_many(len(many) + 1, 1 << 30)
+    assert [e.event for e in rest] == take_all(one)
+    assert many.bytes == 0
 
 
 def _texts(events: list[Event]) -> list[str]:
