@@ -106,7 +106,8 @@ class SharedGovernorConfig:
     """How a node shares its governor: ``node`` (its name, a worker's id), the key
     ``prefix``, ``lease_ttl`` (seconds an execution's lease and a node's registration last
     unless renewed; a killed node's count is freed after it), ``poll_interval`` (how often a
-    node whose opens wait for the cluster's limit asks again), ``call_timeout`` (the longest
+    node whose opens wait for the cluster's limit asks again; it also asks at once when
+    another node makes room, read from the freed stream), ``call_timeout`` (the longest
     one Redis call may take before the state is degraded), ``retry_max`` (the longest pause
     between two tries while degraded)."""
 
@@ -215,7 +216,8 @@ class RedisGovernorState(Generic[K]):
         )
         self.local: GovernorRules[K] = GovernorRules(local, now=now, random=random)
         keys = RedisKeys(shared.prefix)
-        self._keys = [keys.governor(p) for p in ("state", "leases", "spent", "nodes", "caps")]
+        parts = ("state", "leases", "spent", "nodes", "caps", "freed")
+        self._keys = [keys.governor(p) for p in parts]
         self._keys_of = keys
         self._acquire = redis.register_script(ACQUIRE_SCRIPT)
         self._reject = redis.register_script(REJECT_SCRIPT)
@@ -386,10 +388,13 @@ class RedisGovernorState(Generic[K]):
     # -- the sync task --------------------------------------------------------------------------
 
     async def sync(self, notify: Callable[[list[Notice]], None]) -> None:
-        """Talk to Redis whenever an input arrives, and every so often: send the reports,
-        renew the leases, read the shared figures, ask for the starts of waiting opens."""
+        """Talk to Redis whenever an input arrives, when another node makes room under the
+        limit while opens wait here, and every so often: send the reports, renew the leases,
+        read the shared figures, ask for the starts of waiting opens."""
         try:
-            await self._sync(notify)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_freed)
+                await self._sync(notify)
         finally:
             # The fleet closes: give this node's leases back (its executions end with it),
             # so the other nodes need not wait for them to lapse.
@@ -427,10 +432,39 @@ class RedisGovernorState(Generic[K]):
             pause = 0.05
             notify(notices)
             wait = self.shared.lease_ttl / 3
-            if self.local.waiting > len(self._admitted) + len(self._refused):
+            if self._waiting_for_cluster():
                 wait = min(wait, self.shared.poll_interval)
             with trio.move_on_after(wait):
                 await kick.wait()
+
+    def _waiting_for_cluster(self) -> bool:
+        """Some opens wait here that Redis has neither admitted nor refused."""
+        return self.local.waiting > len(self._admitted) + len(self._refused)
+
+    async def _watch_freed(self) -> None:
+        """Read the freed stream (``KEYS[6]`` of the scripts), blocking, and start a sync round
+        when another node made room while opens wait here: they start then, not at the next
+        ``poll_interval``. A Redis error is the sync loop's to report; this waits
+        ``retry_max`` and reads again (the polling still admits meanwhile)."""
+        freed = self._keys[5]
+        block_ms = max(1, int(self.shared.lease_ttl / 3 * 1000))
+        last: str | None = None
+        while True:
+            try:
+                with trio.fail_after(block_ms / 1000 + self.shared.call_timeout):
+                    if last is None:  # from the newest entry on
+                        newest = await self._redis.xrevrange(freed, count=1)
+                        last = str(newest[0].identifier) if newest else "0-0"
+                    got = await self._redis.xread({freed: last}, count=64, block=block_ms)
+            except REDIS_ERRORS:
+                last = None
+                await trio.sleep(self.shared.retry_max)
+                continue
+            entries = next(iter(got.values()), ()) if got else ()
+            if entries:
+                last = str(entries[-1].identifier)
+                if self._waiting_for_cluster():
+                    self._kick.set()
 
     async def _call(self, script: Any, args: list[Any], *, keys: list[str] | None = None) -> Any:
         head = [

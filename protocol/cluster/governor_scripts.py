@@ -8,8 +8,10 @@ Redis Cluster), in this order:
 ``rejections``, ``starts``), ``KEYS[2]`` the leases (a sorted set: lease id -> expiry),
 ``KEYS[3]`` the budgets spent (a hash: ``fleet``, ``principal:<name>``, ``label:<name>`` ->
 US dollars), ``KEYS[4]`` the nodes (a sorted set: node -> expiry), ``KEYS[5]`` their caps (a
-hash: node -> its ``max_live``); ``TURN_SCRIPT`` also takes ``KEYS[6]``, its report's
-``seen`` marker.
+hash: node -> its ``max_live``), ``KEYS[6]`` the *freed* stream (an entry each time room is
+made under the limit: leases dropped or lapsed, the limit raised; the nodes whose opens wait
+for the limit read it, blocking, to ask again at once); ``TURN_SCRIPT`` also takes
+``KEYS[7]``, its report's ``seen`` marker.
 
 Times are the Redis server's clock (``TIME``, seconds), so nodes whose clocks differ agree;
 every script returns the server's ``now`` first, as a string (Lua numbers come back as
@@ -52,6 +54,11 @@ end
 local function paused_until()
   return tonumber(redis.call('HGET', KEYS[1], 'paused_until') or '0')
 end
+local function freed(count)
+  if count > 0 then
+    redis.call('XADD', KEYS[6], 'MAXLEN', '~', '64', '*', 'freed', tostring(count))
+  end
+end
 """
 
 ACQUIRE_SCRIPT = (
@@ -61,7 +68,7 @@ ACQUIRE_SCRIPT = (
 -- then pairs (field of KEYS[3], budget). Returns {status, now, a, b}: ok (count, limit),
 -- paused (until), exhausted (field, spent), full (count, limit).
 local cap = register()
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+freed(redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now))
 local paused = paused_until()
 if paused > now then
   return {'paused', tostring(now), tostring(paused), ''}
@@ -114,11 +121,11 @@ TURN_SCRIPT = (
 -- A turn ended (rules 1, 4): ARGV[5] its cost, ARGV[6] 1 when it succeeded, ARGV[7]
 -- increase_after, ARGV[8] how long its seen marker lasts, ARGV[9] the limit its execution
 -- was admitted under, then the fields of KEYS[3] it is spent on. Applied once per report
--- (KEYS[6]): a report sent again after a lost reply is not counted twice. Returns {now,
+-- (KEYS[7]): a report sent again after a lost reply is not counted twice. Returns {now,
 -- old limit, new limit, applied (1/0)}.
 local cap = register()
 local old = limit_of(cap)
-if not redis.call('SET', KEYS[6], '1', 'NX', 'EX', tonumber(ARGV[8])) then
+if not redis.call('SET', KEYS[7], '1', 'NX', 'EX', tonumber(ARGV[8])) then
   return {tostring(now), tostring(old), tostring(old), '0'}
 end
 for i = 10, #ARGV do
@@ -143,6 +150,7 @@ if ARGV[6] == '1' then
     if old < cap then
       new = old + 1
       redis.call('HSET', KEYS[1], 'limit', new)
+      freed(1)
     end
   end
 end
@@ -163,10 +171,11 @@ local renew = tonumber(ARGV[6])
 for i = 7, 6 + renew do
   redis.call('ZADD', KEYS[2], now + tonumber(ARGV[5]), ARGV[i])
 end
+local dropped = 0
 for i = 7 + renew, #ARGV do
-  redis.call('ZREM', KEYS[2], ARGV[i])
+  dropped = dropped + redis.call('ZREM', KEYS[2], ARGV[i])
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+freed(dropped + redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now))
 local out = {
   tostring(now), tostring(redis.call('ZCARD', KEYS[2])), tostring(limit_of(cap)),
   tostring(paused_until()), redis.call('HGET', KEYS[1], 'rejections') or '0',

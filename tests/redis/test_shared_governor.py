@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import attrs
 import coredis
 import trio
 
@@ -167,6 +168,37 @@ async def test_the_running_count_is_shared_and_a_lapsed_lease_is_freed(redis_ser
         await b.sync_once()
         assert started(b.poll(trio.current_time())) == ["b2"]
         assert b.statistics().cluster_running == 1
+
+
+async def test_room_made_on_one_node_starts_the_other_nodes_waiting_open_at_once(
+    redis_server: Any,
+) -> None:
+    """A node whose open waits for the cluster's limit asks again when another node makes
+    room (the freed stream), not at its next poll: here the poll is 30 s away."""
+    async with open_redis(redis_server.url) as redis:
+        one = attrs.evolve(CONFIG, initial_limit=1)
+        a = node(redis, "a", one, poll_interval=30.0, lease_ttl=90.0)
+        b = node(redis, "b", one, poll_interval=30.0, lease_ttl=90.0)
+        a.submit("a1")
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a1"]
+        b.submit("b1")
+        rounds: list[object] = []
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(b.sync, rounds.append)
+                while not rounds:  # noqa: ASYNC110 (B's first round: A holds the limit, 1)
+                    await trio.sleep(0.01)
+                await trio.sleep(0.2)
+                assert "b1" not in b._admitted
+                freed = await redis.xlen(RedisKeys().governor("freed"))
+                a.execution_ended("a1")
+                await a.sync_once()  # drops A's lease: room is made
+                assert await redis.xlen(RedisKeys().governor("freed")) == freed + 1
+                while "b1" not in b._admitted:  # noqa: ASYNC110 (a flag of another task)
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+        assert started(b.poll(trio.current_time())) == ["b1"]
 
 
 async def test_a_budget_spent_on_one_node_refuses_on_the_other(redis_server: Any) -> None:
