@@ -89,18 +89,22 @@ REAP_POLL_SECONDS = 0.001
 def stop_gate(lifecycle: ExecutionLifecycle) -> HookCallback:
     """The ``PreToolUse`` hook the CLI asks before every tool call: once the execution is
     stopping (aborted, ended, closed) every call is denied, so no tool starts after a stop
-    whatever the interrupt races with. Before that it has no opinion (``{}``)."""
+    whatever the interrupt races with, and the turn stops there (``continue: false``): the
+    CLI does not hand the denial to the model in one more request before the interrupt
+    lands. Before that it has no opinion (``{}``)."""
 
     async def gate(hook_input: Any, tool_use_id: str | None, context: Any) -> Any:
         await trio.lowlevel.checkpoint()
         if lifecycle.may_write_user_messages:
             return {}
         return {
+            "continue_": False,
+            "stopReason": STOPPED,
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "deny",
                 "permissionDecisionReason": STOPPED,
-            }
+            },
         }
 
     return gate

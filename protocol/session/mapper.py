@@ -34,7 +34,8 @@ Turn fencing
       ``Error``. The next turn is numbered one more.
   R5. ``abort_requested()`` marks an abort as pending; it emits nothing. Every abort is then
       answered by exactly one ``Aborted``: the CLI's own result for the aborting turn
-      (``subtype="error_during_execution"`` or ``terminal_reason="aborted_*"``) becomes
+      (``subtype="error_during_execution"`` or ``terminal_reason="aborted_*"``, or
+      ``"hook_stopped"``: the stop gate stops a turn at its next tool call) becomes
       ``Aborted(usage=..., session_id=...)`` instead of a ``Result``; otherwise
       ``turn_aborted()`` (or ``stream_ended()``) synthesizes it. Its ``outcome`` is the
       abort's (``outcomes.py``: ``ABORTED`` unless the abort said otherwise), its ``phase``

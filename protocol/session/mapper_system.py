@@ -154,9 +154,14 @@ def consumed_uuids(result: sdk.ResultMessage) -> list[str]:
 
 
 def is_abort_result(result: sdk.ResultMessage) -> bool:
-    """The CLI's own result for a turn it aborted (R5)."""
-    return result.subtype == "error_during_execution" or (result.terminal_reason or "").startswith(
-        "aborted"
+    """The CLI's own result for a turn it aborted (R5), or that a hook stopped while the abort
+    was pending: the stop gate denies every tool from the abort on and stops the turn there
+    (``actors/session/stopper.py``)."""
+    reason = result.terminal_reason or ""
+    return (
+        result.subtype == "error_during_execution"
+        or reason.startswith("aborted")
+        or reason == "hook_stopped"
     )
 
 

@@ -129,10 +129,14 @@ async def test_abort_ends_with_one_aborted_event_and_no_cli(
             async for event in session.events:
                 events.append(event)
                 if isinstance(event, abort_on) and not took:
+                    asked = len(model_double.message_requests)
                     t0 = trio.current_time()
                     await session.abort()
                     took.append(trio.current_time() - t0)
         assert_no_cli_left()
+        # No model request after the abort: a tool call the stop gate denied stops the turn
+        # there, not handed to the model in one more request before the interrupt lands.
+        assert len(model_double.message_requests) == asked
         aborted = assert_one_final_terminal(events)
         assert isinstance(aborted, Aborted)
         assert [e for e in events if is_terminal(e)] == [aborted]

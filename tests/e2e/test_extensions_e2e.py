@@ -273,8 +273,9 @@ async def test_the_stop_gate_is_asked_before_a_custom_tool_and_its_deny_stops_it
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Once a session stops, its stop gate denies every tool call: custom tools included. The
-    gate is made to answer as it does after a stop, for the custom tool only."""
+    """Once a session stops, its stop gate denies every tool call, custom tools included, and
+    stops the turn there. The gate is made to answer as it does after a stop, for the custom
+    tool only."""
     from types import SimpleNamespace
 
     from claude_trio.actors.session import open as session_module
@@ -309,7 +310,10 @@ async def test_the_stop_gate_is_asked_before_a_custom_tool_and_its_deny_stops_it
     events = await run_session(params(tmp_path, "who?"), hermetic, custom_tools=[lookup])
     assert asked == ["mcp__trio__lookup"]
     assert ran == []
-    second = model_double.message_requests[1]
-    assert second.tool_results["toolu_custom"]["is_error"] is True
-    assert STOPPED in str(second.tool_result_text("toolu_custom"))
-    assert isinstance(events[-1], Result), dump(events)
+    [denied] = [r for r in events if isinstance(r, ToolResult) and r.tool_use_id == "toolu_custom"]
+    assert denied.is_error
+    assert STOPPED in str(denied.content)
+    assert len(model_double.message_requests) == 1  # the denial is not handed to the model
+    last = events[-1]
+    assert isinstance(last, Result), dump(events)
+    assert last.terminal_reason == "hook_stopped"

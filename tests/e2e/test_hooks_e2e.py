@@ -116,7 +116,8 @@ async def test_the_cli_lets_the_stop_gate_s_deny_win_over_a_hook_s_allow(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The stop gate is made to answer as it does after a stop while the session's own
-    PreToolUse hook allows: the CLI runs the tool only if every hook allows."""
+    PreToolUse hook allows: the CLI runs the tool only if every hook allows, and the gate
+    stops the turn there: the denial is not handed to the model in one more request."""
     from types import SimpleNamespace
 
     from claude_trio.actors.session import open as session_module
@@ -138,7 +139,12 @@ async def test_the_cli_lets_the_stop_gate_s_deny_win_over_a_hook_s_allow(
 
     assert not marker.exists()
     assert [e.decision for e in of_type(events, HookInvoked)] == ["allow"]
-    assert STOPPED in str(model_double.message_requests[1].tool_result_text("toolu_1"))
+    [denied] = [r for r in of_type(events, ToolResult) if r.tool_use_id == "toolu_1"]
+    assert STOPPED in str(denied.content)
+    assert len(model_double.message_requests) == 1  # the turn stopped at the denied call
+    last = events[-1]
+    assert isinstance(last, Result)
+    assert last.terminal_reason == "hook_stopped"
 
 
 async def test_a_hook_can_rewrite_a_tool_s_input_and_stop_the_turn(

@@ -14,6 +14,7 @@ import sdk_frames as f
 from claude_trio.protocol.errors import LocalProtocolError
 from claude_trio.protocol.session import events as ev
 from claude_trio.protocol.session.mapper import Mapper
+from claude_trio.protocol.session.outcomes import Outcome
 
 
 def feed(mapper: Mapper, *messages: sdk.Message) -> list[ev.Event]:
@@ -685,6 +686,25 @@ def test_cli_result_after_abort_request_becomes_aborted_with_usage() -> None:
     assert aborted.usage.input_tokens == 7
     assert mapper.turn_aborted() == []  # already answered: idempotent
     assert not mapper.aborting
+
+
+def test_a_turn_the_stop_gate_stopped_is_the_abort_s_answer() -> None:
+    """After an abort, the stop gate denies the next tool call and stops the turn there
+    (``continue: false``); the CLI's result for it (``hook_stopped``) answers the abort."""
+    mapper = Mapper()
+    feed(mapper, f.init(), f.text_delta("about to run a tool"))
+    mapper.abort_requested()
+    (aborted,) = mapper.feed(
+        f.result(terminal_reason="hook_stopped", stop_reason="tool_use", num_turns=2)
+    )
+    assert isinstance(aborted, ev.Aborted)
+    assert (aborted.turn, aborted.outcome) == (1, Outcome.ABORTED)
+    assert mapper.turn_aborted() == []  # answered once
+    # Without an abort pending it is a hook's stop, as the CLI says.
+    feed(mapper, f.init())
+    (result,) = mapper.feed(f.result(terminal_reason="hook_stopped", stop_reason="tool_use"))
+    assert isinstance(result, ev.Result)
+    assert result.terminal_reason == "hook_stopped"
 
 
 def test_late_result_of_an_aborted_turn_never_closes_the_next_turn() -> None:
