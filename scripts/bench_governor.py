@@ -12,6 +12,12 @@ batch against an account with no limit, gives the machine's own floor: ``items``
 seconds no governor can save, and on a machine with few cores that can take longer than the
 ideal; the ratio to ``max(ideal, floor)`` is printed too.
 
+Handoff across workers: two nodes sharing one governor in a ``redis-server`` started here
+(``RedisGovernorState``, as two ``claude-trio worker`` processes share one), a limit of one;
+``handoff_rounds`` times the node holding the place ends its execution while the other has an
+open waiting, and the time until the waiting open is admitted is measured, with the freed
+stream (the default) and with polling alone (every ``poll_interval``, 0.2 s).
+
 Budget: ``budget_runs`` batches (6 items, 3 at once, turns of varied length, no rate limit)
 with a fleet budget of 2.5 turns' cost: per run what was spent past the budget against its
 bound, the cost of the turns still running when the budget was reached (the governor's
@@ -23,6 +29,7 @@ from __future__ import annotations
 import collections
 import random
 import resource
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -31,9 +38,12 @@ from typing import Any
 import trio
 
 from claude_trio import ExecuteParams
+from claude_trio.actors.cluster.governor import RedisGovernorState, SharedGovernorConfig
 from claude_trio.actors.fanout.fleet import DEFAULT_GOVERNOR, open_fleet
 from claude_trio.batch import BatchItem, RetryPolicy, run_batch
 from claude_trio.protocol.fanout.governor import GovernorConfig
+from claude_trio.redis_url import open_redis
+from claude_trio.testing import open_redis_server
 from claude_trio.testing.hermetic import hermetic_env
 from claude_trio.testing.model_double import ModelDouble, RateLimits, Reply, Rule, Script
 
@@ -204,10 +214,79 @@ async def _budget(runs: int) -> None:
         )
 
 
+class _PollingOnly(RedisGovernorState[str]):
+    """A shared governor state that does not read the freed stream: it asks again only every
+    ``poll_interval`` (what a worker did before the stream)."""
+
+    async def _watch_freed(self) -> None:
+        await trio.sleep_forever()
+
+
+async def _handoffs(
+    url: str, prefix: str, kind: type[RedisGovernorState[str]], rounds: int
+) -> list[float]:
+    """Milliseconds from an execution's end on one node to the other node's waiting open
+    being admitted, ``rounds`` times, the place going back and forth."""
+    config = GovernorConfig(
+        max_live=2, initial_limit=1, starts_per_second=1000.0, resume_jitter=0.0
+    )
+    took: list[float] = []
+    async with open_redis(url) as redis, trio.open_nursery() as nursery:
+        nodes = [
+            kind(
+                redis,
+                SharedGovernorConfig(node=name, prefix=prefix),
+                config,
+                now=trio.current_time(),
+                random=random.Random(name).random,
+            )
+            for name in ("a", "b")
+        ]
+        for state in nodes:
+            nursery.start_soon(state.sync, lambda _notices: None)
+        holder, waiter = nodes
+        holder.submit("k0")
+        while "k0" not in holder._admitted:  # noqa: ASYNC110 (another task's state)
+            await trio.sleep(0.001)
+        holder.poll(trio.current_time())
+        for i in range(1, rounds + 1):
+            waiter.submit(f"k{i}")
+            await trio.sleep(0.05)  # it asked, and waits for the limit
+            start = trio.current_time()
+            holder.execution_ended(f"k{i - 1}")
+            while f"k{i}" not in waiter._admitted:  # noqa: ASYNC110
+                await trio.sleep(0.0005)
+            took.append((trio.current_time() - start) * 1000)
+            waiter.poll(trio.current_time())
+            holder, waiter = waiter, holder
+        nursery.cancel_scope.cancel()
+    return took
+
+
+async def _handoff(rounds: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-handoff-") as tmp:
+        async with open_redis_server(Path(tmp)) as server:
+            streamed = await _handoffs(server.url, "freed", RedisGovernorState, rounds)
+            polled = await _handoffs(server.url, "polled", _PollingOnly, rounds)
+    print(f"  a place freed on one worker to another's waiting open ({rounds} handoffs, ms):")
+    for name, took in (("freed stream", streamed), ("polling alone", polled)):
+        print(f"    {name:<14} median {statistics.median(took):7.1f}   max {max(took):7.1f}")
+    ratio = statistics.median(polled) / statistics.median(streamed)
+    print(f"    polling alone / freed stream: {ratio:.0f}x")
+
+
 def run(
-    *, items: int = 40, max_live: int = 8, k: int = 2, turn: float = 1.0, budget_runs: int = 20
+    *,
+    items: int = 40,
+    max_live: int = 8,
+    k: int = 2,
+    turn: float = 1.0,
+    budget_runs: int = 20,
+    handoff_rounds: int = 20,
 ) -> None:
     trio.run(_run, items, max_live, k, turn)
+    if handoff_rounds:
+        trio.run(_handoff, handoff_rounds)
     if budget_runs:
         trio.run(_budget, budget_runs)
 

@@ -35,8 +35,10 @@ Sections (all by default; pick with ``--only``):
   40 items at ``max_live=8`` with 1 s turns (20 items, 0.5 s turns with ``--quick``), the fleet
   with its governor vs without: wall time and its ratio to the ideal (items x turn / K plus
   the CLI's start-up; and to the machine's floor, the same batch with no limit), 429s served,
-  CPU; then 20 batches (5 with ``--quick``) under a fleet budget: the overshoot against the
-  cost of the turns running when the budget was reached.
+  CPU; then a place freed on one worker handed to another worker's waiting open (two nodes
+  of the shared governor on a ``redis-server``; 20 handoffs, 10 with ``--quick``), with the
+  freed stream and with polling alone; then 20 batches (5 with ``--quick``) under a fleet
+  budget: the overshoot against the cost of the turns running when the budget was reached.
 * ``acp``: the editor face, ``claude-trio acp --offline`` as a subprocess: ``session/prompt`` to
   the first ``agent_message_chunk`` vs ``claude-trio run --offline`` to its first text, and
   ``session/cancel`` mid-tool to the ``cancelled`` answer vs ``abort()`` to the terminal event.
@@ -229,7 +231,10 @@ def _run(argv: list[str] | None) -> int:
 
         print("\n[14] the fleet governor against a rate-limited account: with vs without")
         bench_governor.run(
-            items=20 if quick else 40, turn=0.5 if quick else 1.0, budget_runs=5 if quick else 20
+            items=20 if quick else 40,
+            turn=0.5 if quick else 1.0,
+            budget_runs=5 if quick else 20,
+            handoff_rounds=10 if quick else 20,
         )
     if "acp" in only:
         import bench_acp
