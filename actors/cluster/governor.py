@@ -456,7 +456,13 @@ class RedisGovernorState(Generic[K]):
                         newest = await self._redis.xrevrange(freed, count=1)
                         last = str(newest[0].identifier) if newest else "0-0"
                     got = await self._redis.xread({freed: last}, count=64, block=block_ms)
-            except REDIS_ERRORS:
+            except REDIS_ERRORS as exc:
+                if last is not None:  # once per streak of failures
+                    log.info(
+                        "governor: the freed stream cannot be read, polling meanwhile: %r",
+                        exc,
+                        extra={"event": "governor"},
+                    )
                 last = None
                 await trio.sleep(self.shared.retry_max)
                 continue

@@ -433,7 +433,7 @@ class SubscriberQueue:
         items = self._items
         out: list[Entry] = []
         size = 0
-        while items and len(out) < limit and size < max_size:
+        while items and len(out) < limit and (size < max_size or not out):
             item = items.popleft()
             size += item.size
             if isinstance(item, _Run):

@@ -175,7 +175,17 @@ async def test_room_made_on_one_node_starts_the_other_nodes_waiting_open_at_once
 ) -> None:
     """A node whose open waits for the cluster's limit asks again when another node makes
     room (the freed stream), not at its next poll: here the poll is 30 s away."""
-    async with open_redis(redis_server.url) as redis:
+    await room_made_starts_the_waiting_open(redis_server.url)
+
+
+async def test_room_made_starts_the_waiting_open_on_a_three_master_cluster(
+    redis_cluster: RedisClusterNodes,
+) -> None:
+    await room_made_starts_the_waiting_open(redis_cluster.url)
+
+
+async def room_made_starts_the_waiting_open(url: str) -> None:
+    async with open_redis(url) as redis:
         one = attrs.evolve(CONFIG, initial_limit=1)
         a = node(redis, "a", one, poll_interval=30.0, lease_ttl=90.0)
         b = node(redis, "b", one, poll_interval=30.0, lease_ttl=90.0)
