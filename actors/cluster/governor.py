@@ -24,7 +24,8 @@ running executions (a :class:`GovernorRules` without budgets, whose own limit is
 applied: ``poll(admitted=...)`` starts only the opens Redis admitted).
 
 **Redis outage.** While Redis cannot be reached the state is *degraded* (``degraded`` in the
-figures, a warning logged): no open is admitted, so new starts wait, and no budget can be
+figures; a :class:`SharedStateOutage` notice when it starts and when it ends, which the
+governor keeps and logs): no open is admitted, so new starts wait, and no budget can be
 overspent unseen; running executions go on. What they report (turn costs, successes, a
 rejection, ended executions) is kept in memory and sent when Redis is back (each turn's
 report once: a report sent again after a lost reply is not counted twice); a rejection seen
@@ -75,6 +76,7 @@ from claude_trio.protocol.fanout.governor import (
     RateLimitNotice,
     Refuse,
     RetryNotice,
+    SharedStateOutage,
     Signal,
     Start,
     is_rejection,
@@ -417,18 +419,14 @@ class RedisGovernorState(Generic[K]):
                 if not self._degraded:
                     self._degraded = True
                     self.outages += 1
-                    log.warning(
-                        "governor: redis unavailable, new starts wait: %r",
-                        exc,
-                        extra={"event": "governor", "notice": "degraded"},
-                    )
-                    notify([])
+                    # The governor notes it (kept, and logged as a warning).
+                    notify([SharedStateOutage(unavailable=True, cause=f"redis: {exc!r}")])
                 await trio.sleep(pause)
                 pause = min(pause * 2, self.shared.retry_max)
                 continue
             if self._degraded:
                 self._degraded = False
-                log.info("governor: redis is back", extra={"event": "governor"})
+                notices = [SharedStateOutage(unavailable=False), *notices]
             pause = 0.05
             notify(notices)
             wait = self.shared.lease_ttl / 3

@@ -52,6 +52,7 @@ from claude_trio.protocol.fanout.governor import (
     Paused,
     Refuse,
     Resumed,
+    SharedStateOutage,
     Signal,
     Start,
     Wait,
@@ -147,12 +148,22 @@ class SharedGovernorState(Protocol):
 @attrs.frozen(kw_only=True)
 class GovernorNotice:
     """A notice of the governor, for people: ``kind`` (``paused``, ``resumed``,
-    ``limit_changed``, ``budget_reached``, ``budget_abort``), when (``at``, seconds since the
+    ``limit_changed``, ``budget_reached``, ``budget_abort``, and in a cluster
+    ``shared_state_unavailable`` / ``shared_state_back``: Redis could not be reached, new
+    starts waited), when (``at``, seconds since the
     epoch), a one-line ``message``, for a pause when starts resume (``resumes_at``, seconds
     since the epoch), and for a budget the scope's figures when it was reached or aborted
     (``budget``: its ``running`` executions bound the overshoot to come)."""
 
-    kind: Literal["paused", "resumed", "limit_changed", "budget_reached", "budget_abort"]
+    kind: Literal[
+        "paused",
+        "resumed",
+        "limit_changed",
+        "budget_reached",
+        "budget_abort",
+        "shared_state_unavailable",
+        "shared_state_back",
+    ]
     at: float
     message: str
     resumes_at: float | None = None
@@ -356,6 +367,14 @@ class Governor(Generic[K]):
                         f"budget reached: {_budget_text(notice.figures)}",
                         budget=notice.figures,
                     )
+                case SharedStateOutage(unavailable=True):
+                    self._note(
+                        "shared_state_unavailable",
+                        f"shared state unavailable, new starts wait: {notice.cause}",
+                        level=logging.WARNING,
+                    )
+                case SharedStateOutage():
+                    self._note("shared_state_back", "shared state back, starts resume")
         self._wake.set()
 
     def _note(
@@ -365,6 +384,7 @@ class Governor(Generic[K]):
         *,
         resumes_at: float | None = None,
         budget: BudgetFigures | None = None,
+        level: int = logging.INFO,
     ) -> None:
         notice = GovernorNotice(
             kind=kind,  # type: ignore[arg-type]
@@ -374,7 +394,7 @@ class Governor(Generic[K]):
             budget=budget,
         )
         self._notices.append(notice)
-        log.info("governor: %s", message, extra={"event": "governor", "notice": kind})
+        log.log(level, "governor: %s", message, extra={"event": "governor", "notice": kind})
 
 
 def _budget_text(figures: BudgetFigures) -> str:

@@ -38,6 +38,7 @@ __all__ = [
     "Refuse",
     "Resumed",
     "RetryNotice",
+    "SharedStateOutage",
     "Signal",
     "Start",
     "Wait",
@@ -279,7 +280,17 @@ class BudgetReached:
     figures: BudgetFigures
 
 
-Notice: TypeAlias = Paused | LimitChanged | BudgetReached
+@attrs.frozen(kw_only=True)
+class SharedStateOutage:
+    """The store a cluster's governor shares (Redis) could not be reached (``cause``: the
+    error) while ``unavailable``, or can again once not: meanwhile no new start is admitted
+    (new starts wait) and running executions go on."""
+
+    unavailable: bool
+    cause: str = ""
+
+
+Notice: TypeAlias = Paused | LimitChanged | BudgetReached | SharedStateOutage
 
 
 @attrs.frozen(kw_only=True)

@@ -3,6 +3,7 @@ budget stop and ``on_budget="abort"``, at exact virtual times (the jitter fixed)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,7 +13,12 @@ import trio
 import trio.testing
 
 from claude_trio.actors.fanout.governor import Governor
-from claude_trio.protocol.fanout.governor import BudgetFigures, GovernorConfig, GovernorRules
+from claude_trio.protocol.fanout.governor import (
+    BudgetFigures,
+    GovernorConfig,
+    GovernorRules,
+    SharedStateOutage,
+)
 from claude_trio.protocol.session.events import Retry, TextDelta, WarningEvent
 
 WALL = 1_800_000_000.0  # the wall clock at trio's time 0
@@ -173,3 +179,22 @@ async def test_on_budget_abort_aborts_the_running_executions_of_the_scope(
     assert sorted(k for _, k, _ in recorder.aborted) == ["a", "b"]  # not x: another label
     assert {when for when, _, _ in recorder.aborted} == {2.0}
     assert recorder.aborted[0][2].scope == "label"
+
+
+async def test_a_shared_state_outage_is_noted_when_it_starts_and_when_it_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What a cluster's shared governor state tells (``SharedStateOutage``) becomes a notice
+    people see: kept with the others and logged, a warning while new starts wait."""
+    recorder = Recorder()
+    with caplog.at_level(logging.INFO, logger="claude_trio"):
+        async with open_governor(recorder) as governor:
+            governor._noted([SharedStateOutage(unavailable=True, cause="redis: refused")])
+            governor._noted([SharedStateOutage(unavailable=False)])
+            notices = governor.notices()
+    assert [(n.kind, n.message) for n in notices] == [
+        ("shared_state_unavailable", "shared state unavailable, new starts wait: redis: refused"),
+        ("shared_state_back", "shared state back, starts resume"),
+    ]
+    logged = [r.levelname for r in caplog.records if "shared state" in r.getMessage()]
+    assert logged == ["WARNING", "INFO"]

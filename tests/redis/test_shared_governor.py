@@ -27,6 +27,7 @@ from claude_trio.protocol.fanout.governor import (
     GovernorConfig,
     Refuse,
     RetryNotice,
+    SharedStateOutage,
     Start,
     Wait,
 )
@@ -257,9 +258,11 @@ async def test_while_redis_is_down_starts_wait_and_costs_are_kept(tmp_path: Path
         async with open_redis(server.url) as redis:
             a = node(redis, "a", call_timeout=0.5, retry_max=0.2)
             wakes = itertools.count()
+            outages: list[SharedStateOutage] = []
 
-            def notify(_notices: Any) -> None:
+            def notify(notices: Any) -> None:
                 next(wakes)
+                outages.extend(n for n in notices if isinstance(n, SharedStateOutage))
 
             a.submit("a1")
             await a.sync_once()
@@ -286,6 +289,9 @@ async def test_while_redis_is_down_starts_wait_and_costs_are_kept(tmp_path: Path
                     assert started(a.poll(trio.current_time())) == ["a2"]
                     nursery.cancel_scope.cancel()
             assert a.outages == 1
+            # Told once when it went, once when it came back.
+            assert [o.unavailable for o in outages] == [True, False]
+            assert "redis" in outages[0].cause
         async with coredis.Redis.from_url(server.url, decode_responses=True) as plain:
             spent = await plain.hget(RedisKeys().governor("spent"), "fleet")
             assert float(spent or 0) == 0.03
