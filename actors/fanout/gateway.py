@@ -100,6 +100,7 @@ import os
 import resource
 from collections import Counter
 from collections.abc import Collection, Mapping
+from functools import partial
 from typing import NoReturn
 from urllib.parse import parse_qs, urlsplit
 
@@ -109,6 +110,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketReque
 
 from claude_trio.actors.fanout._websocket_private import run_reader, server_connection, wait_request
 from claude_trio.actors.fanout.gateway_connection import _Client
+from claude_trio.actors.fanout.gateway_governor import GovernorWatch, host_governor
 from claude_trio.actors.fanout.gateway_http import (
     PrefixedStream,
     load_console_files,
@@ -188,6 +190,11 @@ class _Server:
     buckets: dict[str, TokenBucket] = attrs.field(factory=dict)
     #: The web console's files (``console=True``), or None: no page is served.
     console_files: Mapping[str, bytes] | None = None
+    #: The host's governor figures for the connections that follow them (``governor`` op).
+    governor: GovernorWatch = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.governor = GovernorWatch(partial(host_governor, self.config.fleet))
 
     def bucket(self, host: str) -> TokenBucket:
         bucket = self.buckets.get(host)
@@ -365,6 +372,7 @@ async def serve_gateway(
     watch_gateway(server.admission)  # its connections in the metrics, while it serves
     try:
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.governor.run)
             for listener in listeners:
                 nursery.start_soon(_accept_loop, server, listener, nursery)
             log.info("gateway listening on %s:%d", host, bound)

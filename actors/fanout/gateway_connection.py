@@ -33,14 +33,14 @@ import logging
 from functools import partial
 from typing import assert_never
 
-import attrs
 import trio
 from opentelemetry.trace import SpanKind
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout._websocket_private import clip_reason, send_texts, text_frame
-from claude_trio.actors.fanout.fleet import HostDescription, ResyncRequired
+from claude_trio.actors.fanout.fleet import ResyncRequired
+from claude_trio.actors.fanout.gateway_governor import GovernorFollower
 from claude_trio.actors.fanout.gateway_inbox import InboxFollower
 from claude_trio.actors.fanout.gateway_records import (
     POLICY_VIOLATION,
@@ -50,14 +50,13 @@ from claude_trio.actors.fanout.gateway_records import (
     WRITE_FRAMES,
     _Attached,
     _Listener,
-    _version,
+    hello_frame,
 )
 from claude_trio.actors.fanout.hosts import ServedSession
 from claude_trio.actors.fanout.owners import GatewayOwner, principal_of
 from claude_trio.actors.fanout.remote_paths import resolve_cwd, resolve_scope
 from claude_trio.actors.session.metrics import instruments
 from claude_trio.actors.session.trace_context import hop_span
-from claude_trio.protocol.config.capabilities import architecture_capabilities
 from claude_trio.protocol.errors import (
     ClusterUnavailableError,
     ControlFailedError,
@@ -69,7 +68,6 @@ from claude_trio.protocol.errors import (
     UnknownSessionError,
     WireError,
 )
-from claude_trio.protocol.fanout.codec import to_json_safe
 from claude_trio.protocol.fanout.listing import page
 from claude_trio.protocol.fanout.remote import (
     Principal,
@@ -79,8 +77,6 @@ from claude_trio.protocol.fanout.remote import (
 )
 from claude_trio.protocol.fanout.replay import Entry
 from claude_trio.protocol.fanout.wire import (
-    OP_NAMES,
-    PROTOCOL_VERSION,
     AbortOp,
     AnswerOp,
     AttachOp,
@@ -89,7 +85,8 @@ from claude_trio.protocol.fanout.wire import (
     DetachOp,
     ErrorFrame,
     Frame,
-    HelloFrame,
+    GovernorFrame,
+    GovernorOp,
     HelloOp,
     InboxOp,
     ListOp,
@@ -151,6 +148,7 @@ class _Client:
         self._close_text = ""
         self._close_wanted = trio.Event()
         self._inbox: InboxFollower | None = None  # the ``inbox`` op (gateway_inbox.py)
+        self._governor: GovernorFollower | None = None  # ``governor`` (gateway_governor.py)
 
     async def run(self) -> None:
         try:
@@ -166,8 +164,9 @@ class _Client:
                 attached.subscription.close()
             self._attached.clear()
             self._ready.clear()
-            if self._inbox is not None:
-                self._inbox.close()
+            for follower in (self._inbox, self._governor):
+                if follower is not None:
+                    follower.close()
 
     async def _close_connection(self) -> None:
         """Send the close frame after the frame being sent, or cut TCP (module docstring)."""
@@ -231,18 +230,18 @@ class _Client:
             self._writer_done.set()
 
     def _next_frames(self) -> list[str | bytes]:
-        """The frames ready now as one write: replies first, then the inbox's changes, then
-        the attached sessions' events, each session up to ``TURN_FRAMES`` of them in its
-        turn; at most ``WRITE_FRAMES`` frames or about ``WRITE_CHARS`` characters (whole
-        frames)."""
+        """The frames ready now as one write: replies first, then the inbox's changes and the
+        governor's figures, then the attached sessions' events, each session up to
+        ``TURN_FRAMES`` of them in its turn; at most ``WRITE_FRAMES`` frames or about
+        ``WRITE_CHARS`` characters (whole frames)."""
         texts: list[str | bytes] = []
         size = 0
         while len(texts) < WRITE_FRAMES and size < WRITE_CHARS:
             if self._replies:
                 text = self._replies.popleft()
                 self._reply_room.set()
-            elif self._inbox is not None and (inbox_frame := self._inbox.next_frame()) is not None:
-                text = inbox_frame
+            elif (followed := self._followed_frame()) is not None:
+                text = followed
             else:
                 frames = self._session_frames(
                     min(TURN_FRAMES, WRITE_FRAMES - len(texts)), WRITE_CHARS - size
@@ -255,6 +254,14 @@ class _Client:
             texts.append(text)
             size += len(text)
         return texts
+
+    def _followed_frame(self) -> str | None:
+        """The next frame of what the client follows besides its sessions: the inbox's
+        changes, then the governor's figures."""
+        for follower in (self._inbox, self._governor):
+            if follower is not None and (text := follower.next_frame()) is not None:
+                return text
+        return None
 
     def _session_frames(self, limit: int, max_size: int) -> list[bytes] | None:
         """The next ready session's events (at most ``limit``, about ``max_size`` counted
@@ -429,7 +436,9 @@ class _Client:
         # looks at once).
         match op:
             case HelloOp():
-                self._reply(self._hello(op.id, await self._fleet.describe()))
+                self._reply(
+                    hello_frame(op.id, await self._fleet.describe(), self._config, self._principal)
+                )
             case ListOp():
                 shown, after = page(await self._listing(), op.cursor, op.limit)
                 self._reply(SessionsFrame(id=op.id, sessions=shown, next_cursor=after))
@@ -481,6 +490,15 @@ class _Client:
                 )
                 self._inbox = InboxFollower(channel, op.id, follow=op.follow)
                 self._wake_writer()
+            case GovernorOp():
+                if self._governor is not None:
+                    self._governor.close()
+                    self._governor = None
+                watch = self._server.governor
+                figures = await watch.figures()
+                self._reply(GovernorFrame(id=op.id, governor=figures))
+                if op.follow:
+                    self._governor = watch.follow(figures, self._wake_writer)
             case _:
                 assert_never(op)
 
@@ -533,34 +551,6 @@ class _Client:
             )
             return None
         return session
-
-    def _hello(self, op_id: str, host: HostDescription) -> HelloFrame:
-        config = self._config
-        limits: dict[str, object] = {
-            "max_message_size": config.max_message_size,
-            "client_queue": config.client_queue,
-            **host.limits,
-            **attrs.asdict(self._limits),
-        }
-        policy = config.policy
-        return HelloFrame(
-            id=op_id,
-            server=f"claude-trio {_version()}",
-            protocol=PROTOCOL_VERSION,
-            principal=self._principal.name,
-            admin=self._principal.admin,
-            ops=OP_NAMES,
-            capabilities=to_json_safe(architecture_capabilities()),
-            limits=limits,
-            policy={
-                "remote_tools": policy.tools,
-                "cwd_root_set": policy.cwd_root is not None,
-                "allow_cwd": policy.allow_cwd,
-                "allow_env": policy.allow_env,
-            },
-            cluster=None if host.cluster is None else dict(host.cluster),
-            governor=host.governor,
-        )
 
     async def _listing(self) -> tuple[SessionInfo, ...]:
         principal = self._principal

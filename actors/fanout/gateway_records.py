@@ -1,5 +1,5 @@
 """What a gateway connection holds and uses: the gateway's checked settings, what it asks of
-the listener that accepted it, one followed session, the close codes it sends
+the listener that accepted it, one followed session, its ``hello`` answer, the close codes it sends
 (``actors/fanout/gateway_connection.py`` is the connection itself)."""
 
 from __future__ import annotations
@@ -10,9 +10,14 @@ from typing import Protocol
 
 import attrs
 
+from claude_trio.actors.fanout.fleet_figures import HostDescription
+from claude_trio.actors.fanout.gateway_governor import GovernorWatch
 from claude_trio.actors.fanout.hosts import ServedHost, ServedSession
 from claude_trio.actors.fanout.subscription import Subscription
+from claude_trio.protocol.config.capabilities import architecture_capabilities
+from claude_trio.protocol.fanout.codec import to_json_safe
 from claude_trio.protocol.fanout.remote import GatewayLimits, Principal, RemotePolicy, TokenBucket
+from claude_trio.protocol.fanout.wire import OP_NAMES, PROTOCOL_VERSION, HelloFrame
 
 __all__ = [
     "GOING_AWAY",
@@ -22,6 +27,7 @@ __all__ = [
     "TURN_FRAMES",
     "WRITE_CHARS",
     "WRITE_FRAMES",
+    "hello_frame",
 ]
 
 # RFC 6455 7.4.1 close codes we send.
@@ -67,6 +73,11 @@ class _Listener(Protocol):
     @property
     def notices(self) -> _Notes: ...
 
+    @property
+    def governor(self) -> GovernorWatch:
+        """The host's governor figures, for the connections that follow them."""
+        ...
+
     def bucket(self, host: str) -> TokenBucket:
         """The op budget of peer ``host`` (shared by its connections)."""
         ...
@@ -84,6 +95,38 @@ class _Attached:
     ready: bool = False  # in the client's ready queue
     #: The seq of the last event sent (a continued session is re-subscribed from it).
     last_sent: int = 0
+
+
+def hello_frame(
+    op_id: str, host: HostDescription, config: _Config, principal: Principal
+) -> HelloFrame:
+    """The answer to ``hello``: who the server is, what it allows ``principal``, its bounds,
+    and what ``host`` says of itself (its cluster, its governor's figures)."""
+    limits: dict[str, object] = {
+        "max_message_size": config.max_message_size,
+        "client_queue": config.client_queue,
+        **host.limits,
+        **attrs.asdict(config.limits),
+    }
+    policy = config.policy
+    return HelloFrame(
+        id=op_id,
+        server=f"claude-trio {_version()}",
+        protocol=PROTOCOL_VERSION,
+        principal=principal.name,
+        admin=principal.admin,
+        ops=OP_NAMES,
+        capabilities=to_json_safe(architecture_capabilities()),
+        limits=limits,
+        policy={
+            "remote_tools": policy.tools,
+            "cwd_root_set": policy.cwd_root is not None,
+            "allow_cwd": policy.allow_cwd,
+            "allow_env": policy.allow_env,
+        },
+        cluster=None if host.cluster is None else dict(host.cluster),
+        governor=host.governor,
+    )
 
 
 def _version() -> str:

@@ -50,6 +50,7 @@ from claude_trio.client.config import (
     Reconnecting,
     connect_arguments,
 )
+from claude_trio.client.governor import GovernorFeed, RemoteGovernor
 from claude_trio.client.inbox import RemoteInbox
 from claude_trio.client.inflight import _Connection, _Pending
 from claude_trio.client.session import RemoteSession, _follow_error
@@ -78,6 +79,8 @@ from claude_trio.protocol.fanout.wire import (
     ErrorFrame,
     EventFrame,
     Frame,
+    GovernorFrame,
+    GovernorOp,
     HelloFrame,
     HelloOp,
     InboxArrivedFrame,
@@ -108,7 +111,7 @@ F = TypeVar("F", bound=Frame)
 _TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
 #: Ops that may be sent again when their reply was lost with the connection.
-_REPEATABLE = (HelloOp, ListOp, AbortOp, SetModelOp, SetPermissionModeOp, InboxOp)
+_REPEATABLE = (HelloOp, ListOp, AbortOp, SetModelOp, SetPermissionModeOp, InboxOp, GovernorOp)
 
 
 # -- the client ---------------------------------------------------------------------------------
@@ -146,6 +149,7 @@ class GatewayClient:
         #: The server's ``hello``, from the latest connection.
         self.hello: HelloFrame | None = None
         self._inbox = RemoteInbox(self._op_id, lambda op: self._request(op, ReplyFrame))
+        self._governor = RemoteGovernor()
 
     @property
     def _url(self) -> str:
@@ -236,7 +240,7 @@ class GatewayClient:
         effective concurrency, the budget spent), asked with a fresh ``hello``; None when the
         server has no governor. A cluster's gateway (``serve --redis``) answers the figures
         its workers share in Redis (``cluster_running``: executions counted on every worker),
-        None when none shares one or Redis is down."""
+        None when none shares one or Redis is down. ``follow_governor`` has them pushed."""
         hello = await self._request(HelloOp(id=self._op_id()), HelloFrame)
         self.hello = hello
         return hello.governor
@@ -310,6 +314,17 @@ class GatewayClient:
             self._inbox.following = True
         with self._inbox.channel(max_changes) as channel:
             yield channel
+
+    @asynccontextmanager
+    async def follow_governor(self) -> AsyncIterator[GovernorFeed]:
+        """The server's governor figures (as ``governor()``) now, then each change, pushed
+        by the server within about half a second (the ``governor`` op; ``client/governor.py``).
+        From the first call on, the client follows them for as long as it is connected."""
+        remote = self._governor
+        if not remote.following:
+            await self._request(remote.op(self._op_id()), GovernorFrame, on_reply=remote.on_reply)
+            remote.following = True
+        yield remote.feed()
 
     async def _info(self, session_id: str) -> SessionInfo | None:
         """The session as the server's ``list`` shows it (None: it shows no such session)."""
@@ -598,11 +613,12 @@ class GatewayClient:
         for session in list(self._sessions.values()):
             if session._follow.connected():
                 self._attach_again(session)
-        if self._inbox.following:  # the list again: what changed meanwhile is in it
-            op = InboxOp(id=self._op_id())
-            conn.submit(
-                _Pending(op=op, text=encode_op(op), repeatable=False, internal=self._inbox.on_reply)
-            )
+        # The inbox's list and the governor's figures again: what changed meanwhile is in them.
+        for followed in (self._inbox, self._governor):
+            if followed.following:
+                op = followed.op(self._op_id())
+                text, internal = encode_op(op), followed.on_reply
+                conn.submit(_Pending(op=op, text=text, repeatable=False, internal=internal))
         waiting, self._waiting = self._waiting, collections.deque()
         for pending in waiting:
             if not pending.abandoned:
@@ -649,6 +665,7 @@ class GatewayClient:
         for session in list(self._sessions.values()):
             session._wake()
         self._inbox.give_up(error)
+        self._governor.give_up(error)
         if self._attempts and not self._closing:
             log.error("claude-trio client: %s", error)
             self._notify(GaveUp(error=error))
@@ -691,6 +708,9 @@ class GatewayClient:
         ):
             self._inbox.on_frame(frame)
             return
+        if isinstance(frame, GovernorFrame) and frame.id is None:
+            self._governor.on_frame(frame)
+            return
         op_id = frame.id
         if op_id is None:
             log.warning("claude-trio client: the gateway could not read an op: %r", frame)
@@ -701,40 +721,18 @@ class GatewayClient:
 
     async def _writer(self, conn: _Connection) -> None:
         try:
-            while True:
-                await trio.lowlevel.checkpoint()
-                while not conn.outbox:
-                    conn.wake = trio.Event()
-                    await conn.wake.wait()
-                pending = conn.outbox.popleft()
-                if pending.abandoned:
-                    continue
-                conn.pending[pending.op.id] = pending  # before: the reply may come at once
-                try:
-                    await conn.ws.send_message(pending.text)
-                except ConnectionClosed:
-                    return  # _lost() decides what becomes of it, as of a sent op
+            await conn.send_ops()  # _lost() decides what becomes of an op sent as it closed
         finally:
             self._lost(conn)
 
     async def _pinger(self, conn: _Connection) -> None:
         config = self._config
-        await trio.lowlevel.checkpoint()
-        for count in itertools.count(1):
-            await trio.sleep(config.ping_interval)
-            with trio.move_on_after(config.ping_timeout) as deadline:
-                await trio.lowlevel.checkpoint()
-                try:
-                    await conn.ws.ping(count.to_bytes(8, "big"))
-                except ConnectionClosed:
-                    break
-            if deadline.cancelled_caught:
-                log.info(
-                    "claude-trio client: no pong within %g s: replacing the connection",
-                    config.ping_timeout,
-                )
-                self._lost(conn, f"no pong within {config.ping_timeout:g} s")
-                break
+        if await conn.ping_until_silent(config.ping_interval, pong_within=config.ping_timeout):
+            log.info(
+                "claude-trio client: no pong within %g s: replacing the connection",
+                config.ping_timeout,
+            )
+            self._lost(conn, f"no pong within {config.ping_timeout:g} s")
         self._lost(conn)
 
     async def _close(self) -> None:

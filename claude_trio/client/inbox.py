@@ -36,6 +36,7 @@ from claude_trio.protocol.fanout.wire import (
     Frame,
     InboxArrivedFrame,
     InboxFrame,
+    InboxOp,
     InboxResolvedFrame,
     ReplyFrame,
 )
@@ -56,6 +57,10 @@ class RemoteInbox:
         self._channels: dict[InboxChannel, None] = {}
         #: True once ``inbox()`` was called: every connection follows the server's inbox.
         self.following = False
+
+    def op(self, op_id: str) -> InboxOp:
+        """The op that (re)starts following on a connection."""
+        return InboxOp(id=op_id)
 
     def channel(self, max_changes: int = DEFAULT_INBOX_CHANGES) -> InboxChannel:
         """A new consumer: a snapshot of the list as the server last said it, then changes."""

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Callable
 
 import attrs
 import trio
-from trio_websocket import WebSocketConnection
+from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from claude_trio.protocol.fanout.wire import Frame, Op
 
@@ -66,3 +67,36 @@ class _Connection:
     def submit(self, pending: _Pending) -> None:
         self.outbox.append(pending)
         self.wake.set()
+
+    async def send_ops(self) -> None:
+        """Send the outbox's ops in order until the websocket closes; each is pending from
+        just before it is sent (its reply may come at once)."""
+        while True:
+            await trio.lowlevel.checkpoint()
+            while not self.outbox:
+                self.wake = trio.Event()
+                await self.wake.wait()
+            pending = self.outbox.popleft()
+            if pending.abandoned:
+                continue
+            self.pending[pending.op.id] = pending
+            try:
+                await self.ws.send_message(pending.text)
+            except ConnectionClosed:
+                return
+
+    async def ping_until_silent(self, interval: float, *, pong_within: float) -> bool:
+        """Ping every ``interval`` seconds until the websocket closes (False) or a pong does
+        not come within ``pong_within`` seconds (True)."""
+        await trio.lowlevel.checkpoint()
+        for count in itertools.count(1):
+            await trio.sleep(interval)
+            with trio.move_on_after(pong_within) as deadline:
+                await trio.lowlevel.checkpoint()
+                try:
+                    await self.ws.ping(count.to_bytes(8, "big"))
+                except ConnectionClosed:
+                    return False
+            if deadline.cancelled_caught:
+                return True
+        raise AssertionError("unreachable")  # pragma: no cover

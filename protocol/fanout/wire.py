@@ -26,6 +26,7 @@ Client -> server ops (each has ``"op"`` and a client-chosen request ``"id"``)::
     {"op": "attach",   "id", "session", "last_seq": <int >= 0 or null; may be omitted>}
     {"op": "detach",   "id", "session"}
     {"op": "inbox",    "id", "follow": <bool, optional, default true>}
+    {"op": "governor", "id", "follow": <bool, optional, default true>}
 
 Server -> client frames (each has ``"type"``)::
 
@@ -42,13 +43,19 @@ Server -> client frames (each has ``"type"``)::
     {"type": "inbox",           "id": str | null, "items": [InboxItem, ...]}
     {"type": "inbox_arrived",   "item": InboxItem}
     {"type": "inbox_resolved",  "session", "request", "outcome": <an InboxOutcome>}
+    {"type": "governor",        "id": str | null, "governor": {...} | null}
 
 An ``InboxItem`` is ``{"session", "label", "owner", "request": <a user_input_request event>,
 "asked_at": <seconds since the epoch>}`` (``protocol/fanout/inbox.py``). ``inbox`` answers with
 the requests waiting across the sessions the principal may see; with ``follow`` (the default)
 the connection then gets each ``inbox_arrived`` and ``inbox_resolved``, and an ``inbox`` frame
 with a null ``id`` (a fresh list that replaces the one held) when it fell behind. ``inbox``
-with ``"follow": false`` answers the list and stops following.
+with ``"follow": false`` answers the list and stops following. ``governor`` answers with the
+figures of the server's fleet governor (``GovernorFigures`` as JSON; null when it has none:
+its pause and when it resumes, the effective concurrency, the budget spent); with ``follow``
+(the default) the connection then gets a ``governor`` frame with a null ``id`` each time they
+change, at most one per ``GOVERNOR_FOLLOW_INTERVAL`` (``actors/fanout/gateway_governor.py``),
+only the latest when the client is behind. ``"follow": false`` answers and stops following.
 
 A session's events carry one ``seq`` sequence across its executions: ``continue`` starts the
 next execution of an ended session's conversation, whose first event has ``first_seq``. An
@@ -124,6 +131,7 @@ from claude_trio.protocol.fanout.wire_frames import (
     ErrorFrame,
     EventFrame,
     Frame,
+    GovernorFrame,
     HelloFrame,
     InboxArrivedFrame,
     InboxFrame,
@@ -173,6 +181,8 @@ __all__ = [
     "ErrorFrame",
     "EventFrame",
     "Frame",
+    "GovernorFrame",
+    "GovernorOp",
     "HelloFrame",
     "HelloOp",
     "InboxArrivedFrame",
@@ -340,6 +350,16 @@ class InboxOp:
     op: ClassVar[str] = "inbox"
 
 
+@attrs.frozen(kw_only=True)
+class GovernorOp:
+    """The figures of the server's fleet governor (a ``governor`` frame); with ``follow``,
+    each change of them from then on."""
+
+    id: str
+    follow: bool = True
+    op: ClassVar[str] = "governor"
+
+
 Op: TypeAlias = (
     HelloOp
     | OpenOp
@@ -353,6 +373,7 @@ Op: TypeAlias = (
     | AttachOp
     | DetachOp
     | InboxOp
+    | GovernorOp
 )
 
 OP_NAMES: tuple[str, ...] = (
@@ -368,6 +389,7 @@ OP_NAMES: tuple[str, ...] = (
     "attach",
     "detach",
     "inbox",
+    "governor",
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -561,11 +583,13 @@ def decode_op(text: str, *, allow_cwd: bool = False, allow_env: bool = False) ->
         case "detach":
             fields.only("op", "id", "session")
             return DetachOp(id=op_id, session=fields.string("session"))
-        case "inbox":
+        case "inbox" | "governor":
             fields.only("op", "id", "follow")
             follow = obj.get("follow", True)
             if not isinstance(follow, bool):
                 fields.fail("invalid_field", f"follow={quote(follow)}: expected true or false")
+            if name == "governor":
+                return GovernorOp(id=op_id, follow=follow)
             return InboxOp(id=op_id, follow=follow)
     raise AssertionError(name)  # pragma: no cover - OP_NAMES checked above
 
@@ -611,7 +635,7 @@ def encode_op(op: Op) -> str:
             obj |= {"id": op.id, "session": op.session, "model": op.model}
         case SetPermissionModeOp():
             obj |= {"id": op.id, "session": op.session, "mode": op.mode}
-        case InboxOp():
+        case InboxOp() | GovernorOp():
             obj |= {"id": op.id, "follow": op.follow}
         case _:
             assert_never(op)

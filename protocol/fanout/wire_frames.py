@@ -46,6 +46,7 @@ __all__ = [
     "ErrorFrame",
     "EventFrame",
     "Frame",
+    "GovernorFrame",
     "HelloFrame",
     "InboxArrivedFrame",
     "InboxFrame",
@@ -126,9 +127,20 @@ class HelloFrame:
     #: slots, and those degraded (``protocol/cluster/records.py`` rule 8); None for one process.
     cluster: Mapping[str, Any] | None = None
     #: The figures of the fleet governor of the server (its pause, the effective concurrency,
-    #: the budget); None when it has none. Send ``hello`` again for fresh figures.
+    #: the budget); None when it has none. The ``governor`` op follows them as they change.
     governor: GovernorFigures | None = None
     type: ClassVar[str] = "hello"
+
+
+@attrs.frozen(kw_only=True)
+class GovernorFrame:
+    """The figures of the server's fleet governor (None: it has none): the answer to the
+    ``governor`` op (``id``), or with ``id`` None their next change for a client that
+    follows them."""
+
+    id: str | None
+    governor: GovernorFigures | None
+    type: ClassVar[str] = "governor"
 
 
 @attrs.frozen(kw_only=True)
@@ -230,6 +242,7 @@ Frame: TypeAlias = (
     | InboxFrame
     | InboxArrivedFrame
     | InboxResolvedFrame
+    | GovernorFrame
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -265,7 +278,7 @@ def frame_to_json(frame: Frame) -> dict[str, Any]:
             }
         case OpenedFrame() | ReplyFrame() | ResyncRequiredFrame() | ErrorFrame():
             return {"type": frame.type, **attrs.asdict(frame)}
-        case HelloFrame() | ContinuedFrame() | SessionsFrame():
+        case HelloFrame() | ContinuedFrame() | SessionsFrame() | GovernorFrame():
             encoded: dict[str, Any] = to_json_safe(frame)
             return encoded
         case InboxFrame():
@@ -328,10 +341,12 @@ _FRAME_FIELDS: Mapping[str, tuple[type[Any], Mapping[str, tuple[type, ...]]]] = 
 }
 
 
-_TYPED_FRAMES: Mapping[str, type[HelloFrame | ContinuedFrame | SessionsFrame]] = {
+_TypedFrame: TypeAlias = HelloFrame | ContinuedFrame | SessionsFrame | GovernorFrame
+_TYPED_FRAMES: Mapping[str, type[_TypedFrame]] = {
     "hello": HelloFrame,
     "continued": ContinuedFrame,
     "sessions": SessionsFrame,
+    "governor": GovernorFrame,
 }
 
 

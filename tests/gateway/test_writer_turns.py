@@ -31,6 +31,7 @@ def writer() -> _Client:
     client._replies = collections.deque()
     client._reply_room = trio.Event()
     client._inbox = None
+    client._governor = None
     client._ready = collections.deque()
     client._wake = trio.Event()
     client._metrics = None
