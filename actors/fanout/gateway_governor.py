@@ -58,9 +58,9 @@ class GovernorFollower:
         """The watch read ``figures``: send them unless the client has them already."""
         if figures == self.shown:
             self._pending = _UNSENT
-            return
-        self._pending = figures
-        self._notify()
+        elif self._pending is _UNSENT or figures != self._pending:
+            self._pending = figures
+            self._notify()  # once per change: the writer reads the latest
 
     def next_frame(self) -> str | None:
         """The ``governor`` frame to send now (a null ``id``), encoded; None when none."""

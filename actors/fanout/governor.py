@@ -197,6 +197,8 @@ class Governor(Generic[K]):
         self._wake = trio.Event()
         self._running: set[K] = set()
         self._notices: collections.deque[GovernorNotice] = collections.deque(maxlen=NOTICES_KEPT)
+        #: The pause's end (the host's clock) and the same in wall-clock time, read once.
+        self._pause_wall: tuple[float, float] | None = None
 
     # -- inputs (synchronous, from the fleet) -------------------------------------------------
 
@@ -285,7 +287,13 @@ class Governor(Generic[K]):
         s = self.state.statistics()
         resumes_at = None
         if s.paused_until is not None:
-            resumes_at = self._wall() + max(0.0, s.paused_until - trio.current_time())
+            # Read in wall-clock time once per pause: figures read twice in one pause are
+            # equal (a gateway pushes the figures to its followers when they change).
+            seen = self._pause_wall
+            if seen is None or seen[0] != s.paused_until:
+                wall = self._wall() + max(0.0, s.paused_until - trio.current_time())
+                seen = self._pause_wall = (s.paused_until, wall)
+            resumes_at = seen[1]
         return GovernorFigures(
             limit=s.limit,
             max_live=s.max_live,

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -198,3 +199,38 @@ async def test_a_shared_state_outage_is_noted_when_it_starts_and_when_it_ends(
     ]
     logged = [r.levelname for r in caplog.records if "shared state" in r.getMessage()]
     assert logged == ["WARNING", "INFO"]
+
+
+async def test_the_figures_of_one_pause_are_equal_however_often_they_are_read(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The wall clock moves a little against the host's between two reads, as real clocks
+    # do: the pause's end is read in wall-clock time once, so a gateway that pushes the
+    # figures when they change does not push them again for nothing.
+    drift = iter(range(1, 10**6))
+    rules: GovernorRules[str] = GovernorRules(
+        GovernorConfig(max_live=4, resume_jitter=0.0), now=trio.current_time(), random=lambda: 0.5
+    )
+    recorder = Recorder()
+    governor = Governor(
+        rules,
+        start=recorder.start,
+        refuse=recorder.refuse,
+        abort=recorder.abort,
+        wall_clock=lambda: WALL + trio.current_time() + next(drift) * 1e-6,
+    )
+    retry = Retry(attempt=1, max_retries=10, delay_ms=5000, error_status=429)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(governor.run)
+        governor.signal(retry)
+        first = governor.figures()
+        await trio.sleep(1)
+        assert first.paused
+        assert governor.figures() == first
+        governor.signal(attrs.evolve(retry, delay_ms=9000))  # a later reset extends it
+        extended = governor.figures()
+        assert extended.resumes_at is not None
+        assert first.resumes_at is not None
+        assert extended.resumes_at == pytest.approx(first.resumes_at + 5.0, abs=0.01)
+        assert governor.figures() == extended
+        nursery.cancel_scope.cancel()
