@@ -2,7 +2,7 @@
 // across them, and one session's stream. Speaks the gateway's websocket protocol; renders
 // every string with textContent (render.js).
 
-import { age, diffView, el, isEdit, json, money } from "./render.js";
+import { age, diffView, el, governorLine, isEdit, json, money } from "./render.js";
 import { Connection } from "./wire.js";
 
 const TOKEN_KEY = "claude-trio-token";
@@ -68,6 +68,7 @@ function connect(token) {
       $("status").textContent = "connected";
       conn.send("hello");
       conn.send("inbox", { follow: true });
+      conn.send("governor", { follow: true });
       conn.send("list");
       for (const s of state.sessions.values()) attach(s);
     },
@@ -136,6 +137,13 @@ function onFrame(frame) {
       state.inbox.delete(key(frame.session, frame.request));
       state.answers.delete(key(frame.session, frame.request));
       break;
+    case "governor": {
+      // The server's fleet governor, pushed as it changes (none: the line is hidden).
+      const line = $("governor");
+      line.hidden = frame.governor === null;
+      line.textContent = frame.governor === null ? "" : governorLine(frame.governor);
+      break;
+    }
     case "hello":
       state.admin = frame.admin === true;
       document.body.classList.toggle("admin", state.admin);

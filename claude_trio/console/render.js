@@ -99,3 +99,23 @@ export function age(seconds) {
   if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
   return `${Math.floor(seconds / 3600)}h`;
 }
+
+// A wall-clock time (seconds since the epoch) as HH:MM:SS, local time.
+export function clock(seconds) {
+  const d = new Date(seconds * 1000);
+  return [d.getHours(), d.getMinutes(), d.getSeconds()].map((n) => String(n).padStart(2, "0")).join(":");
+}
+
+// The fleet governor's figures (the gateway's "governor" frame) in one line: its pause and
+// when it resumes, the effective concurrency, what runs and waits, the budget spent.
+export function governorLine(g) {
+  const parts = [];
+  if (g.paused) parts.push(g.resumes_at ? `paused: rate limit, resumes ${clock(g.resumes_at)}` : "paused: rate limit");
+  if (g.degraded) parts.push("starts wait: the shared state cannot be read");
+  parts.push(`concurrency ${g.limit}/${g.max_live}`);
+  parts.push(`${g.cluster_running ?? g.running} running`);
+  if (g.asking) parts.push(`${g.asking} asking a person`);
+  if (g.waiting) parts.push(`${g.waiting} waiting`);
+  if (g.budget_usd !== null && g.budget_usd !== undefined) parts.push(`spent ${money(g.spent_usd)} of ${money(g.budget_usd)}`);
+  return parts.join(" · ");
+}

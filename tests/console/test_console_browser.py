@@ -22,7 +22,9 @@ import pytest
 import trio
 
 from claude_trio.actors.children import die_with_parent
+from claude_trio.actors.fanout.governor import clock_time
 from claude_trio.client import connect_gateway
+from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.session.events import Event, TextDelta, ToolUse, UserInputRequest
 
 webdriver = pytest.importorskip("selenium.webdriver")
@@ -708,3 +710,49 @@ def test_an_elicitation_form_answered_from_the_page_reaches_the_mcp_server(
     console.all("elicit-decline", form)[0].click()
     console.wait_state(second, "ended")
     assert "the tool said: decline" in console.stream_text(second)
+
+
+def governor_text(figures: GovernorFigures) -> str:
+    """What the page's header says of the server's fleet governor (its one line)."""
+    parts = []
+    if figures.paused and figures.resumes_at is not None:
+        parts.append(f"paused: rate limit, resumes {clock_time(figures.resumes_at)}")
+    parts.append(f"concurrency {figures.limit}/{figures.max_live}")
+    parts.append(f"{figures.running} running")
+    if figures.asking:
+        parts.append(f"{figures.asking} asking a person")
+    if figures.waiting:
+        parts.append(f"{figures.waiting} waiting")
+    return " · ".join(parts)
+
+
+def server_governor(base: str) -> GovernorFigures:
+    async def ask() -> GovernorFigures | None:
+        with trio.fail_after(WAIT):
+            async with connect_gateway(ws_url(base), token=ALICE) as client:
+                return await client.governor()
+
+    figures = trio.run(ask)
+    assert figures is not None  # serve has a governor by default
+    return figures
+
+
+def test_the_header_shows_the_fleet_governor_as_it_changes(console: Console) -> None:
+    console.login_with_fragment(ALICE)
+    line = console.find("governor")
+    console.until(
+        lambda: line.text == governor_text(server_governor(console.base)), "the governor's line"
+    )
+    assert "running" in line.text
+    ran = console.work / "governor.txt"
+    sid = console.open_session(f"#bash touch {ran}")
+    approval = console.approval(sid)
+    # Pushed by the server as the figures change: the turn waits for a person.
+    console.until(lambda: "1 running · 1 asking a person" in line.text, "the turn asking")
+    console.all("approve", approval)[0].click()
+    console.wait_state(sid, "ended")
+    assert ran.exists()
+    console.until(lambda: "0 running" in line.text, "the turn ended")
+    console.until(
+        lambda: line.text == governor_text(server_governor(console.base)), "the figures after"
+    )

@@ -22,6 +22,8 @@ from claude_trio.protocol.fanout.wire import (
     ErrorFrame,
     EventFrame,
     Frame,
+    GovernorFrame,
+    GovernorOp,
     HelloFrame,
     HelloOp,
     ListOp,
@@ -97,6 +99,8 @@ OPS: list[Op] = [
         text="look",
         images=(ImageInput.from_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 16),),
     ),
+    GovernorOp(id="16"),
+    GovernorOp(id="17", follow=False),
 ]
 
 
@@ -260,6 +264,27 @@ FRAMES: list[Frame] = [
     ),
     SessionsFrame(id="9", sessions=(), next_cursor="1700000000.5 s-1"),
     SessionsFrame(id="9", sessions=()),
+    GovernorFrame(id="10", governor=None),
+    GovernorFrame(
+        id=None,
+        governor=GovernorFigures(
+            limit=2,
+            max_live=8,
+            running=2,
+            waiting=5,
+            paused=True,
+            resumes_at=1700000012.25,
+            starts=9,
+            refusals=1,
+            rejections=3,
+            spent_usd=0.42,
+            budget_usd=5.0,
+            overshoot_usd=0.0,
+            last_notice="paused: rate limit (429), resumes 12:03:10",
+            asking=1,
+            cluster_running=4,
+        ),
+    ),
 ]
 
 
@@ -346,6 +371,9 @@ def decode_error(text: str, **kwargs: Any) -> WireError:
         ('{"op": "list", "id": "1", "cursor": "later"}', "invalid_field", "1",
          "send the next_cursor"),
         ('{"op": "hello", "id": "1", "version": 2}', "unknown_field", "1", "'version'"),
+        ('{"op": "governor", "id": "1", "follow": "yes"}', "invalid_field", "1",
+         "follow='yes': expected true or false"),
+        ('{"op": "governor", "id": "1", "watch": true}', "unknown_field", "1", "'watch'"),
         ('{"op": "open", "id": "1", "params": "go"}', "invalid_field", "1", "params"),
         ('{"op": "open", "id": "1", "params": {}}', "missing_field", "1", "params.prompt"),
         ('{"op": "open", "id": "1", "params": {"prompt": "x", "colour": 1}}', "unknown_field",
@@ -421,6 +449,8 @@ def test_a_non_text_message_is_invalid() -> None:
         ('{"type": "event", "session": "s"}', "missing_field"),
         ('{"type": "party"}', "invalid_message"),
         ('{"type": "continued", "id": "1", "session": "s"}', "invalid_field"),
+        ('{"type": "governor", "id": null, "governor": {"limit": "two"}}', "invalid_field"),
+        ('{"type": "governor", "id": 3, "governor": null}', "invalid_field"),
         ('{"type": "continued", "id": "1", "session": "s", "first_seq": "3"}', "invalid_field"),
         ('{"type": "sessions", "id": "1", "sessions": [{"session": "s"}]}', "invalid_field"),
         ('{"type": "hello", "id": "1", "server": "x", "protocol": 1, "principal": "p", '

@@ -15,12 +15,15 @@ from typing import Any
 import attrs
 import coredis
 import trio
+from cluster_kit import TOKEN as GATEWAY_TOKEN
+from cluster_kit import open_gateway
 
 from claude_trio.actors.cluster.governor import (
     RedisGovernorState,
     SharedGovernorConfig,
     shared_figures,
 )
+from claude_trio.client import connect_gateway
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.fanout.governor import (
     Decision,
@@ -413,3 +416,37 @@ async def test_two_fleets_on_one_redis_run_at_most_the_shared_limit(redis_server
     assert all(f is not None and f.rejections == 1 for f in figures)
     assert sum(f.starts for f in figures if f is not None) == 8
     assert float(spent or 0) == 0.08  # both fleets' turns, one budget counter
+
+
+async def test_a_client_of_a_cluster_gateway_follows_the_shared_figures(
+    redis_server: Any,
+) -> None:
+    """Through a real gateway over ``RedisFleet``: the figures the nodes share in Redis, pushed
+    to a client that follows them as the nodes change them (no worker runs here: two
+    governor states act as two nodes)."""
+    with trio.fail_after(20):
+        async with (
+            open_gateway(redis_server.url) as (_, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=GATEWAY_TOKEN) as gw,
+            gw.follow_governor() as feed,
+            open_redis(redis_server.url) as redis,
+        ):
+            assert await feed.receive() is None  # no node shares a governor yet
+            a, b = node(redis, "a"), node(redis, "b")
+            a.submit("a1")
+            await a.sync_once()
+            a.poll(trio.current_time())
+            running = await feed.receive()
+            assert running is not None
+            assert (running.cluster_running, running.starts, running.paused) == (1, 1, False)
+            b.observe(
+                RetryNotice(error_status=429, delay_ms=60_000), now=trio.current_time(), wall_now=0
+            )
+            await b.sync_once()
+            paused = await feed.receive()
+            assert paused == await shared_figures(redis)  # as the nodes left them
+            assert paused is not None
+            assert (paused.paused, paused.rejections, paused.limit) == (True, 1, 1)
+            with trio.move_on_after(1.5):  # three reads of the gateway: nothing changed
+                await feed.receive()
+                raise AssertionError("the same figures were pushed again")
