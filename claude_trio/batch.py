@@ -551,12 +551,19 @@ async def _open_runner(
 
 
 GOVERNOR_REFRESH = 0.5
-"""Seconds between two looks at the fleet governor's figures for the display."""
+"""Seconds between two looks at a local fleet governor's figures for the display."""
 
 
 async def _watch_governor(runner: SessionHost, display: _Shown) -> None:
-    """Show the governor's state while the batch runs: a local fleet's, or the server's a
-    gateway client asks for (``GatewayClient.governor``)."""
+    """Show the governor's state while the batch runs: a local fleet's, read every
+    ``GOVERNOR_REFRESH``; or the server's, which pushes them to a gateway client as they
+    change (``GatewayClient.follow_governor``)."""
+    if isinstance(runner, GatewayClient):
+        async with runner.follow_governor() as feed:
+            async for figures in feed:
+                if figures is not None:
+                    display.governor(figures)
+        return
     while True:
         figures = await runner_governor(runner)
         if figures is not None:
@@ -565,7 +572,7 @@ async def _watch_governor(runner: SessionHost, display: _Shown) -> None:
 
 
 async def runner_governor(runner: SessionHost) -> GovernorFigures | None:
-    """The governor figures of a host, where it has them (a fleet, a gateway client)."""
+    """The governor figures of a host now, where it has them (a fleet, a gateway client)."""
     if isinstance(runner, Fleet):
         await trio.lowlevel.checkpoint()
         return runner.statistics().governor

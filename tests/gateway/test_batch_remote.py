@@ -10,8 +10,10 @@ from gateway_kit import TOKEN, gateway
 from proxy_kit import cut_proxy
 
 from claude_trio import ExecuteParams
+from claude_trio import batch as batch_module
 from claude_trio.batch import BatchItem, BatchResult, RetryPolicy, run_batch
 from claude_trio.client import ClientConfig, connect_gateway
+from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.fanout.remote import GatewayLimits
 from claude_trio.testing import FakeCLI, FakeTurn
 
@@ -114,3 +116,42 @@ async def test_cancelling_a_remote_batch_aborts_its_sessions_on_the_server() -> 
             for session in sessions:
                 await session.wait_ended()
     assert sum(t.interrupts for t in fake.transports) == len(sessions)
+
+
+async def test_a_remote_batch_shows_the_server_s_governor_pause_as_it_is_pushed() -> None:
+    """``claude-trio batch --remote``'s display follows the server's governor (the gateway
+    pushes its figures as they change): the pause a session's 429 causes is shown."""
+
+    async def rate_limited(turn: FakeTurn) -> None:
+        await turn.sleep(0.2)
+        await turn.api_retry(1, max_retries=3, retry_delay_ms=1500, error_status=429)
+        await turn.sleep(1.5)
+        await turn.result(cost_usd=0.01)
+
+    class Display:
+        def __init__(self) -> None:
+            self.shown: list[GovernorFigures] = []
+
+        def governor(self, figures: GovernorFigures) -> None:
+            self.shown.append(figures)
+
+    display = Display()
+    with trio.fail_after(20):
+        async with (
+            gateway(FakeCLI(rate_limited), allowed_origins=None) as (fleet, port),
+            connect_gateway(f"ws://127.0.0.1:{port}/", token=TOKEN, config=FAST) as gw,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(batch_module._watch_governor, gw, display)
+            report = await run_batch(items(1), gw, max_live=1, retry=QUICK_RETRY)
+            await trio.sleep(0.6)  # the watch's next read after the end
+            nursery.cancel_scope.cancel()
+            final = fleet.statistics().governor
+    assert report.progress.done == 1
+    paused = [f for f in display.shown if f.paused]
+    assert paused
+    assert paused[0].rejections == 1
+    assert display.shown[-1] == final  # the figures after the batch, as the server has them
+    # Pushed as they change, not asked every half second: no figures twice in a row (the
+    # pause alone lasts three reads).
+    assert all(a != b for a, b in zip(display.shown, display.shown[1:], strict=False))
