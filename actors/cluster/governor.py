@@ -218,7 +218,7 @@ class RedisGovernorState(Generic[K]):
         )
         self.local: GovernorRules[K] = GovernorRules(local, now=now, random=random)
         keys = RedisKeys(shared.prefix)
-        parts = ("state", "leases", "spent", "nodes", "caps", "freed")
+        parts = ("state", "leases", "spent", "nodes", "caps", "freed", "waiting")
         self._keys = [keys.governor(p) for p in parts]
         self._keys_of = keys
         self._acquire = redis.register_script(ACQUIRE_SCRIPT)
@@ -227,6 +227,9 @@ class RedisGovernorState(Generic[K]):
         self._leases_script = redis.register_script(LEASES_SCRIPT)
         self._kick = trio.Event()
         self._scopes: dict[K, tuple[str | None, str | None]] = {}  # principal, label
+        #: Waiting opens' priority and since when they wait (this node's clock): what a
+        #: start tells Redis, for the fair order across the nodes.
+        self._waiting_since: dict[K, tuple[int, float]] = {}
         self._started_under: dict[K, int] = {}  # the shared limit each was admitted under
         self._admitted: dict[K, str] = {}  # waiting opens Redis gave a lease
         self._leases: dict[K, str] = {}  # running executions' leases
@@ -262,6 +265,7 @@ class RedisGovernorState(Generic[K]):
     ) -> None:
         self.local.submit(key, owner=owner, priority=priority, principal=principal, label=label)
         self._scopes[key] = (principal, label)
+        self._waiting_since[key] = (priority, trio.current_time())
         self._kick.set()
 
     def cancel(self, key: K) -> bool:
@@ -363,6 +367,7 @@ class RedisGovernorState(Generic[K]):
         for decision in self.local.poll(now, admitted=self._admitted):
             if isinstance(decision, Start):
                 self._leases[decision.key] = self._admitted.pop(decision.key)
+                self._waiting_since.pop(decision.key, None)
             out.append(decision)
         return out
 
@@ -399,13 +404,13 @@ class RedisGovernorState(Generic[K]):
                 await self._sync(notify)
         finally:
             # The fleet closes: give this node's leases back (its executions end with it),
-            # so the other nodes need not wait for them to lapse.
+            # so the other nodes need not wait for them to lapse, and drop its waiting head.
             held = [*self._leases.values(), *self._admitted.values(), *self._released]
-            if held:
+            if held or self._waiting_since:
                 timeout = self.shared.call_timeout
                 with trio.move_on_after(timeout, shield=True):  # noqa: ASYNC912 - the call awaits
                     try:
-                        await self._call(self._leases_script, [self.shared.lease_ttl, 0, *held])
+                        await self._call(self._leases_script, [self.shared.lease_ttl, 0, 0, *held])
                     except REDIS_ERRORS:
                         log.info("governor: leases left to lapse", extra={"event": "governor"})
 
@@ -520,8 +525,9 @@ class RedisGovernorState(Generic[K]):
         renew += self._admitted.values()
         drop = sorted(self._released | {self._leases[key] for key in self._asking})
         sent = set(self._released)
+        waits = int(self._waiting_for_cluster())
         reply = await self._call(
-            self._leases_script, [self.shared.lease_ttl, len(renew), *renew, *drop]
+            self._leases_script, [self.shared.lease_ttl, waits, len(renew), *renew, *drop]
         )
         self._released -= sent
         now = float(reply[0])
@@ -553,7 +559,9 @@ class RedisGovernorState(Generic[K]):
             budgets = self._budgets(principal, label)
             self._lease_seq += 1
             lease = f"{self.shared.node}:{self._lease_seq}"
-            args: list[Any] = [lease, self.shared.lease_ttl]
+            priority, since = self._waiting_since.get(key, (0, trio.current_time()))
+            waited = max(0.0, trio.current_time() - since)
+            args: list[Any] = [lease, self.shared.lease_ttl, priority, waited]
             for figures in budgets:
                 args += [_field(figures.scope, figures.name), figures.budget_usd]
             status, now, first, second = await self._call(self._acquire, args)
@@ -576,7 +584,7 @@ class RedisGovernorState(Generic[K]):
                         if _field(f.scope, f.name) == first
                     )
                     self._refused[key] = figures
-                case _:
+                case _:  # full, or yielded to the heads of other nodes (fair order)
                     self._count, self._limit = int(first), int(second)
                     return
 
@@ -611,6 +619,7 @@ class RedisGovernorState(Generic[K]):
 
     def _forget_waiting(self, key: K) -> None:
         self._scopes.pop(key, None)
+        self._waiting_since.pop(key, None)
         self._started_under.pop(key, None)
         self._refused.pop(key, None)
         lease = self._admitted.pop(key, None)

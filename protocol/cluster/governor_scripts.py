@@ -10,8 +10,19 @@ Redis Cluster), in this order:
 US dollars), ``KEYS[4]`` the nodes (a sorted set: node -> expiry), ``KEYS[5]`` their caps (a
 hash: node -> its ``max_live``), ``KEYS[6]`` the *freed* stream (an entry each time room is
 made under the limit: leases dropped or lapsed, the limit raised; the nodes whose opens wait
-for the limit read it, blocking, to ask again at once); ``TURN_SCRIPT`` also takes
-``KEYS[7]``, its report's ``seen`` marker.
+for the limit read it, blocking, to ask again at once), ``KEYS[7]`` the nodes' waiting heads
+(a hash: node -> ``priority|since``, the open it would start next, its priority and since
+when it waits, in the server's clock); ``TURN_SCRIPT`` also takes ``KEYS[8]``, its report's
+``seen`` marker.
+
+**Fair order across the nodes.** Each node keeps its own waiting opens in the order of the
+rules (priority, then its owners in turn), and tells ``ACQUIRE_SCRIPT`` its head's priority and
+how long it has waited. A node yields a free place to the other live nodes whose heads go
+first (a higher priority, or the same one waiting longer), one place for each: its start is
+answered ``yielded`` while the places left are no more than the nodes ahead of it. So the
+open that has waited longest at the highest priority starts first, whichever node it waits
+on. A node with nothing waiting for the cluster drops its head (``LEASES_SCRIPT``); a head of a
+node whose registration lapsed (a dead node) is dropped by the next start that reads it.
 
 Times are the Redis server's clock (``TIME``, seconds), so nodes whose clocks differ agree;
 every script returns the server's ``now`` first, as a string (Lua numbers come back as
@@ -64,18 +75,24 @@ end
 ACQUIRE_SCRIPT = (
     _PRELUDE
     + """
--- A start (rules 1, 2, 4 across the nodes): ARGV[5] the lease, ARGV[6] its lifetime,
--- then pairs (field of KEYS[3], budget). Returns {status, now, a, b}: ok (count, limit),
--- paused (until), exhausted (field, spent), full (count, limit).
+-- A start (rules 1, 2, 4, 5 across the nodes): ARGV[5] the lease, ARGV[6] its lifetime,
+-- ARGV[7] the open's priority, ARGV[8] the seconds it has waited, then pairs (field of
+-- KEYS[3], budget). Returns {status, now, a, b}: ok (count, limit), paused (until),
+-- exhausted (field, spent), full (count, limit), yielded (count, limit: the places left
+-- are kept for the heads of other nodes that go first).
 local cap = register()
 freed(redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now))
+local priority = tonumber(ARGV[7])
+local since = now - tonumber(ARGV[8])
+redis.call('HSET', KEYS[7], ARGV[1], ARGV[7] .. '|' .. tostring(since))
 local paused = paused_until()
 if paused > now then
   return {'paused', tostring(now), tostring(paused), ''}
 end
-for i = 7, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   local spent = tonumber(redis.call('HGET', KEYS[3], ARGV[i]) or '0')
   if spent >= tonumber(ARGV[i + 1]) then
+    redis.call('HDEL', KEYS[7], ARGV[1])
     return {'exhausted', tostring(now), ARGV[i], tostring(spent)}
   end
 end
@@ -84,8 +101,26 @@ local count = redis.call('ZCARD', KEYS[2])
 if count >= limit then
   return {'full', tostring(now), tostring(count), tostring(limit)}
 end
+local ahead = 0
+local heads = redis.call('HGETALL', KEYS[7])
+for i = 1, #heads, 2 do
+  local node = heads[i]
+  if node ~= ARGV[1] then
+    if not redis.call('ZSCORE', KEYS[4], node) then
+      redis.call('HDEL', KEYS[7], node)
+    else
+      local p, s = string.match(heads[i + 1], '^([^|]+)|(.+)$')
+      p, s = tonumber(p), tonumber(s)
+      if p > priority or (p == priority and s < since) then ahead = ahead + 1 end
+    end
+  end
+end
+if count + ahead >= limit then
+  return {'yielded', tostring(now), tostring(count), tostring(limit)}
+end
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[6]), ARGV[5])
 redis.call('HINCRBY', KEYS[1], 'starts', 1)
+redis.call('HDEL', KEYS[7], ARGV[1])
 return {'ok', tostring(now), tostring(count + 1), tostring(limit)}
 """
 )
@@ -121,11 +156,11 @@ TURN_SCRIPT = (
 -- A turn ended (rules 1, 4): ARGV[5] its cost, ARGV[6] 1 when it succeeded, ARGV[7]
 -- increase_after, ARGV[8] how long its seen marker lasts, ARGV[9] the limit its execution
 -- was admitted under, then the fields of KEYS[3] it is spent on. Applied once per report
--- (KEYS[7]): a report sent again after a lost reply is not counted twice. Returns {now,
+-- (KEYS[8]): a report sent again after a lost reply is not counted twice. Returns {now,
 -- old limit, new limit, applied (1/0)}.
 local cap = register()
 local old = limit_of(cap)
-if not redis.call('SET', KEYS[7], '1', 'NX', 'EX', tonumber(ARGV[8])) then
+if not redis.call('SET', KEYS[8], '1', 'NX', 'EX', tonumber(ARGV[8])) then
   return {tostring(now), tostring(old), tostring(old), '0'}
 end
 for i = 10, #ARGV do
@@ -161,18 +196,20 @@ return {tostring(now), tostring(old), tostring(new), '1'}
 LEASES_SCRIPT = (
     _PRELUDE
     + """
--- A node's leases and the figures (rules 1, 7): ARGV[5] a lease's lifetime, ARGV[6] how
+-- A node's leases and the figures (rules 1, 5, 7): ARGV[5] a lease's lifetime, ARGV[6] 1
+-- when opens wait on the node for the cluster (0: its waiting head is dropped), ARGV[7] how
 -- many leases follow to renew (its counted executions), then those, then the leases to
 -- drop (ended executions, and those waiting for a person). Expired leases (a node that
 -- died) are dropped. Returns {now, count, limit, paused_until, rejections, starts, cap,
 -- field, spent, field, spent, ...}.
 local cap = register()
-local renew = tonumber(ARGV[6])
-for i = 7, 6 + renew do
+if ARGV[6] ~= '1' then redis.call('HDEL', KEYS[7], ARGV[1]) end
+local renew = tonumber(ARGV[7])
+for i = 8, 7 + renew do
   redis.call('ZADD', KEYS[2], now + tonumber(ARGV[5]), ARGV[i])
 end
 local dropped = 0
-for i = 7 + renew, #ARGV do
+for i = 8 + renew, #ARGV do
   dropped = dropped + redis.call('ZREM', KEYS[2], ARGV[i])
 end
 freed(dropped + redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now))

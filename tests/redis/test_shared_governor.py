@@ -450,3 +450,125 @@ async def test_a_client_of_a_cluster_gateway_follows_the_shared_figures(
             with trio.move_on_after(1.5):  # three reads of the gateway: nothing changed
                 await feed.receive()
                 raise AssertionError("the same figures were pushed again")
+
+
+ONE_EACH = GovernorConfig(
+    max_live=2, initial_limit=1, starts_per_second=1000.0, start_burst=10, resume_jitter=0.0
+)
+
+
+async def holding_the_limit(redis: Any, config: GovernorConfig = ONE_EACH) -> Any:
+    """Node "x" running as many executions as the shared limit allows."""
+    x = node(redis, "x", config)
+    keys = [f"x{i}" for i in range(config.initial_limit or 1)]
+    for key in keys:
+        x.submit(key)
+    await x.sync_once()
+    assert started(x.poll(trio.current_time())) == keys
+    return x
+
+
+async def room_for(x: Any, *keys: str) -> None:
+    for key in keys:
+        x.execution_ended(key)
+    await x.sync_once()
+
+
+async def heads(redis: Any) -> dict[str, str]:
+    return dict(await redis.hgetall(RedisKeys().governor("waiting")))
+
+
+async def the_longest_waiting_open_starts_first(url: str) -> None:
+    async with open_redis(url) as redis:
+        x = await holding_the_limit(redis)
+        a, b = node(redis, "a", ONE_EACH), node(redis, "b", ONE_EACH)
+        a.submit("a1")
+        await a.sync_once()  # the limit is held: A's head waits
+        await trio.sleep(0.05)
+        b.submit("b1")
+        await b.sync_once()
+        assert set(await heads(redis)) == {"a", "b"}
+        await room_for(x, "x0")
+        # B asks first, but A's open has waited longer: B yields the one place to it.
+        await b.sync_once()
+        assert started(b.poll(trio.current_time())) == []
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a1"]
+        assert set(await heads(redis)) == {"b"}  # A's head started; B's waits on
+        await room_for(a, "a1")
+        await b.sync_once()
+        assert started(b.poll(trio.current_time())) == ["b1"]
+        assert await heads(redis) == {}
+
+
+async def test_a_freed_place_goes_to_the_open_that_waited_longest_on_any_node(
+    redis_server: Any,
+) -> None:
+    await the_longest_waiting_open_starts_first(redis_server.url)
+
+
+async def test_the_longest_waiting_open_starts_first_on_a_three_master_cluster(
+    redis_cluster: RedisClusterNodes,
+) -> None:
+    await the_longest_waiting_open_starts_first(redis_cluster.url)
+
+
+async def test_a_higher_priority_on_another_node_starts_before_an_older_open(
+    redis_server: Any,
+) -> None:
+    async with open_redis(redis_server.url) as redis:
+        x = await holding_the_limit(redis)
+        a, b = node(redis, "a", ONE_EACH), node(redis, "b", ONE_EACH)
+        a.submit("a1")
+        await a.sync_once()
+        await trio.sleep(0.05)
+        b.submit("b1", priority=5)
+        await b.sync_once()
+        await room_for(x, "x0")
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == []  # yields to B's higher priority
+        await b.sync_once()
+        assert started(b.poll(trio.current_time())) == ["b1"]
+
+
+async def test_a_node_yields_only_the_places_the_nodes_ahead_of_it_need(
+    redis_server: Any,
+) -> None:
+    two = attrs.evolve(ONE_EACH, initial_limit=2)
+    async with open_redis(redis_server.url) as redis:
+        x = await holding_the_limit(redis, two)
+        a, b = node(redis, "a", two), node(redis, "b", two)
+        a.submit("a1")
+        await a.sync_once()
+        await trio.sleep(0.05)
+        b.submit("b1")
+        await b.sync_once()
+        await room_for(x, "x0", "x1")  # two places, one node (A) ahead of B
+        await b.sync_once()
+        assert started(b.poll(trio.current_time())) == ["b1"]
+        await a.sync_once()
+        assert started(a.poll(trio.current_time())) == ["a1"]
+
+
+async def test_the_head_of_a_dead_node_or_of_a_queue_emptied_holds_nobody_back(
+    redis_server: Any,
+) -> None:
+    async with open_redis(redis_server.url) as redis:
+        x = await holding_the_limit(redis)
+        dead, gone, b = (node(redis, n, ONE_EACH) for n in ("dead", "gone", "b"))
+        for waiting in (dead, gone):
+            waiting.submit(f"{waiting.shared.node}1")
+            await waiting.sync_once()
+        await trio.sleep(0.05)
+        b.submit("b1")
+        await b.sync_once()
+        assert set(await heads(redis)) == {"dead", "gone", "b"}
+        # "dead" stops without a word (its registration lapses); "gone"'s open is cancelled.
+        await redis.zrem(RedisKeys().governor("nodes"), ["dead"])
+        assert gone.cancel("gone1")
+        await gone.sync_once()
+        assert set(await heads(redis)) == {"dead", "b"}
+        await room_for(x, "x0")
+        await b.sync_once()
+        assert started(b.poll(trio.current_time())) == ["b1"]
+        assert await heads(redis) == {}  # the dead node's head was dropped on the way
