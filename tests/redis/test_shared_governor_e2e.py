@@ -23,6 +23,7 @@ from claude_trio.actors.children import open_child_process
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import RemoteOpError
 from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.session.events import Result
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import open_redis_server
@@ -108,20 +109,33 @@ async def test_two_workers_share_one_limit_against_two_requests_at_once(
         client = await stack.enter_async_context(
             connect_gateway(address, token=TOKEN, config=CLIENT)
         )
-        with trio.fail_after(240):
-            sessions = []
-            for i in range(ITEMS):
-                while True:  # a client may have only so many sessions waiting
-                    try:
-                        params = ExecuteParams(prompt=f"item {i}", model="claude-sonnet-4-5")
-                        sessions.append(await client.open(params))
-                        break
-                    except RemoteOpError as exc:
-                        if "limit_reached" not in str(exc):
-                            raise
-                        await trio.sleep(0.1)
-            results = [await session.result() for session in sessions]
-            figures = await client.governor()  # the gateway reads the workers' shared figures
+        # A client following the shared figures as the workers change them (pushed by the
+        # gateway, which reads them from Redis).
+        pushed: list[GovernorFigures | None] = []
+        async with client.follow_governor() as feed, trio.open_nursery() as watcher:
+
+            async def collect() -> None:
+                async for got in feed:
+                    pushed.append(got)
+
+            watcher.start_soon(collect)
+            with trio.fail_after(240):
+                sessions = []
+                for i in range(ITEMS):
+                    while True:  # a client may have only so many sessions waiting
+                        try:
+                            params = ExecuteParams(prompt=f"item {i}", model="claude-sonnet-4-5")
+                            sessions.append(await client.open(params))
+                            break
+                        except RemoteOpError as exc:
+                            if "limit_reached" not in str(exc):
+                                raise
+                            await trio.sleep(0.1)
+                results = [await session.result() for session in sessions]
+                figures = await client.governor()  # the gateway reads the shared figures
+                while not pushed or pushed[-1] != figures:  # noqa: ASYNC110 (another task's)
+                    await trio.sleep(0.1)
+            watcher.cancel_scope.cancel()
         async with open_redis(url) as redis:
             shared = await redis.hgetall(RedisKeys().governor("state"))
             leases = await redis.zcard(RedisKeys().governor("leases"))
@@ -139,6 +153,9 @@ async def test_two_workers_share_one_limit_against_two_requests_at_once(
     assert figures.starts == int(shared["starts"])
     assert figures.max_live == 4  # the two workers' max_live
     assert figures.rejections == int(shared.get("rejections", "0"))
+    # The follower saw the workers busy, then the figures as they were left.
+    assert any(f is not None and f.cluster_running for f in pushed)
+    assert pushed[-1] == figures
     # Few 429s: at most one request in five meets one (the in-process governor's run of
     # 40 items against 3 at once stays under this bound too).
     assert stats.rejected_429 <= max(2, stats.admitted // 5)
