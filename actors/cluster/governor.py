@@ -19,9 +19,15 @@ the cluster lives in Redis, one Lua script per decision (``protocol/cluster/gove
   principal, each label), checked by the start's script: nothing starts in an exhausted
   scope on any node.
 
-What stays on each node: its queue and fair order (rule 5), its start spacing (rule 3), its
-running executions (a :class:`GovernorRules` without budgets, whose own limit is not
-applied: ``poll(admitted=...)`` starts only the opens Redis admitted).
+* **The order across nodes** (rule 5). Each start tells Redis the node's waiting head (its
+  priority, how long it has waited); a node yields a free place to the live nodes whose heads
+  go first (a higher priority, or the same one waiting longer), one place each, so the open
+  that has waited longest at the highest priority starts first, whichever node it is on.
+
+What stays on each node: its queue and its own order (rule 5: priority, then its owners in
+turn), its start spacing (rule 3), its running executions (a :class:`GovernorRules` without
+budgets, whose own limit is not applied: ``poll(admitted=...)`` starts only the opens Redis
+admitted).
 
 **Redis outage.** While Redis cannot be reached the state is *degraded* (``degraded`` in the
 figures; a :class:`SharedStateOutage` notice when it starts and when it ends, which the
