@@ -63,7 +63,9 @@ its
 The parts: ``config.py`` (:class:`ClientConfig`, :class:`ClientStatistics`), ``session.py``
 (:class:`RemoteSession`, :class:`RemoteEvents`), ``connection.py`` (:func:`connect_gateway`,
 :class:`GatewayClient`: the connection, its tasks and the reconnection), ``inbox.py``
-(``GatewayClient.inbox()``: the server's inbox, followed across reconnects). Import from here.
+(``GatewayClient.inbox()``: the server's inbox, followed across reconnects), ``governor.py``
+(``GatewayClient.follow_governor()``: the server's governor figures as they change, a
+:class:`GovernorFeed`), ``inflight.py`` (an op in flight, a connection). Import from here.
 """
 
 from claude_trio.client.config import (
@@ -75,6 +77,7 @@ from claude_trio.client.config import (
     Reconnecting,
 )
 from claude_trio.client.connection import GatewayClient, connect_gateway
+from claude_trio.client.governor import GovernorFeed
 from claude_trio.client.session import RemoteEvents, RemoteSession
 
 __all__ = [
@@ -83,6 +86,7 @@ __all__ = [
     "ConnectionNotice",
     "GatewayClient",
     "GaveUp",
+    "GovernorFeed",
     "Reconnected",
     "Reconnecting",
     "RemoteEvents",
