@@ -142,6 +142,8 @@ function onFrame(frame) {
       const line = $("governor");
       line.hidden = frame.governor === null;
       line.textContent = frame.governor === null ? "" : governorLine(frame.governor);
+      // Why it is as it is: the governor's latest notice, on hover.
+      line.title = frame.governor?.last_notice ? `latest: ${frame.governor.last_notice}` : "";
       break;
     }
     case "hello":

@@ -753,6 +753,10 @@ def test_the_header_shows_the_fleet_governor_as_it_changes(console: Console) -> 
     console.wait_state(sid, "ended")
     assert ran.exists()
     console.until(lambda: "0 running" in line.text, "the turn ended")
-    console.until(
-        lambda: line.text == governor_text(server_governor(console.base)), "the figures after"
-    )
+
+    def shown_as_the_server_says() -> bool:
+        figures = server_governor(console.base)
+        latest = f"latest: {figures.last_notice}" if figures.last_notice else ""
+        return line.text == governor_text(figures) and line.get_attribute("title") == latest
+
+    console.until(shown_as_the_server_says, "the figures after, and the latest notice")
