@@ -66,7 +66,9 @@ Rules:
    owners take turns (round robin) and each owner's opens start in the order they came. So an
    open at the head of its owner's queue waits for at most one start of each other owner at
    its priority. A waiting open can be cancelled; :meth:`~GovernorRules.position` is its place
-   in the order the rules would start the waiting opens now (0: next).
+   in the order the rules would start the waiting opens now (0: next). Workers that share a
+   governor (``worker --redis``) each keep this order, and across them the open that has
+   waited longest at the highest priority starts first (``protocol/cluster/governor_scripts.py``).
 6. **Decisions in order.** ``poll`` first ends a pause that is over (:class:`Resumed`), refuses
    the waiting opens of exhausted scopes, aborts what rule 4 aborts, then starts opens while
    rules 1-3 allow, and ends with one :class:`Wait` naming what it waits for (``paused``,
