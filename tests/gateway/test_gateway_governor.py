@@ -26,11 +26,12 @@ NO_JITTER = GovernorConfig(max_live=2, resume_jitter=0.0)
 
 
 async def rate_limited_once(turn: FakeTurn) -> None:
-    """The first session's CLI is told to retry a 429 after 1.5 s: the fleet pauses."""
+    """The first session's CLI is told to retry a 429 after 3 s: the fleet pauses (long
+    enough for a loaded machine's gateway to read the figures of the pause several times)."""
     if turn.prompt == "first":
         await turn.sleep(0.2)
-        await turn.api_retry(1, max_retries=3, retry_delay_ms=1500, error_status=429)
-        await turn.sleep(1.5)
+        await turn.api_retry(1, max_retries=3, retry_delay_ms=3000, error_status=429)
+        await turn.sleep(3.0)
     await turn.text("ok")
     await turn.result(cost_usd=0.01)
 

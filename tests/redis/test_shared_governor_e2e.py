@@ -133,8 +133,9 @@ async def test_two_workers_share_one_limit_against_two_requests_at_once(
                             await trio.sleep(0.1)
                 results = [await session.result() for session in sessions]
                 figures = await client.governor()  # the gateway reads the shared figures
-                while not pushed or pushed[-1] != figures:  # noqa: ASYNC110 (another task's)
+                while not pushed or pushed[-1] != figures:  # the last change, pushed too
                     await trio.sleep(0.1)
+                    figures = await client.governor()
             watcher.cancel_scope.cancel()
         async with open_redis(url) as redis:
             shared = await redis.hgetall(RedisKeys().governor("state"))
