@@ -64,7 +64,9 @@ reached) gets an ``error`` frame and the connection goes on.
 Backpressure (the documented policy): each connection has one writer task that sends, in this
 order, the replies waiting (``reply``, ``error``, ``opened``, ``resync_required``; at most
 ``max_pending_replies``, then the connection's ops are not read until some are sent, so a
-flooding client is slowed by TCP), then one event of each attached session in turn. Ops are
+flooding client is slowed by TCP), then what it follows besides sessions (the inbox's changes,
+the governor's figures: each bounded, ``gateway_inbox.py``, ``gateway_governor.py``), then the
+events of each attached session in turn. Ops are
 read at most ``limits.ops_per_second`` per peer (bursts of ``ops_burst``; the budget is the
 peer's, shared by its connections), so a flood costs the server a bounded share of its CPU. Replies
 never wait behind events. Events wait in the fleet's per-subscription queue (at most
@@ -79,7 +81,8 @@ buffer), and the session never waits for a client.
 
 Channels: each connection owns its reply queue and each attached session's
 :class:`~claude_trio.actors.fanout.fleet.Subscription` (closed on detach, re-attach, or when the
-connection ends; closing it detaches it from the session).
+connection ends; closing it detaches it from the session). The gateway runs one more task, its
+governor watch, which reads the host's governor figures while a connection follows them.
 
 Cancellation: cancelling ``serve_gateway`` closes every connection with 1001 (bounded by
 ``close_grace``, shielded) and ends every task it started. Sessions belong to the fleet, not to

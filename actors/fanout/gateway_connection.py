@@ -5,8 +5,9 @@ describes the policy both halves apply (close codes, backpressure); this module 
 websocket once its handshake was accepted.
 
 A connection (``_Client``) runs three tasks: a reader (ops in, at the peer's op rate, each
-decoded by ``decode_op`` and handled in order), a writer (the replies waiting, then one event
-of each attached session in turn) and a pinger; plus the close policy (a close frame after
+decoded by ``decode_op`` and handled in order), a writer (the replies waiting, then the
+inbox's changes and the governor's figures it follows, then the events of each attached
+session in turn) and a pinger; plus the close policy (a close frame after
 the frame being sent, or TCP cut). The op handlers apply ``protocol/fanout/remote.py``: which
 sessions a principal may see, the per-client limits, the folder a session runs in (resolved
 on the server's disk by ``remote_paths.py``) and what a remote session may do.

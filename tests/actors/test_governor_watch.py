@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import attrs
 import pytest
 import trio
 import trio.testing
 
-from claude_trio.actors.fanout.gateway_governor import GovernorWatch
+from claude_trio.actors.fanout.gateway_governor import GovernorFollower, GovernorWatch
 from claude_trio.protocol.fanout.governor import GovernorFigures
 
 IDLE = GovernorFigures(
@@ -58,6 +60,20 @@ class Writer:
         self.wakes += 1
 
 
+@asynccontextmanager
+async def watching(
+    shown: GovernorFigures | None = IDLE,
+) -> AsyncIterator[tuple[Host, Writer, GovernorFollower]]:
+    """A watch (reading every 0.5 s) running over a host, and one follower that was sent
+    ``shown``: ``(host, writer, follower)``."""
+    host, writer = Host(), Writer()
+    watch = GovernorWatch(host.read, interval=0.5)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch.run)
+        yield host, writer, watch.follow(shown, writer.wake)
+        nursery.cancel_scope.cancel()
+
+
 def sent(frame: str | None) -> GovernorFigures | None:
     assert frame is not None
     obj = json.loads(frame)
@@ -88,11 +104,7 @@ async def test_it_reads_only_while_followed_every_interval(
 async def test_a_change_is_sent_once_the_latest_only_and_nothing_unchanged(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    host, writer = Host(), Writer()
-    watch = GovernorWatch(host.read, interval=0.5)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch.run)
-        follower = watch.follow(IDLE, writer.wake)
+    async with watching() as (host, writer, follower):
         await trio.sleep(2.25)  # read at 0.5, 1.0, 1.5, 2.0
         assert (follower.next_frame(), writer.wakes) == (None, 0)  # nothing changed
         host.figures = attrs.evolve(IDLE, running=1, starts=1)
@@ -109,17 +121,12 @@ async def test_a_change_is_sent_once_the_latest_only_and_nothing_unchanged(
         await trio.sleep(0.5)
         assert sent(follower.next_frame()) is None
         assert follower.next_frame() is None
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_change_undone_before_it_was_sent_is_not_sent(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    host, writer = Host(), Writer()
-    watch = GovernorWatch(host.read, interval=0.5)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch.run)
-        follower = watch.follow(IDLE, writer.wake)
+    async with watching() as (host, writer, follower):
         await trio.sleep(0.25)
         host.figures = attrs.evolve(IDLE, waiting=1)
         await trio.sleep(0.5)
@@ -127,22 +134,17 @@ async def test_a_change_undone_before_it_was_sent_is_not_sent(
         await trio.sleep(0.5)
         assert writer.wakes == 1
         assert follower.next_frame() is None  # the client has these figures
-        nursery.cancel_scope.cancel()
 
 
 async def test_a_read_that_fails_is_logged_once_and_the_followers_keep_their_figures(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    host, writer = Host(), Writer()
-    watch = GovernorWatch(host.read, interval=0.5)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch.run)
-        follower = watch.follow(IDLE, writer.wake)
+    async with watching() as (host, writer, follower):
         with caplog.at_level(logging.INFO, logger="claude_trio.actors.fanout.gateway"):
             host.failing = True
             await trio.sleep(2.25)
             assert len(host.reads) == 4  # it tries every round
-            assert follower.next_frame() is None
+            assert (follower.next_frame(), writer.wakes) == (None, 0)
             host.failing = False
             host.figures = attrs.evolve(IDLE, starts=3)
             await trio.sleep(0.5)
@@ -153,4 +155,3 @@ async def test_a_read_that_fails_is_logged_once_and_the_followers_keep_their_fig
             "gateway: the governor's figures can be read again",
         ]
         assert caplog.records[0].exc_info is not None  # with its traceback
-        nursery.cancel_scope.cancel()

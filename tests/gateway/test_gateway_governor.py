@@ -7,16 +7,18 @@ a read that fails) are checked under ``MockClock`` in ``tests/actors/test_govern
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import pytest
 import trio
 from gateway_kit import TOKEN, client, gateway
+from proxy_kit import CutProxy
 from test_client import FAST, served
 
 from claude_trio import ExecuteParams
-from claude_trio.client import connect_gateway
-from claude_trio.client.governor import GovernorFeed
+from claude_trio.actors.fanout.fleet import Fleet
+from claude_trio.client import GatewayClient, GovernorFeed, connect_gateway
 from claude_trio.protocol.errors import GatewayUnavailableError
 from claude_trio.protocol.fanout.governor import GovernorConfig, GovernorFigures
 from claude_trio.protocol.fanout.wire import GovernorFrame
@@ -36,6 +38,18 @@ async def rate_limited_once(turn: FakeTurn) -> None:
     await turn.result(cost_usd=0.01)
 
 
+@asynccontextmanager
+async def following() -> AsyncIterator[tuple[Fleet, CutProxy, GatewayClient, GovernorFeed]]:
+    """A gateway of ``rate_limited_once`` sessions behind a cut proxy, and a client that
+    follows its governor's figures."""
+    async with (
+        served(rate_limited_once, governor=NO_JITTER) as (fleet, proxy),
+        connect_gateway(proxy.url, token=TOKEN, config=FAST) as gw,
+        gw.follow_governor() as feed,
+    ):
+        yield fleet, proxy, gw, feed
+
+
 async def next_where(
     feed: GovernorFeed, wanted: Callable[[GovernorFigures], bool]
 ) -> GovernorFigures:
@@ -48,11 +62,7 @@ async def next_where(
 
 async def test_a_following_client_sees_the_pause_when_it_resumes_and_the_starts() -> None:
     with trio.fail_after(20):
-        async with (
-            served(rate_limited_once, governor=NO_JITTER) as (fleet, proxy),
-            connect_gateway(proxy.url, token=TOKEN, config=FAST) as gw,
-            gw.follow_governor() as feed,
-        ):
+        async with following() as (fleet, _, gw, feed):
             now = await feed.receive()  # the figures when it started following
             assert now is not None
             assert now == fleet.statistics().governor
@@ -80,11 +90,7 @@ async def test_a_following_client_sees_the_pause_when_it_resumes_and_the_starts(
 
 async def test_the_client_follows_the_figures_again_after_a_reconnect() -> None:
     with trio.fail_after(20):
-        async with (
-            served(rate_limited_once, governor=NO_JITTER) as (fleet, proxy),
-            connect_gateway(proxy.url, token=TOKEN, config=FAST) as gw,
-            gw.follow_governor() as feed,
-        ):
+        async with following() as (fleet, proxy, gw, feed):
             assert (await feed.receive()) is not None
             assert proxy.cut() == 1
             await gw.list()  # answered on the new connection: it is up
@@ -99,11 +105,7 @@ async def test_the_client_follows_the_figures_again_after_a_reconnect() -> None:
 
 async def test_a_feed_raises_once_the_client_gives_up() -> None:
     with trio.fail_after(10):
-        async with (
-            served(rate_limited_once, governor=NO_JITTER) as (_, proxy),
-            connect_gateway(proxy.url, token=TOKEN, config=FAST) as gw,
-            gw.follow_governor() as feed,
-        ):
+        async with following() as (_, _, _, feed):
             assert (await feed.receive()) is not None
         with pytest.raises(GatewayUnavailableError, match="closed"):
             await feed.receive()
