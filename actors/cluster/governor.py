@@ -233,9 +233,9 @@ class RedisGovernorState(Generic[K]):
         self._leases_script = redis.register_script(LEASES_SCRIPT)
         self._kick = trio.Event()
         self._scopes: dict[K, tuple[str | None, str | None]] = {}  # principal, label
-        #: Waiting opens' priority and since when they wait (this node's clock): what a
-        #: start tells Redis, for the fair order across the nodes.
-        self._waiting_since: dict[K, tuple[int, float]] = {}
+        #: Since when each waiting open waits (this node's clock): a start tells Redis how
+        #: long, for the fair order across the nodes.
+        self._waiting_since: dict[K, float] = {}
         self._started_under: dict[K, int] = {}  # the shared limit each was admitted under
         self._admitted: dict[K, str] = {}  # waiting opens Redis gave a lease
         self._leases: dict[K, str] = {}  # running executions' leases
@@ -271,7 +271,7 @@ class RedisGovernorState(Generic[K]):
     ) -> None:
         self.local.submit(key, owner=owner, priority=priority, principal=principal, label=label)
         self._scopes[key] = (principal, label)
-        self._waiting_since[key] = (priority, trio.current_time())
+        self._waiting_since[key] = trio.current_time()
         self._kick.set()
 
     def cancel(self, key: K) -> bool:
@@ -561,11 +561,11 @@ class RedisGovernorState(Generic[K]):
             head = self.local.next_waiting(excluding=excluding)
             if head is None:
                 return
-            key, principal, label = head
+            key, priority, principal, label = head
             budgets = self._budgets(principal, label)
             self._lease_seq += 1
             lease = f"{self.shared.node}:{self._lease_seq}"
-            priority, since = self._waiting_since.get(key, (0, trio.current_time()))
+            since = self._waiting_since.get(key, trio.current_time())
             waited = max(0.0, trio.current_time() - since)
             args: list[Any] = [lease, self.shared.lease_ttl, priority, waited]
             for figures in budgets:

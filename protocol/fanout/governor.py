@@ -282,13 +282,13 @@ class GovernorRules(Generic[K]):
 
     def next_waiting(
         self, *, excluding: Container[K] = ()
-    ) -> tuple[K, str | None, str | None] | None:
+    ) -> tuple[K, int, str | None, str | None] | None:
         """The waiting open rule 5 would start first, leaving out ``excluding``: its key,
-        principal and label; None when none waits."""
+        priority, principal and label; None when none waits."""
         for key in self._order():
             if key not in excluding:
                 entry = self._waiting[key]
-                return key, entry.principal, entry.label
+                return key, entry.priority, entry.principal, entry.label
         return None
 
     def extend_pause(self, until: float, *, cause: str) -> list[Notice]:
