@@ -322,6 +322,13 @@ class _Run:
         return self.first
 
 
+def _joined(item: Entry | _Run) -> Entry:
+    """A queued item as the subscriber reads it: a merged run joined into one entry now."""
+    if isinstance(item, _Run):
+        return Entry(merged(item.first, item.pieces, item.last_seq), item.size)
+    return item
+
+
 def _as_run(item: Entry | _Run) -> _Run:
     if isinstance(item, _Run):
         return item
@@ -422,9 +429,7 @@ class SubscriberQueue:
         item = self._items.popleft()
         self._compacted = max(self._compacted - 1, 0)
         self.bytes -= item.size
-        if isinstance(item, _Run):
-            return Entry(merged(item.first, item.pieces, item.last_seq), item.size)
-        return item
+        return _joined(item)
 
     def take_many(self, limit: int, max_size: int) -> list[Entry]:
         """The oldest items, as :meth:`take` gives them, in order: at most ``limit`` of them,
@@ -436,9 +441,7 @@ class SubscriberQueue:
         while items and len(out) < limit and (size < max_size or not out):
             item = items.popleft()
             size += item.size
-            if isinstance(item, _Run):
-                item = Entry(merged(item.first, item.pieces, item.last_seq), item.size)
-            out.append(item)
+            out.append(_joined(item))
         self._compacted = max(self._compacted - len(out), 0)
         self.bytes -= size
         return out
