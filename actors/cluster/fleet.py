@@ -66,9 +66,10 @@ from claude_trio.protocol.cluster.records import (
     SessionState,
     WorkerStatus,
     cluster_summary,
-    decode_event,
+    decode_event_text,
+    entry_first_seq,
+    entry_texts,
     is_final,
-    seq_of_id,
 )
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
@@ -382,8 +383,8 @@ class RedisFleet:
         )
         if not last:
             return record
-        event = decode_event(last[0].field_values)
-        if seq_of_id(str(last[0].identifier)) < record.first_seq or not is_final(event):
+        seq, text = entry_texts(str(last[0].identifier), last[0].field_values)[-1]
+        if seq < record.first_seq or not is_final(decode_event_text(text)):
             return record
         with trio.move_on_after(SETTLE_WAIT):
             await trio.lowlevel.checkpoint()
@@ -504,7 +505,8 @@ class RedisFleet:
             log.error("cluster: session %s has a broken record: %s", sid, exc)
             self._records.pop(sid, None)
             return
-        self._oldest[sid] = seq_of_id(first[0].identifier) if first else None
+        oldest = entry_first_seq(first[0].identifier, first[0].field_values) if first else None
+        self._oldest[sid] = oldest
 
     # -- the session-host interface (actors/fanout/hosts.py) ---------------------------------------
 

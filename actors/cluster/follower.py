@@ -51,12 +51,7 @@ from coredis.typing import Key
 from claude_trio.actors.cluster.questions import pending_questions
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.records import (
-    event_id,
-    seq_of_id,
-    stored_entry,
-    stored_text,
-)
+from claude_trio.protocol.cluster.records import entry_texts, event_id, stored_entry
 from claude_trio.protocol.cluster.scripts import READ_SCRIPT, read_run
 from claude_trio.protocol.fanout import codec
 from claude_trio.protocol.fanout.pending import still_pending
@@ -96,17 +91,12 @@ def _stream_entries(reply: Any) -> list[tuple[str, list[str]]]:
     return [(entry[0], entry[1]) for entries in streams for entry in entries]
 
 
-def _entry(raw: tuple[str, list[str]]) -> tuple[int, Entry]:
-    """A stream entry's seq, and the entry the follower's buffer and subscribers hold
-    (``records.stored_entry``: a delta kept as its text)."""
+def _entries(raw: tuple[str, list[str]], after: int) -> list[tuple[int, Entry]]:
+    """The events after seq ``after`` of a stream entry, with their seqs, as the follower's
+    buffer and subscribers hold them (``records.stored_entry``: a delta kept as its text)."""
     identifier, fields = raw
-    # As the store script writes them: the event's text, then the token that wrote it.
-    if fields[:1] == ["e"]:
-        text = fields[1]
-    else:
-        text = stored_text(dict(zip(fields[0::2], fields[1::2], strict=False)))
-    seq = seq_of_id(str(identifier))
-    return seq, stored_entry(seq, text)
+    texts = entry_texts(identifier, dict(zip(fields[0::2], fields[1::2], strict=False)))
+    return [(seq, stored_entry(seq, text)) for seq, text in texts if seq > after]
 
 
 class StreamFollower:
@@ -275,7 +265,7 @@ class StreamFollowers:
     async def _read(
         self, sid: str, after: int, count: int, block: int | None
     ) -> list[tuple[str, list[str]]]:
-        """The stream's entries after seq ``after`` (at most ``count``; waiting at most
+        """The stream's entries after seq ``after`` (at most ``count`` entries; waiting at most
         ``block`` ms for one), as ``(entry id, [field, value, ...])`` the way the reply holds
         them: ``xread``'s objects for each entry (a tuple and an ordered dict) cost more than
         the rest of reading a delta."""
@@ -294,15 +284,16 @@ class StreamFollowers:
     async def _entries_after(
         self, sid: str, after: int, count: int, block: int | None
     ) -> list[tuple[int, Entry]]:
-        """The stream's entries after seq ``after`` (at most ``count``) with their seqs. With
-        ``block``: one ``XREAD`` that waits at most ``block`` ms for one. Without:
+        """The stored events after seq ``after`` (at most ``count``) with their seqs. With
+        ``block``: one ``XREAD`` that waits at most ``block`` ms for an entry. Without:
         ``READ_SCRIPT``'s run of the next events, and ``XREAD`` for an entry that breaks
         the run (a gap, another shape) when it comes first."""
         if block is None:
             texts, other = await self._read_texts(sid, after, count)
             if texts or not other:
                 return [(after + i, stored_entry(after + i, t)) for i, t in enumerate(texts, 1)]
-        return [_entry(raw) for raw in await self._read(sid, after, count, block)]
+        read = await self._read(sid, after, count, block)
+        return [event for raw in read for event in _entries(raw, after)][:count]
 
     async def _follow(self, follower: StreamFollower) -> None:
         """Read the stream on while the follower has members, and for one read after the last

@@ -29,10 +29,10 @@ from claude_trio.actors.fanout.inbox import InboxChannel, InboxHub, MaySee
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
     SessionRecord,
-    decode_event,
+    decode_event_text,
+    entry_texts,
     event_id,
     is_final,
-    seq_of_id,
 )
 from claude_trio.protocol.errors import ClusterUnavailableError, UnknownSessionError
 from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES, InboxItem
@@ -148,10 +148,15 @@ class ClusterInbox:
                 return await fleet.redis.xrange(stream, start, "+", count=READ_BATCH)
 
             entries = await fleet._call(read)
-            for entry in entries:
-                seq = seq_of_id(str(entry.identifier))
+            stored = [
+                (seq, text)
+                for entry in entries
+                for seq, text in entry_texts(str(entry.identifier), entry.field_values)
+                if seq > self._cursors[sid]
+            ]
+            for seq, text in stored:
                 self._cursors[sid] = seq
-                event = decode_event(entry.field_values)
+                event = decode_event_text(text)
                 match event:
                     case UserInputRequest():
                         self._hub.arrived(

@@ -38,7 +38,8 @@ from claude_trio.protocol.cluster.records import (
     AcceptedPush,
     Job,
     SessionRecord,
-    decode_event,
+    decode_event_text,
+    entry_texts,
     event_id,
     plan_move,
 )
@@ -169,7 +170,12 @@ async def take_over(
     entries = await worker._retrying(
         "claim", partial(worker.redis.xrange, stream, event_id(first), "+")
     )
-    stored = [decode_event(e.field_values) for e in entries]
+    stored = [
+        decode_event_text(text)
+        for entry in entries
+        for seq, text in entry_texts(str(entry.identifier), entry.field_values)
+        if seq >= first
+    ]
     raw_pushes = await worker._retrying(
         "claim", partial(worker.redis.lrange, keys.pushes(sid), 0, -1)
     )

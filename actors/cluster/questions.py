@@ -17,12 +17,12 @@ import coredis
 
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
-    decode_event,
+    decode_event_text,
+    entry_texts,
     event_id,
     is_final,
-    seq_of_id,
-    stored_kind,
 )
+from claude_trio.protocol.fanout.codec import text_kind
 from claude_trio.protocol.fanout.pending import still_pending
 from claude_trio.protocol.session.events import (
     Aborted,
@@ -59,24 +59,23 @@ async def pending_questions(
     """The session's questions pending now, asked in its current execution (from
     ``first_seq``) at or before ``through``, oldest first (the stream read holds at most
     ``limit`` entries, the replay bound). When the stream's last event ends the execution
-    nothing is pending and nothing more is read; otherwise only the entries whose kind can
+    nothing is pending and nothing more is read; otherwise only the events whose kind can
     change what is pending are decoded."""
     stream = keys.events(sid)
     last = await redis.xrevrange(stream, "+", "-", count=1)
     if last:
-        fields = last[0].field_values
-        seq = seq_of_id(str(last[0].identifier))
+        seq, text = entry_texts(str(last[0].identifier), last[0].field_values)[-1]
         if (
             seq >= first_seq
-            and stored_kind(fields) in _FINAL_KINDS
-            and is_final(decode_event(fields))
+            and text_kind(text) in _FINAL_KINDS
+            and is_final(decode_event_text(text))
         ):
             return []
     entries = await redis.xrange(stream, event_id(first_seq), "+", count=limit)
     events: list[Event] = []
     for entry in entries:
-        fields = entry.field_values
-        kind = stored_kind(fields)
-        if kind is None or kind in _QUESTION_KINDS:
-            events.append(decode_event(fields))
+        for seq, text in entry_texts(str(entry.identifier), entry.field_values):
+            kind = text_kind(text)
+            if seq >= first_seq and (kind is None or kind in _QUESTION_KINDS):
+                events.append(decode_event_text(text))
     return still_pending(events, lambda event: event, through=through)

@@ -24,9 +24,8 @@ from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import (
     AcceptedPush,
     Fenced,
-    encode_event,
     encode_usage,
-    event_id,
+    entry_runs,
 )
 from claude_trio.protocol.cluster.scripts import (
     PUSH_SCRIPT,
@@ -34,6 +33,7 @@ from claude_trio.protocol.cluster.scripts import (
     STORE_SCRIPT,
     TAKE_SCRIPT,
 )
+from claude_trio.protocol.fanout.codec import event_text
 from claude_trio.protocol.session.events import Aborted, Event, Result, TurnStarted
 from claude_trio.protocol.session.usage import Usage
 
@@ -118,10 +118,10 @@ class FencedWrites:
     async def store_many(
         self, sid: str, token: int, events: list[Event], *, usage: Usage | None = None
     ) -> None:
-        """Append events to the session's stream in one round trip (those already there are
-        refused by Redis and skipped), and the record's seq with a turn's start or end (and
-        ``usage``, the session's after these events, when given); if the session is still
-        ours (rule 7), else ``_FencedOut`` and nothing is written."""
+        """Append events to the session's stream in one round trip, in as few entries as rule
+        2 allows (those already there are skipped), and the record's seq with a turn's start
+        or end (and ``usage``, the session's after these events, when given); if the session
+        is still ours (rule 7), else ``_FencedOut`` and nothing is written."""
         await trio.lowlevel.checkpoint()
         keys = self._keys
         update: dict[str, str] = {}
@@ -135,11 +135,24 @@ class FencedWrites:
                         update["claude_session_id"] = event.session_id
                 case _:
                     pass
-        texts = "\n".join([encode_event(event)["e"] for event in events])
+        encoded = [event_text(event) for event in events]
+        texts = "\n".join(encoded)
         if texts.count("\n") != max(len(events) - 1, 0):  # compact JSON text holds none
             raise AssertionError("an event's stored text holds a newline")
-        ids = "\n".join([event_id(event.seq) for event in events])
-        args = [str(token), str(self._stream_max), str(len(events)), ids, texts]
+        seqs = [event.seq for event in events]
+        runs = entry_runs(seqs, [len(text) for text in encoded])
+        lasts, at = [], -1
+        for run in runs:
+            at += run
+            lasts.append(str(seqs[at]))
+        args = [
+            str(token),
+            str(self._stream_max),
+            str(len(runs)),
+            "\n".join(lasts),
+            "\n".join(map(str, runs)),
+            texts,
+        ]
         for name, value in update.items():
             args += [name, value]
         done = await self._retrying(

@@ -7,11 +7,16 @@ gateways (``claude-trio serve --redis``). Rules:
    :class:`Job` appended to the jobs stream, read by the workers' consumer group: each entry
    is delivered to exactly one worker, which acknowledges it only once the execution's final
    event is in the session's event stream.
-2. **Events.** Every event of a session goes to the session's own stream with the entry id
-   ``<seq>-0``. Redis refuses an id not above the last one, so publishing an event again (after
-   a reconnect, or by a worker that took the session over) is a no-op, and a reader can start
-   exactly after any seq (``XRANGE key (<seq>-0 +``). The stream is trimmed like the replay
-   buffer (``MAXLEN ~``); a reader whose next seq was trimmed needs a resync.
+2. **Events.** Every event of a session goes to the session's own stream, in entries of one
+   or more consecutive events whose id is ``<seq>-0`` with the seq of the entry's last event
+   (:func:`entry_texts` reads one; a worker stores a batch of ready events as few entries of
+   at most ``ENTRY_CHARS``, one event per entry when they come one at a time). Redis refuses
+   an id not above the last one, so publishing an event again (after a reconnect, or by a
+   worker that took the session over) is a no-op, and a reader can start exactly after any
+   seq: ``XRANGE key <seq + 1>-0 +`` begins with the entry that holds the next event, whose
+   events up to ``seq`` the reader skips. The stream is trimmed like the replay buffer, by
+   seq (``MINID ~``: the last ``stream_max`` events are kept); a reader whose next seq was
+   trimmed needs a resync.
 3. **The session record** (a hash) says who owns the session (principal, peer), its state
    (``waiting`` -> ``live`` -> ``ended``), the worker running it, its seqs and its usage (every
    turn of every execution so far: written with the event that changed it, in the same
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -43,7 +48,6 @@ from claude_trio.protocol.fanout.codec import (
     event_from_json,
     event_text,
     flat_kind,
-    text_kind,
     to_json_safe,
 )
 from claude_trio.protocol.fanout.replay import Entry
@@ -60,6 +64,7 @@ from claude_trio.protocol.session.events import (
 from claude_trio.protocol.session.usage import ZERO_USAGE, Usage
 
 __all__ = [
+    "ENTRY_CHARS",
     "MOVED_REASON",
     "AcceptedPush",
     "Command",
@@ -75,13 +80,17 @@ __all__ = [
     "decode_usage",
     "encode_event",
     "encode_usage",
+    "entry_events",
+    "entry_first_seq",
+    "entry_runs",
+    "entry_texts",
     "event_id",
     "is_current",
     "is_final",
     "plan_move",
     "seq_of_id",
     "stored_entry",
-    "stored_kind",
+    "stored_events",
     "stored_text",
 ]
 
@@ -104,23 +113,90 @@ def seq_of_id(entry_id: str) -> int:
     return int(ms)
 
 
+ENTRY_CHARS = 16 * 1024
+"""The text a stream entry of several events holds at most (an event longer than this has an
+entry of its own): a reader that wants one of its events reads them all."""
+
+
 def encode_event(event: Event) -> dict[str, str]:
-    """The fields of an event's stream entry."""
+    """The fields of an event's stream entry of its own."""
     return {"e": event_text(event)}
 
 
 def decode_event(fields: Mapping[Any, Any]) -> Event:
-    """The event of a stream entry's fields; ``RemoteProtocolError`` when it holds none."""
+    """The event of the fields of a stream entry of one event; ``RemoteProtocolError`` when it
+    holds none (or several: :func:`entry_events` reads any entry)."""
+    if "s" in fields:
+        raise RemoteProtocolError("the stream entry holds several events: read it whole")
     return decode_event_text(stored_text(fields))
 
 
 def stored_text(fields: Mapping[Any, Any]) -> str:
-    """The event's JSON text in a stream entry's fields (``event_to_json``, as the wire
-    carries it); ``RemoteProtocolError`` when it holds none."""
+    """The JSON text in a stream entry's fields (``event_to_json``, as the wire carries it;
+    an entry of several events holds theirs joined by newlines); ``RemoteProtocolError``
+    when it holds none."""
     text = fields.get("e")
     if not isinstance(text, str):
         raise RemoteProtocolError("not an event entry: it has no event text")
     return text
+
+
+def entry_texts(identifier: str, fields: Mapping[Any, Any]) -> list[tuple[int, str]]:
+    """The seq and JSON text of each event of a stream entry (rule 2), oldest first:
+    ``fields`` hold ``e`` (the texts joined by newlines: a compact JSON text has none) and,
+    for an entry of several events, ``s`` (the first one's seq; the id is the last one's).
+    ``RemoteProtocolError`` when the entry is not of that shape."""
+    last = seq_of_id(str(identifier))
+    text = stored_text(fields)
+    if "s" not in fields:
+        return [(last, text)]
+    first = entry_first_seq(identifier, fields)
+    texts = text.split("\n")
+    if first > last or len(texts) != last - first + 1:
+        raise RemoteProtocolError(
+            f"event entry {identifier}: {len(texts)} event texts for seqs {first} to {last}"
+        )
+    return list(zip(range(first, last + 1), texts, strict=True))
+
+
+def entry_first_seq(identifier: str, fields: Mapping[Any, Any]) -> int:
+    """The seq of the first event of a stream entry (rule 2), without reading its texts."""
+    first = fields.get("s")
+    if first is None:
+        return seq_of_id(str(identifier))
+    if not isinstance(first, str) or not first.isdigit():
+        raise RemoteProtocolError(f"event entry {identifier}: bad first seq {first!r}")
+    return int(first)
+
+
+def entry_events(identifier: str, fields: Mapping[Any, Any]) -> list[Event]:
+    """The events of a stream entry (:func:`entry_texts`), decoded."""
+    return [decode_event_text(text) for _, text in entry_texts(identifier, fields)]
+
+
+def stored_events(entries: Iterable[Any]) -> list[Event]:
+    """The events of stream entries as ``XRANGE`` gives them (each with ``identifier`` and
+    ``field_values``), in order."""
+    return [
+        event for entry in entries for event in entry_events(entry.identifier, entry.field_values)
+    ]
+
+
+def entry_runs(seqs: Sequence[int], sizes: Sequence[int]) -> list[int]:
+    """How many of a batch's events (their seqs and text sizes, in order) each stream entry
+    holds: consecutive seqs, at most ``ENTRY_CHARS`` of text per entry unless one event is
+    longer alone."""
+    runs: list[int] = []
+    count = size = 0
+    for i, (seq, length) in enumerate(zip(seqs, sizes, strict=True)):
+        if count and (seq != seqs[i - 1] + 1 or size + 1 + length > ENTRY_CHARS):
+            runs.append(count)
+            count = size = 0
+        size += length + (1 if count else 0)
+        count += 1
+    if count:
+        runs.append(count)
+    return runs
 
 
 def decode_event_text(text: str) -> Event:
@@ -143,13 +219,6 @@ def stored_entry(seq: int, text: str) -> Entry:
     if flat_kind(text) in _UNDECODED_KINDS:
         return Entry.undecoded(seq, text, decode_event_text)
     return Entry.of(decode_event_text(text), text)
-
-
-def stored_kind(fields: Mapping[Any, Any]) -> str | None:
-    """The ``kind`` of a stored event entry read from its text's head (``encode_event``
-    writes it first), without decoding it; None when the text does not start so."""
-    text = fields.get("e")
-    return text_kind(text) if isinstance(text, str) else None
 
 
 def _field(fields: Mapping[str, str], name: str, where: str) -> str:

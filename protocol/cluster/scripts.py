@@ -16,13 +16,14 @@ What each script guarantees:
   record is never created (-1); the record keeps which job entry started the execution
   (``job``: ``"<execution> <entry id>"``), and a second copy of that execution's job, or a
   job of an execution the record is past, is refused (-2: acknowledge it, run nothing).
-* ``STORE_SCRIPT``: a batch of events is appended in one round trip, each with its seq as the
-  entry id, so an event already stored is refused by Redis and skipped (rule 2: storing twice
-  is harmless); each entry carries the token that stored it; the record's fields (its last
-  seq, usage) change in the same script (no other client's command runs in between).
+* ``STORE_SCRIPT``: a batch of events is appended in one round trip, as entries of
+  consecutive events whose id is the seq of their last (rule 2); an event already stored is
+  skipped (storing twice is harmless); each entry carries the token that stored it; the
+  record's fields (its last seq, usage) change in the same script (no other client's command
+  runs in between).
 * ``READ_SCRIPT`` (a gateway's follower, ``actors/cluster/follower.py``; it writes nothing): a
-  run of stored events read as one string, stopping before the first entry that is not the
-  next seq or not of the store script's shape.
+  run of stored events read as one string, stopping before the first entry that does not hold
+  the next seq or is not of the store script's shape.
 * ``RECORD_SCRIPT``: the record's fields change, and the accepted pushes are cleared, only
   for the current token.
 * ``PUSH_SCRIPT``: an accepted push is recorded (to be delivered again after a move) only for
@@ -50,6 +51,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from claude_trio.protocol.errors import RemoteProtocolError
 
 __all__ = [
     "APPENDED_SCRIPT",
@@ -84,52 +87,115 @@ past); the record names the new owner with the first write that token allows (``
 the move)."""
 
 STORE_SCRIPT = """
-if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then return 0 end
-local n = tonumber(ARGV[3])
-local ids, events = ARGV[4], ARGV[5]
-local i, j = 1, 1
-for _ = 1, n do
-  local id_end = (string.find(ids, '\\n', i, true) or (#ids + 1)) - 1
-  local event_end = (string.find(events, '\\n', j, true) or (#events + 1)) - 1
-  local r = redis.pcall('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], string.sub(ids, i, id_end),
-                        'e', string.sub(events, j, event_end), 't', ARGV[1])
-  if type(r) == 'table' and r.err and not string.find(r.err, 'equal or smaller', 1, true) then
-    return redis.error_reply(r.err)
-  end
-  i, j = id_end + 2, event_end + 2
+local head = redis.call('HMGET', KEYS[1], 'epoch', 'stored')
+if head[1] ~= ARGV[1] then return 0 end
+local stored = tonumber(head[2])
+if not stored then
+  local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+  stored = top and tonumber(string.match(top[1], '^(%d+)')) or 0
 end
-if #ARGV >= 6 then redis.call('HSET', KEYS[1], unpack(ARGV, 6)) end
+local keep = tonumber(ARGV[2])
+local ids, counts, texts = ARGV[4], ARGV[5], ARGV[6]
+local i, c, j = 1, 1, 1
+for _ = 1, tonumber(ARGV[3]) do
+  local id_end = (string.find(ids, '\\n', i, true) or (#ids + 1)) - 1
+  local count_end = (string.find(counts, '\\n', c, true) or (#counts + 1)) - 1
+  local last = tonumber(string.sub(ids, i, id_end))
+  local first = last - tonumber(string.sub(counts, c, count_end)) + 1
+  local text_end = j
+  for _ = first, last do
+    text_end = (string.find(texts, '\\n', text_end, true) or (#texts + 1)) + 1
+  end
+  if last > stored then
+    local text, from = string.sub(texts, j, text_end - 2), j
+    if stored >= first then  -- its head is stored already: only the rest
+      for _ = first, stored do from = string.find(texts, '\\n', from, true) + 1 end
+      text, first = string.sub(texts, from, text_end - 2), stored + 1
+    end
+    local add = {'XADD', KEYS[2], 'MINID', '~', math.max(0, last - keep + 1), last .. '-0',
+                 'e', text, 't', ARGV[1]}
+    if first < last then add[11], add[12] = 's', first end
+    local r = redis.pcall(unpack(add))
+    stored = last
+    if type(r) == 'table' and r.err then  -- the stream is past what the record says
+      if not string.find(r.err, 'equal or smaller', 1, true) then
+        return redis.error_reply(r.err)
+      end
+      local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
+      stored = math.max(last, tonumber(string.match(top[1], '^(%d+)')))
+    end
+  end
+  i, c, j = id_end + 2, count_end + 2, text_end
+end
+redis.call('HSET', KEYS[1], 'stored', stored, unpack(ARGV, 7))
 return 1
 """
-"""KEYS: record, events; ARGV: token, maxlen, n, the n entry ids and the n events each joined
-by newlines (an event's JSON text has none), then record fields. An event already stored (its
-id not above the last) is skipped (rule 2); each entry also carries the token that stored it
-(``t``). Two arguments rather than two per event: a client packs each argument of a command
-on its own, which for a burst's thousand events cost more than the store itself."""
+"""KEYS: record, events; ARGV: token, the events kept (``stream_max``), n, the n entries' ids
+(the seq of each one's last event) and the n entries' event counts, each joined by newlines,
+then every event's text joined by newlines (an event's JSON text has none), then record
+fields. Events already stored (their seq not above the record's ``stored``, the stream's last
+seq, which the script keeps) are skipped (rule 2), also at the head of an entry stored only in
+part; each entry also carries the token
+that stored it (``t``) and, holding several events, the first one's seq (``s``); the stream
+keeps the entries of its last ``stream_max`` seqs (``MINID ~``). Batched arguments rather than
+several per event: a client packs each argument of a command on its own, which for a
+burst's thousand events cost more than the store itself."""
 
 READ_SCRIPT = """
-local after = tonumber(ARGV[1])
-local entries = redis.call('XRANGE', KEYS[1], (after + 1) .. '-0', '+', 'COUNT', ARGV[2])
-local texts = {}
-for i, entry in ipairs(entries) do
-  if entry[1] ~= (after + i) .. '-0' or entry[2][1] ~= 'e' then break end
-  texts[i] = entry[2][2]
+local after, count = tonumber(ARGV[1]), tonumber(ARGV[2])
+local entries = redis.call('XRANGE', KEYS[1], (after + 1) .. '-0', '+', 'COUNT', count)
+local function past(text, from, n)  -- the position after the next n newlines (nil: fewer)
+  for _ = 1, n do
+    local at = string.find(text, '\\n', from, true)
+    if not at then return nil end
+    from = at + 1
+  end
+  return from
 end
-return {#texts, #entries, table.concat(texts, '\\n')}
+local texts, at, other = {}, after, 0
+for _, entry in ipairs(entries) do
+  if at - after >= count then break end
+  local f = entry[2]
+  local last = tonumber(string.match(entry[1], '^(%d+)-0$'))
+  local first = last
+  if #f == 6 and f[5] == 's' then first = tonumber(f[6]) end
+  if f[1] ~= 'e' or f[3] ~= 't' or not (#f == 4 or f[5] == 's') or not (first and last)
+      or first > at + 1 or last <= at then
+    other = 1
+    break
+  end
+  local text, upto = f[2], math.min(last, after + count)
+  local from = past(text, 1, math.max(0, at - first + 1))
+  local to = from and past(text, from, upto - math.max(first, at + 1))  -- the last one taken
+  if to then
+    local ends = string.find(text, '\\n', to, true)
+    if upto == last then to = not ends and #text + 2 else to = ends and ends + 1 end
+  end
+  if not to then
+    other = 1
+    break
+  end
+  texts[#texts + 1] = string.sub(text, from, to - 2)
+  at = upto
+end
+return {at - after, other, table.concat(texts, '\\n')}
 """
-"""KEYS: events; ARGV: a seq, a count. The stream's entries after that seq (at most count) as
-``{n, read, texts}``: the first ``n`` of the ``read`` entries are the events of the seqs after
-it in order, each stored as the store script writes it, and ``texts`` their texts joined by
-newlines; an entry after them breaks that run (a gap, another shape: read it with ``XREAD``).
-One string for a batch: a reply of one element per field costs a gateway more to parse than
-the rest of reading a delta."""
+"""KEYS: events; ARGV: a seq, a count. The stored events after that seq (at most count) as
+``{n, other, texts}``: ``texts`` are the texts of the ``n`` events of the seqs after it, in
+order, joined by newlines (the head of the first entry, up to that seq, left out); ``other``
+is 1 when an entry that breaks that run came next (a gap, another shape: read it with
+``XREAD``). One string for a batch: a reply of one element per field costs a gateway more to
+parse than the rest of reading a delta."""
 
 
 def read_run(reply: Sequence[Any]) -> tuple[list[str], bool]:
     """``READ_SCRIPT``'s reply as the texts of its run of events, and whether an entry that
     broke the run came after them (read it with ``XREAD``)."""
-    n, read, joined = int(reply[0]), int(reply[1]), str(reply[2])
-    return (joined.split("\n") if n else []), read > n
+    n, other, joined = int(reply[0]), int(reply[1]), str(reply[2])
+    texts = joined.split("\n") if n else []
+    if len(texts) != n:
+        raise RemoteProtocolError(f"the stream read gave {len(texts)} event texts for {n} events")
+    return texts, other == 1
 
 
 RECORD_SCRIPT = """

@@ -16,7 +16,7 @@ from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import RemoteOpError, SessionLostError
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.records import Job, SessionRecord, decode_event
+from claude_trio.protocol.cluster.records import Job, SessionRecord, entry_events
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.fanout.remote import Principal
 from claude_trio.protocol.session.events import (
@@ -449,7 +449,7 @@ async def test_a_job_that_cannot_run_ends_its_session_with_an_error(
             state = await redis.hget(keys.session("s-bad"), "state")
     assert got is not None
     (entry,) = got[keys.events("s-bad")]
-    event = decode_event(entry.field_values)
+    (event,) = entry_events(entry.identifier, entry.field_values)
     assert isinstance(event, Error)
     assert event.fatal
     assert "max_turns" in event.message

@@ -12,7 +12,12 @@ from cluster_kit import TOKEN, open_gateway, open_worker, pause_proxy
 from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.records import SessionRecord, decode_event, is_final
+from claude_trio.protocol.cluster.records import (
+    SessionRecord,
+    entry_texts,
+    is_final,
+    stored_events,
+)
 from claude_trio.protocol.session.events import Event, Result
 from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer
@@ -77,7 +82,7 @@ async def test_a_paused_worker_is_fenced_when_it_resumes(redis_server: RedisServ
                 slow_stats = slow.worker.statistics()
                 heir_stats = heir.worker.statistics()
 
-    whole = [decode_event(e.field_values) for e in entries]
+    whole = stored_events(entries)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert events == whole  # the client's stream is exactly what was stored
     finals = [e for e in whole if is_final(e)]
@@ -91,7 +96,11 @@ async def test_a_paused_worker_is_fenced_when_it_resumes(redis_server: RedisServ
     assert f"from worker {slow.worker.id} to worker {heir.worker.id}" in move.message
     # Each entry names the token that stored it: the first owner's before the move, the
     # heir's from it on (nothing stored by the slow worker once it was fenced).
-    tokens = [entry.field_values["t"] for entry in entries]
+    tokens = [
+        entry.field_values["t"]
+        for entry in entries
+        for _ in entry_texts(entry.identifier, entry.field_values)
+    ]
     at = whole.index(move)
     assert set(tokens[:at]) == {str(before.epoch)}
     assert set(tokens[at:]) == {str(moved.epoch)}

@@ -27,7 +27,7 @@ from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, RemoteSession, connect_gateway
 from claude_trio.errors import RemoteOpError
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.records import SessionRecord, decode_event, is_final
+from claude_trio.protocol.cluster.records import SessionRecord, is_final, stored_events
 from claude_trio.protocol.session.events import Event, Result
 from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.redis_url import open_redis
@@ -280,7 +280,7 @@ async def test_a_worker_paused_past_dead_after_is_fenced_when_it_resumes(
     assert pending_after.pending == 0
     # The client's stream: exact, one declared move, one final event, last.
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    assert events == [decode_event(e.field_values) for e in entries]
+    assert events == stored_events(entries)
     (move,) = [e for e in events if e.kind == "warning" and e.code == "session_moved"]
     assert "from worker w0 to worker w1" in move.message
     finals = [e for e in events if is_final(e)]

@@ -21,6 +21,7 @@ from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.errors import SlowSubscriberError
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.scripts import READ_SCRIPT, read_run
+from claude_trio.protocol.errors import RemoteProtocolError
 from claude_trio.protocol.fanout.codec import event_text
 from claude_trio.protocol.session.events import TextDelta
 from claude_trio.redis_url import open_redis
@@ -39,6 +40,13 @@ async def add(redis: coredis.Redis[str], seq: int, *fields: str) -> None:
     the token), or with ``fields`` as given."""
     await redis.xadd(KEYS.events(SID), dict(zip(fields[0::2], fields[1::2], strict=True)) if fields
                      else {"e": delta(seq), "t": "1"}, identifier=f"{seq}-0")  # fmt: skip
+
+
+def run(first: int, last: int) -> tuple[str, ...]:
+    """``add``'s fields for the entry of the events ``first`` to ``last`` (its id is the
+    last one's seq), as the worker's store script writes one."""
+    texts = "\n".join(delta(seq) for seq in range(first, last + 1))
+    return ("e", texts, "t", "1", "s", str(first))
 
 
 async def test_the_read_script_returns_the_run_of_next_events_as_one_string(
@@ -60,22 +68,37 @@ async def check_read_script(url: str) -> None:
         await add(redis, 3, "t", "1", "e", delta(3))  # another shape: the token first
         await add(redis, 4)
         await add(redis, 6)  # 5 is missing
+        await add(redis, 9, *run(7, 9))  # entries of several events
+        await add(redis, 12, *run(10, 12))
+        await add(redis, 15, "e", delta(13), "t", "1", "s", "13")  # says 3 events, holds 1
         script = redis.register_script(READ_SCRIPT)
 
         async def read(after: int, count: int) -> list[Any]:
             return list(await script(keys=[KEYS.events(SID)], args=[after, count]))
 
-        # [events in the run, entries read, their texts joined]
-        assert await read(0, 10) == [2, 5, f"{delta(1)}\n{delta(2)}"]
-        assert await read(0, 1) == [1, 1, delta(1)]
-        assert await read(2, 10) == [0, 3, ""]  # the next entry has another shape
-        assert await read(3, 10) == [1, 2, delta(4)]  # then 5 is missing
+        def texts(first: int, last: int) -> str:
+            return "\n".join(delta(seq) for seq in range(first, last + 1))
+
+        # [events in the run, 1 if an entry that breaks it came next, their texts joined]
+        assert await read(0, 10) == [2, 1, texts(1, 2)]
+        assert await read(0, 1) == [1, 0, delta(1)]
+        assert await read(2, 10) == [0, 1, ""]  # the next entry has another shape
+        assert await read(3, 10) == [1, 1, delta(4)]  # then 5 is missing
         assert await read(4, 10) == [0, 1, ""]
-        assert await read(6, 10) == [0, 0, ""]
+        assert await read(6, 10) == [6, 1, texts(7, 12)]  # then an entry that lies
+        assert await read(7, 10) == [5, 1, texts(8, 12)]  # 7 is left out of its entry
+        assert await read(8, 2) == [2, 0, texts(9, 10)]  # at most count: cut in an entry
+        assert await read(7, 3) == [3, 0, texts(8, 10)]
+        assert await read(11, 1) == [1, 0, delta(12)]
+        assert await read(12, 10) == [0, 1, ""]
+        assert await read(15, 10) == [0, 0, ""]
         # What the follower takes from a reply: the run's texts, and whether XREAD must read on.
         assert read_run(await read(0, 10)) == ([delta(1), delta(2)], True)
+        assert read_run(await read(7, 3)) == ([delta(8), delta(9), delta(10)], False)
         assert read_run(await read(2, 10)) == ([], True)
-        assert read_run(await read(6, 10)) == ([], False)
+        assert read_run(await read(15, 10)) == ([], False)
+        with pytest.raises(RemoteProtocolError, match="1 event texts for 2 events"):
+            read_run([2, 0, delta(1)])
 
 
 class _Owner:
@@ -170,6 +193,21 @@ async def test_a_burst_is_read_on_by_the_script_and_an_entry_of_another_shape_by
     assert got == [("xread", 2), ("script", 2), ("script", 1), ("xread", 2), ("script", 2)]
     # Once the script found nothing more, the follower waits with XREAD again.
     assert reads[-1][0] == "xread"
+
+
+async def test_entries_of_several_events_are_read_an_event_at_a_time_where_asked(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[tuple[str, int]] = []
+    stored = [(3, run(1, 3)), (7, run(4, 7)), (8, ())]
+    async with following(redis_server.url, monkeypatch, reads, stored) as (_, subscription):
+        assert await received(subscription, 8) == [delta(seq) for seq in range(1, 9)]
+        await trio.sleep(0.2)
+        assert subscription.queued == 0
+    # XREAD's two entries hold seven events: two are taken (its count); the script reads on
+    # two at a time, from inside an entry, across two, then finds nothing more.
+    got = [(how, n) for how, n in reads if n]
+    assert got == [("xread", 2), ("script", 2), ("script", 2), ("script", 2)]
 
 
 async def test_a_gap_found_by_the_script_drops_the_subscriptions_as_xread_does(

@@ -383,7 +383,16 @@ def test_a_stream_read_is_taken_from_either_reply_shape() -> None:
     assert follower_module._stream_entries([["ct:s:events", entries]]) == expected  # RESP2
     assert follower_module._stream_entries(None) == []  # a blocking read that timed out
     # The event's text wherever the entry holds it; an entry without one is refused.
-    seq, entry = follower_module._entry(expected[1])
+    ((seq, entry),) = follower_module._entries(expected[1], 0)
     assert (seq, entry.event) == (2, TextDelta(text="hi", seq=2))
     with pytest.raises(RemoteProtocolError, match="no event text"):
-        follower_module._entry(("3-0", ["t", "3"]))
+        follower_module._entries(("3-0", ["t", "3"]), 0)
+    # An entry of several events: those after the seq asked for, with their seqs.
+    texts = [event_text(TextDelta(text=str(seq), seq=seq)) for seq in (3, 4, 5)]
+    several = ("5-0", ["e", "\n".join(texts), "t", "3", "s", "3"])
+    got = follower_module._entries(several, 3)
+    assert [(seq, entry.event) for seq, entry in got] == [
+        (seq, TextDelta(text=str(seq), seq=seq)) for seq in (4, 5)
+    ]
+    with pytest.raises(RemoteProtocolError, match="3 event texts for seqs 2 to 5"):
+        follower_module._entries(("5-0", ["e", "\n".join(texts), "t", "3", "s", "2"]), 0)

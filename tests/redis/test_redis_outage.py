@@ -16,7 +16,7 @@ from claude_trio import ExecuteParams
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import RemoteOpError
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.records import WorkerStatus, decode_event
+from claude_trio.protocol.cluster.records import WorkerStatus, stored_events
 from claude_trio.protocol.session.events import Result
 from claude_trio.testing import FakeCLI, FakeTurn, open_redis_server
 
@@ -75,7 +75,7 @@ async def test_redis_restarted_mid_run_loses_no_event(tmp_path: Path) -> None:
             published = WorkerStatus.decode(
                 await redis.get(RedisKeys().alive(worker.worker.id)) or ""
             )
-            stored = [decode_event(e.field_values) for e in entries]
+            stored = stored_events(entries)
 
     assert "unavailable" in refused
     assert down is not None
@@ -105,7 +105,9 @@ async def test_an_outage_longer_than_the_buffer_is_said_in_the_stream(tmp_path: 
             await turn.text(f"part {i} ")
             await turn.sleep(0.02)
 
-    small = attrs.evolve(FAST, stream_max=20)
+    # Its publisher's queue (``stream_max``) overflows too; the stream keeps the last 30 seqs,
+    # the warning and the 20 events after it.
+    small = attrs.evolve(FAST, stream_max=30)
     async with open_redis_server(tmp_path / "redis", persist=True) as server:
         url = server.url
         with trio.fail_after(60):
@@ -126,7 +128,7 @@ async def test_an_outage_longer_than_the_buffer_is_said_in_the_stream(tmp_path: 
                 await worker.worker.wait_idle(trio.current_time() + 20)
         async with coredis.Redis.from_url(url, decode_responses=True) as redis:
             entries = await redis.xrange(RedisKeys().events(sid))
-            stored = [decode_event(e.field_values) for e in entries]
+            stored = stored_events(entries)
 
     seqs = [e.seq for e in stored]
     assert seqs == sorted(set(seqs))
@@ -191,4 +193,4 @@ async def test_a_worker_never_takes_over_its_own_job_grown_idle(tmp_path: Path) 
 async def redis_events(url: str, sid: str) -> list[Any]:
     async with coredis.Redis.from_url(url, decode_responses=True) as redis:
         entries = await redis.xrange(RedisKeys().events(sid))
-    return [decode_event(e.field_values) for e in entries]
+    return stored_events(entries)
