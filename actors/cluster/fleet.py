@@ -68,8 +68,8 @@ from claude_trio.protocol.cluster.records import (
     cluster_summary,
     decode_event_text,
     entry_first_seq,
-    entry_texts,
     is_final,
+    last_stored,
 )
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
@@ -378,13 +378,12 @@ class RedisFleet:
         its worker marks it ended with its next write (a client may read the final event
         first), so wait for that, at most ``SETTLE_WAIT`` seconds."""
         record = session._now
-        last = await self._call(
-            lambda: self.redis.xrevrange(self.keys.events(session.id), "+", "-", count=1)
+        last = last_stored(
+            await self._call(
+                lambda: self.redis.xrevrange(self.keys.events(session.id), "+", "-", count=1)
+            )
         )
-        if not last:
-            return record
-        seq, text = entry_texts(str(last[0].identifier), last[0].field_values)[-1]
-        if seq < record.first_seq or not is_final(decode_event_text(text)):
+        if last is None or last[0] < record.first_seq or not is_final(decode_event_text(last[1])):
             return record
         with trio.move_on_after(SETTLE_WAIT):
             await trio.lowlevel.checkpoint()

@@ -21,6 +21,7 @@ from claude_trio.protocol.cluster.records import (
     entry_texts,
     event_id,
     is_final,
+    last_stored,
 )
 from claude_trio.protocol.fanout.codec import text_kind
 from claude_trio.protocol.fanout.pending import still_pending
@@ -62,9 +63,9 @@ async def pending_questions(
     nothing is pending and nothing more is read; otherwise only the events whose kind can
     change what is pending are decoded."""
     stream = keys.events(sid)
-    last = await redis.xrevrange(stream, "+", "-", count=1)
-    if last:
-        seq, text = entry_texts(str(last[0].identifier), last[0].field_values)[-1]
+    last = last_stored(await redis.xrevrange(stream, "+", "-", count=1))
+    if last is not None:
+        seq, text = last
         if (
             seq >= first_seq
             and text_kind(text) in _FINAL_KINDS

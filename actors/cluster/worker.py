@@ -103,9 +103,10 @@ class WorkerConfig:
     """``heartbeat``: seconds between heartbeats; ``dead_after``: a worker whose heartbeat is
     older than this is dead (its jobs may be claimed). ``block``: the longest a read of a
     stream waits (seconds). ``stream_max``: events kept per session stream (its last seqs, at
-    least this many: ``MINID ~`` drops whole entries). ``retry_max``: the longest pause between two tries of a Redis write.
-    ``store_wait``: with a session store, the longest a ``tool_result`` event waits for the
-    store to hold its result (``protocol/cluster/move.py`` rule 9)."""
+    least this many: ``MINID ~`` drops whole entries). ``retry_max``: the longest pause
+    between two tries of a Redis write. ``store_wait``: with a session store, the longest a
+    ``tool_result`` event waits for the store to hold its result (``protocol/cluster/move.py``
+    rule 9)."""
 
     heartbeat: float = 1.0
     dead_after: float = 5.0

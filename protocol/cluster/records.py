@@ -87,6 +87,7 @@ __all__ = [
     "event_id",
     "is_current",
     "is_final",
+    "last_stored",
     "plan_move",
     "seq_of_id",
     "stored_entry",
@@ -167,6 +168,14 @@ def entry_first_seq(identifier: str, fields: Mapping[Any, Any]) -> int:
     if not isinstance(first, str) or not first.isdigit():
         raise RemoteProtocolError(f"event entry {identifier}: bad first seq {first!r}")
     return int(first)
+
+
+def last_stored(newest: Sequence[Any]) -> tuple[int, str] | None:
+    """The seq and text of the stream's last event, from ``XREVRANGE <key> + - COUNT 1``'s
+    reply (its entries have ``identifier`` and ``field_values``); None: the stream is empty."""
+    if not newest:
+        return None
+    return entry_texts(newest[0].identifier, newest[0].field_values)[-1]
 
 
 def entry_events(identifier: str, fields: Mapping[Any, Any]) -> list[Event]:
