@@ -61,6 +61,7 @@ from claude_trio.actors.cluster.worker import WorkerConfig, serve_worker
 from claude_trio.actors.fanout.fleet import Subscription, open_fleet
 from claude_trio.gateway import freeze_startup_heap
 from claude_trio.protocol.cluster.keys import RedisKeys
+from claude_trio.protocol.cluster.records import stored_events
 from claude_trio.redis_url import open_redis
 from claude_trio.testing import FakeCLI, FakeTurn, RedisServer, open_redis_server
 
@@ -483,7 +484,8 @@ async def _one_session_keys(url: str) -> dict[str, int]:
         return {
             "record": int(await redis.memory_usage(keys.session(sid)) or 0),
             "events": int(await redis.memory_usage(keys.events(sid)) or 0),
-            "events_count": int(await redis.xlen(keys.events(sid))),
+            "events_count": len(stored_events(await redis.xrange(keys.events(sid)))),
+            "entries_count": int(await redis.xlen(keys.events(sid))),
         }
 
 
@@ -509,7 +511,7 @@ async def _workers_section(url: str, *, executions: int, turn_ms: int) -> None:
     print(
         f"  memory: {used / executions:,.0f} bytes of Redis (used_memory) per finished "
         f"execution; one session's keys: record {one['record']:,} B, event stream "
-        f"{one['events']:,} B ({one['events_count']} events)"
+        f"{one['events']:,} B ({one['events_count']} events in {one['entries_count']} entries)"
     )
 
 
