@@ -23,9 +23,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid as uuid_module
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from functools import partial
 from typing import Any
 
 import attrs
@@ -34,10 +33,11 @@ import trio
 
 from claude_trio.actors.cluster.controls import ClusterControls
 from claude_trio.actors.cluster.enqueue import Claim, IdempotentEnqueue, continuation
-from claude_trio.actors.cluster.follower import REDIS_ERRORS, StreamFollowers
+from claude_trio.actors.cluster.follower import StreamFollowers
 from claude_trio.actors.cluster.governor import shared_figures
 from claude_trio.actors.cluster.inbox import ClusterInbox
 from claude_trio.actors.cluster.owned import cluster_load, own, owner_load
+from claude_trio.actors.cluster.reads import RecordReads
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.fleet import (
     FleetStatistics,
@@ -67,7 +67,6 @@ from claude_trio.protocol.cluster.records import (
     WorkerStatus,
     cluster_summary,
     decode_event_text,
-    entry_first_seq,
     is_final,
     last_stored,
 )
@@ -99,9 +98,6 @@ __all__ = ["ClusterUnavailableError", "RedisFleet", "RedisSession", "open_redis_
 
 log = logging.getLogger("claude_trio.cluster")
 
-LISTING_MAX = 100_000
-"""The most sessions ``list`` shows (the newest), read from Redis in pages of ``LISTING_PAGE``."""
-LISTING_PAGE = 1000
 # A live session whose final event is stored already is marked ended by its worker's next
 # write: continue_() waits for that this long at most, reading the record this often.
 SETTLE_WAIT = 5.0
@@ -324,7 +320,7 @@ WORKERS_MAX = 100
 """Workers a ``hello`` looks at: the ones that heartbeated last."""
 
 
-class RedisFleet:
+class RedisFleet(RecordReads):
     """The sessions of a Redis cluster, for ``serve_gateway`` (see the module docstring)."""
 
     def __init__(
@@ -338,17 +334,13 @@ class RedisFleet:
         replay_buffer: int,
         idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL,
     ) -> None:
-        self.redis = redis
+        super().__init__(redis, keys)
         self.idempotency_ttl = idempotency_ttl
-        self.keys = keys
         self._once = IdempotentEnqueue(redis, keys, self._call, idempotency_ttl)
         self.command_timeout = command_timeout
         self._nursery = nursery
         self._block_ms = max(1, int(block * 1000))
         self._replay_buffer = replay_buffer
-        self._records: dict[str, SessionRecord] = {}
-        self._oldest: dict[str, int | None] = {}
-        self._listed: tuple[str, ...] = ()
         self._inbox = ClusterInbox(self, nursery, block)  # actors/cluster/inbox.py
         self._followers = StreamFollowers(
             redis, keys, nursery, block_ms=self._block_ms, replay_buffer=replay_buffer
@@ -362,16 +354,6 @@ class RedisFleet:
     @property
     def replay_buffer(self) -> int:
         return self._replay_buffer
-
-    async def _call(self, call: Callable[[], Any]) -> Any:
-        try:
-            return await call()
-        except REDIS_ERRORS as exc:
-            # The cause names hosts and ports: the log gets it, a remote client does not.
-            log.warning("Redis is unavailable: %s", type(exc).__name__)
-            raise ClusterUnavailableError(
-                "the cluster's Redis is unavailable: try again later"
-            ) from exc
 
     async def _settled(self, session: RedisSession) -> SessionRecord:
         """The record of a live session whose execution's final event is stored already:
@@ -392,72 +374,6 @@ class RedisFleet:
                 await self.refresh(session.id)
                 record = session._now
         return record
-
-    async def refresh(self, session_id: str | None) -> None:
-        """Read the session's record (or, for ``None``, the listing) from Redis."""
-        if session_id is None:
-            # Each record is replaced in place, never dropped first: an attach whose own refresh
-            # ended while this one waits on Redis must still find its session (test:
-            # test_concurrent_refreshes_never_hide_a_session). At the end, the records known
-            # before that are not listed go; one added meanwhile (a start) stays.
-            before = set(self._records)
-            listed = await self._read_listing()
-            self._listed = listed
-            unlisted = before - set(listed)
-            self._records = {s: r for s, r in self._records.items() if s not in unlisted}
-            return
-        await self._read(session_id)
-
-    async def _read_listing(self) -> tuple[str, ...]:
-        """The newest ``LISTING_MAX`` sessions, oldest first, their records read in pages of
-        ``LISTING_PAGE`` (one round trip a page)."""
-        await trio.lowlevel.checkpoint()
-        keys = self.keys
-        newest_first: list[str] = []
-        seen: set[str] = set()
-        start = 0
-        while len(newest_first) < LISTING_MAX:
-            page = await self._call(
-                partial(
-                    self.redis.zrange,
-                    keys.sessions_index,
-                    start,
-                    start + LISTING_PAGE - 1,
-                    rev=True,
-                )
-            )
-            # A session opened meanwhile moves the ranks by one: seen ones are skipped.
-            fresh = [sid for sid in page if sid not in seen][: LISTING_MAX - len(newest_first)]
-            seen.update(fresh)
-            await self._read_page(fresh)
-            newest_first += fresh
-            if len(page) < LISTING_PAGE:
-                break
-            start += LISTING_PAGE
-        return tuple(reversed(newest_first))
-
-    async def _read_page(self, sids: list[str]) -> None:
-        """``_read`` for many sessions in one round trip."""
-        keys = self.keys
-
-        async def read() -> list[tuple[Any, Any]]:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                got = [
-                    (pipe.hgetall(keys.session(sid)), pipe.xrange(keys.events(sid), count=1))
-                    for sid in sids
-                ]
-            return [(await fields, await first) for fields, first in got]
-
-        for sid, (fields, first) in zip(sids, await self._call(read), strict=True):
-            self._keep(sid, fields, first)
-
-    async def _refresh_active(self) -> None:
-        """Read again the records of the sessions this gateway saw not ended (what the
-        per-client limits count)."""
-        await trio.lowlevel.checkpoint()
-        for sid, record in list(self._records.items()):
-            if record.state != "ended":
-                await self._read(sid)
 
     async def cluster_status(self) -> dict[str, Any] | None:
         """Rule 8: the statuses of the workers alive now (of the ``WORKERS_MAX`` that
@@ -485,27 +401,6 @@ class RedisFleet:
             except RemoteProtocolError as exc:
                 log.error("cluster: a worker has a broken status: %s", exc)
         return cluster_summary(statuses)
-
-    async def _read(self, sid: str) -> None:
-        keys = self.keys
-        fields = await self._call(lambda: self.redis.hgetall(keys.session(sid)))
-        first = await self._call(lambda: self.redis.xrange(keys.events(sid), count=1))
-        self._keep(sid, fields, first)
-
-    def _keep(self, sid: str, fields: Mapping[str, str], first: Any) -> None:
-        """Keep the record read for ``sid`` (forget it when Redis holds none) and its oldest
-        stored seq."""
-        if not fields:
-            self._records.pop(sid, None)  # gone from Redis: forgotten here too
-            return
-        try:
-            self._records[sid] = SessionRecord.from_fields(fields)
-        except RemoteProtocolError as exc:
-            log.error("cluster: session %s has a broken record: %s", sid, exc)
-            self._records.pop(sid, None)
-            return
-        oldest = entry_first_seq(first[0].identifier, first[0].field_values) if first else None
-        self._oldest[sid] = oldest
 
     # -- the session-host interface (actors/fanout/hosts.py) ---------------------------------------
 

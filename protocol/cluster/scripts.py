@@ -87,13 +87,19 @@ past); the record names the new owner with the first write that token allows (``
 the move)."""
 
 STORE_SCRIPT = """
-local head = redis.call('HMGET', KEYS[1], 'epoch', 'stored')
+local function first_of(entry)  -- the seq of an entry's first event
+  local f = entry[2]
+  if f[5] == 's' then return tonumber(f[6]) end
+  return tonumber(string.match(entry[1], '^(%d+)'))
+end
+local head = redis.call('HMGET', KEYS[1], 'epoch', 'stored', 'oldest')
 if head[1] ~= ARGV[1] then return 0 end
-local stored = tonumber(head[2])
+local stored, oldest = tonumber(head[2]), head[3]
 if not stored then
   local top = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)[1]
   stored = top and tonumber(string.match(top[1], '^(%d+)')) or 0
 end
+local empty = stored == 0
 local keep = tonumber(ARGV[2])
 local ids, counts, texts = ARGV[4], ARGV[5], ARGV[6]
 local i, c, j = 1, 1, 1
@@ -112,9 +118,9 @@ for _ = 1, tonumber(ARGV[3]) do
       for _ = first, stored do from = string.find(texts, '\\n', from, true) + 1 end
       text, first = string.sub(texts, from, text_end - 2), stored + 1
     end
-    local add = {'XADD', KEYS[2], 'MINID', '~', math.max(0, last - keep + 1), last .. '-0',
-                 'e', text, 't', ARGV[1]}
-    if first < last then add[11], add[12] = 's', first end
+    local add = {'XADD', KEYS[2], last .. '-0', 'e', text, 't', ARGV[1]}
+    if first < last then add[8], add[9] = 's', first end
+    if empty and not oldest then oldest = first end
     local r = redis.pcall(unpack(add))
     stored = last
     if type(r) == 'table' and r.err then  -- the stream is past what the record says
@@ -127,7 +133,13 @@ for _ = 1, tonumber(ARGV[3]) do
   end
   i, c, j = id_end + 2, count_end + 2, text_end
 end
-redis.call('HSET', KEYS[1], 'stored', stored, unpack(ARGV, 7))
+if stored > keep and redis.call('XTRIM', KEYS[2], 'MINID', '~', stored - keep + 1) > 0 then
+  oldest = first_of(redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1])
+end
+local set = {'HSET', KEYS[1], 'stored', stored}
+if oldest then set[5], set[6] = 'oldest', oldest end
+for k = 7, #ARGV do set[#set + 1] = ARGV[k] end
+redis.call(unpack(set))
 return 1
 """
 """KEYS: record, events; ARGV: token, the events kept (``stream_max``), n, the n entries' ids
@@ -135,11 +147,13 @@ return 1
 then every event's text joined by newlines (an event's JSON text has none), then record
 fields. Events already stored (their seq not above the record's ``stored``, the stream's last
 seq, which the script keeps) are skipped (rule 2), also at the head of an entry stored only in
-part; each entry also carries the token
-that stored it (``t``) and, holding several events, the first one's seq (``s``); the stream
-keeps the entries of its last ``stream_max`` seqs (``MINID ~``). Batched arguments rather than
-several per event: a client packs each argument of a command on its own, which for a
-burst's thousand events cost more than the store itself."""
+part; each entry also carries the token that stored it (``t``) and, holding several events,
+the first one's seq (``s``). The stream keeps the entries of its last ``stream_max`` seqs
+(``MINID ~``), and the record its oldest seq (``oldest``: set by the first store into an
+empty stream and after each trim; a stream written before the record kept it has none until
+its first trim). Batched arguments rather than several per event: a client packs each
+argument of a command on its own, which for a burst's thousand events cost more than the
+store itself."""
 
 READ_SCRIPT = """
 local after, count = tonumber(ARGV[1]), tonumber(ARGV[2])

@@ -11,7 +11,8 @@ import trio
 from cluster_kit import TOKEN, open_gateway
 from trio_websocket import open_websocket_url
 
-from claude_trio.actors.cluster.fleet import LISTING_PAGE, open_redis_fleet
+from claude_trio.actors.cluster.fleet import open_redis_fleet
+from claude_trio.actors.cluster.reads import LISTING_PAGE
 from claude_trio.client import connect_gateway
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import SessionRecord

@@ -12,9 +12,16 @@ from typing import Any
 import coredis
 import pytest
 
+from claude_trio.actors.cluster.fleet import open_redis_fleet
 from claude_trio.actors.cluster.writes import FencedWrites, _FencedOut
+from claude_trio.actors.fanout.subscription import ResyncRequired
 from claude_trio.protocol.cluster.keys import RedisKeys
-from claude_trio.protocol.cluster.records import ENTRY_CHARS, entry_texts, stored_events
+from claude_trio.protocol.cluster.records import (
+    ENTRY_CHARS,
+    SessionRecord,
+    entry_texts,
+    stored_events,
+)
 from claude_trio.protocol.fanout.codec import event_text
 from claude_trio.protocol.session.events import Event, TextDelta
 from claude_trio.redis_url import open_redis
@@ -63,6 +70,7 @@ async def check_batches(url: str) -> None:
         first = [delta(seq) for seq in range(1, 6)]
         await writes.store_many(SID, 1, first)
         assert await layout(redis) == [(1, 5)]
+        assert await redis.hget(KEYS.session(SID), "oldest") == "1"
         await writes.store_many(SID, 1, first)  # stored twice: nothing changes (rule 2)
         assert await layout(redis) == [(1, 5)]
         # A batch whose head is stored already: only the rest, as one entry.
@@ -114,6 +122,41 @@ async def test_the_stream_keeps_its_last_stream_max_seqs(redis_server: RedisServ
         assert shown[0][0] > 2000
         held = [event.seq for event in await stream_events(redis)]
         assert held == list(range(shown[0][0], 3101))
+        # The record says the stream's oldest seq (a listing reads no stream for it).
+        assert await redis.hget(KEYS.session(SID), "oldest") == str(shown[0][0])
+
+
+async def test_a_gateway_reads_the_oldest_seq_from_the_record_or_the_stream(
+    redis_server: RedisServer,
+) -> None:
+    record = SessionRecord(session=SID, principal=None, host="", label=None, state="live")
+    async with open_redis(redis_server.url) as redis:
+        await redis.hset(KEYS.session(SID), {**record.to_fields(), "epoch": "1"})
+        await redis.zadd(KEYS.sessions_index, {SID: 1})
+        writes = FencedWrites(redis, keys=KEYS, worker_id="w", stream_max=50, retrying=retrying)
+        await writes.store_many(SID, 1, [delta(seq) for seq in range(1, 4)])
+        assert await redis.hget(KEYS.session(SID), "oldest") == "1"
+        for at in range(3, 1003, 100):
+            await writes.store_many(
+                SID, 1, [delta(seq, "z" * 200) for seq in range(at + 1, at + 101)]
+            )
+        oldest = (await layout(redis))[0][0]
+        assert oldest > 1
+        async with open_redis_fleet(redis) as fleet:
+            session = await fleet.get(SID)
+            assert session.oldest_seq == oldest
+            resync = session.subscribe_nowait(1, max_queue=10)
+            assert isinstance(resync, ResyncRequired)
+            assert resync.oldest_seq == oldest
+            assert [info.session for info in await fleet.list()] == [SID]
+            assert fleet.get_nowait(SID).oldest_seq == oldest
+            # A record that does not say it (its stream stored before records kept it): the
+            # stream's first entry does, for one session and for a listing.
+            await redis.hdel(KEYS.session(SID), ["oldest"])
+            assert (await fleet.get(SID)).oldest_seq == oldest
+            fleet._oldest.clear()
+            await fleet.list()
+            assert fleet.get_nowait(SID).oldest_seq == oldest
 
 
 def test_every_event_text_is_one_line() -> None:
