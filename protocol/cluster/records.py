@@ -16,7 +16,9 @@ gateways (``claude-trio serve --redis``). Rules:
    seq: ``XRANGE key <seq + 1>-0 +`` begins with the entry that holds the next event, whose
    events up to ``seq`` the reader skips. The stream is trimmed like the replay buffer, by
    seq (``MINID ~``: the last ``stream_max`` events are kept); a reader whose next seq was
-   trimmed needs a resync.
+   trimmed needs a resync. The session record keeps the last and the oldest seq the stream
+   holds (``stored``, ``oldest``: the store script writes them with the events), so a gateway
+   learns the oldest without reading the stream.
 3. **The session record** (a hash) says who owns the session (principal, peer), its state
    (``waiting`` -> ``live`` -> ``ended``), the worker running it, its seqs and its usage (every
    turn of every execution so far: written with the event that changed it, in the same
