@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import coredis
 import trio
 
+from claude_trio.actors.cluster.questions import QUESTION_KINDS
 from claude_trio.actors.extensions.broker import AnswerAccepted, AnswerRejected
 from claude_trio.actors.fanout.inbox import InboxChannel, InboxHub, MaySee
 from claude_trio.protocol.cluster.keys import RedisKeys
@@ -35,6 +36,7 @@ from claude_trio.protocol.cluster.records import (
     is_final,
 )
 from claude_trio.protocol.errors import ClusterUnavailableError, UnknownSessionError
+from claude_trio.protocol.fanout.codec import text_kind
 from claude_trio.protocol.fanout.inbox import DEFAULT_INBOX_CHANGES, InboxItem
 from claude_trio.protocol.session.events import UserInputRequest, UserInputResolved
 
@@ -156,6 +158,9 @@ class ClusterInbox:
             ]
             for seq, text in stored:
                 self._cursors[sid] = seq
+                kind = text_kind(text)
+                if kind is not None and kind not in QUESTION_KINDS:
+                    continue  # a delta, a tool call...: nothing to decode for the inbox
                 event = decode_event_text(text)
                 match event:
                     case UserInputRequest():

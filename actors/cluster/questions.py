@@ -34,12 +34,13 @@ from claude_trio.protocol.session.events import (
     UserInputResolved,
 )
 
-__all__ = ["pending_questions"]
+__all__ = ["QUESTION_KINDS", "pending_questions"]
 
 _FINAL_KINDS = frozenset({Result.kind, Aborted.kind, Error.kind})
 
-#: The kinds of stored event that can change what is pending (the rest is not decoded).
-_QUESTION_KINDS = frozenset(
+#: The kinds of stored event that can change what is pending or end an execution (the rest
+#: need not be decoded to know the questions).
+QUESTION_KINDS = frozenset(
     {
         UserInputRequest.kind,
         UserInputResolved.kind,
@@ -77,6 +78,6 @@ async def pending_questions(
     for entry in entries:
         for seq, text in entry_texts(str(entry.identifier), entry.field_values):
             kind = text_kind(text)
-            if seq >= first_seq and (kind is None or kind in _QUESTION_KINDS):
+            if seq >= first_seq and (kind is None or kind in QUESTION_KINDS):
                 events.append(decode_event_text(text))
     return still_pending(events, lambda event: event, through=through)

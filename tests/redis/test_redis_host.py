@@ -11,16 +11,20 @@ from typing import Any
 
 import attrs
 import coredis
+import pytest
 import trio
 from cluster_kit import TOKEN, open_gateway, open_worker
 
+from claude_trio.actors.cluster import inbox as inbox_module
 from claude_trio.actors.cluster.fleet import RedisFleet, open_redis_fleet
+from claude_trio.actors.extensions.broker import AnswerAccepted
 from claude_trio.actors.fanout.fleet import open_fleet
 from claude_trio.actors.fanout.gateway import serve_gateway
 from claude_trio.actors.fanout.hosts import SessionHost
 from claude_trio.client import ClientConfig, GatewayClient, connect_gateway
 from claude_trio.protocol.config.images import ImageInput
 from claude_trio.protocol.config.params import ExecuteParams
+from claude_trio.protocol.fanout.inbox import InboxArrived, InboxResolved, InboxSnapshot
 from claude_trio.protocol.fanout.wire import SessionInfo
 from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.protocol.session.usage import ZERO_USAGE
@@ -205,3 +209,48 @@ async def test_a_push_carries_its_images_on_every_host(redis_server: RedisServer
                             assert isinstance(pushed, Accepted), name
                 assert (await handle.result()).text == "saw look", name
     assert images_seen == [1] * len(hosts)
+
+
+async def test_the_cluster_inbox_decodes_only_what_can_ask_answer_or_end(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The inbox reads every live session's stream; it tells a delta from a question by the
+    stored text's kind and decodes only what can change the inbox."""
+    decoded: list[str] = []
+    decode = inbox_module.decode_event_text
+
+    def counted(text: str) -> Any:
+        event = decode(text)
+        decoded.append(event.kind)
+        return event
+
+    monkeypatch.setattr(inbox_module, "decode_event_text", counted)
+
+    async def chatty_asker(turn: FakeTurn) -> None:
+        for i in range(20):
+            await turn.text(f"part {i} ")
+        reply = await turn.ask_permission("Bash", {"command": "ls"}, tool_use_id="toolu_1")
+        await turn.text(str(reply["behavior"]))
+
+    url = redis_server.url
+    with trio.fail_after(60):
+        async with (
+            open_worker(url, FakeCLI(chatty_asker)),
+            open_redis(url) as redis,
+            open_redis_fleet(redis, block=0.2) as fleet,
+            fleet.inbox() as inbox,
+        ):
+            assert await inbox.receive() == InboxSnapshot(items=())
+            session = await fleet.open(ExecuteParams(prompt="ls", permission_mode="default"))
+            arrived = await inbox.receive()
+            assert isinstance(arrived, InboxArrived)
+            assert (arrived.item.session, arrived.item.input) == (session.id, {"command": "ls"})
+            answered = await inbox.answer(session.id, arrived.item.request_id, "allow")
+            assert answered == AnswerAccepted(request_id=arrived.item.request_id)
+            assert await inbox.receive() == InboxResolved(
+                session=session.id, request_id=arrived.item.request_id, outcome="answered"
+            )
+            assert (await session.result()).text.endswith("allow")
+    assert "user_input_request" in decoded
+    assert "user_input_resolved" in decoded
+    assert "text_delta" not in decoded
