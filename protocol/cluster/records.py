@@ -117,8 +117,8 @@ def seq_of_id(entry_id: str) -> int:
 
 
 ENTRY_CHARS = 16 * 1024
-"""The text a stream entry of several events holds at most (an event longer than this has an
-entry of its own): a reader that wants one of its events reads them all."""
+"""The characters of text a stream entry of several events holds at most (an event longer
+than this has an entry of its own): a reader that wants one of its events reads them all."""
 
 
 def encode_event(event: Event) -> dict[str, str]:
