@@ -26,6 +26,11 @@
   the ideal (slots / turn) and against 1 worker.
 * **memory**: Redis ``used_memory`` per finished execution after the 1-worker run, and the
   ``MEMORY USAGE`` of one session's keys (record, event stream).
+* **Redis Cluster**: then the gateway's two loads (in-process against as deployed only) and the
+  workers again, on a three-master Redis Cluster started here (``open_redis_cluster``: three
+  ``redis-server --cluster-enabled yes``; the server CPU counts all three), through coredis's
+  cluster client, as ``worker`` and ``serve --redis`` run on one with a ``redis+cluster://``
+  URL.
 
     .venv/bin/python scripts/bench_redis.py [--clients 50] [--deltas 1000] [--rate 200]
         [--seconds 2] [--rounds 2] [--executions 60] [--turn-ms 100]
@@ -63,7 +68,7 @@ from claude_trio.gateway import freeze_startup_heap
 from claude_trio.protocol.cluster.keys import RedisKeys
 from claude_trio.protocol.cluster.records import stored_events
 from claude_trio.redis_url import open_redis
-from claude_trio.testing import FakeCLI, FakeTurn, RedisServer, open_redis_server
+from claude_trio.testing import FakeCLI, FakeTurn, open_redis_cluster, open_redis_server
 
 TOKEN = "bench-redis-token-0123456789"
 PARAMS = ExecuteParams(prompt="go")
@@ -83,6 +88,14 @@ _STAMP = re.compile(rb'["|](\d+\.\d{7})\|')
 #: process (the same CPU budget as in-process); via Redis as deployed (``serve --redis`` and
 #: ``worker`` are processes of their own).
 _SIDES = {"in-process": "inproc", "via Redis": "redis", "Redis, 2 procs": "split"}
+_CLUSTER_SIDES = {"in-process": "inproc", "Redis Cluster": "split"}
+"""On a three-master Redis Cluster: as deployed only (the gateway and the worker as processes
+of their own), against the same in-process side."""
+_SAID = {
+    "via Redis": "one process",
+    "Redis, 2 procs": "as deployed",
+    "Redis Cluster": "Cluster, as deployed",
+}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -241,15 +254,15 @@ async def _first_line(process: Any, what: str) -> str:
 
 
 async def _gateway_run(
-    mode: str, count: int, rate: float, clients: int, url: str, redis_pid: int
+    mode: str, count: int, rate: float, clients: int, url: str, redis_pids: list[int]
 ) -> list[float]:
     """One run of one side: ``[events/s delivered, p50 ms, p99 ms, server CPU ms per 1,000
     frames, the first frame's arrival and the span of the arrivals (ms: from the first delta
     handed to the SDK to the first frame at a client, and from there to the last), then that
-    CPU by process]`` (the side's processes in the order started, then ``redis-server``).
-    ``split``: a worker process (the one released) and a gateway process. The server CPU is
-    that of the side's processes and of ``redis-server`` (``redis_pid``), from the release to
-    the last client's last delta."""
+    CPU by process]`` (the side's processes in the order started, then ``redis-server``: the
+    sum of ``redis_pids``, one per node of a Redis Cluster). ``split``: a worker process (the
+    one released) and a gateway process. The server CPU is that of the side's processes and
+    of the Redis nodes, from the release to the last client's last delta."""
     received: list[dict[float, float]] = []
     heads.clear()
     child = partial(
@@ -291,7 +304,7 @@ async def _gateway_run(
                         )
                     await all_attached.wait()
                     await trio.sleep(0.3)  # let the attach replies land (not measured)
-                    servers = [p.pid for p in processes] + [redis_pid]
+                    servers = [p.pid for p in processes] + redis_pids
                     cpu0 = [cpu_seconds(pid) for pid in servers]
                     await released.stdin.send_all(b"go\n")
                 cpu = [cpu_seconds(pid) - before for pid, before in zip(servers, cpu0, strict=True)]
@@ -310,6 +323,7 @@ async def _gateway_run(
     arrived = min(min(seen.values()) for seen in received)
     last = max(max(seen.values()) for seen in received)
     rate = len(latencies) / (last - first)
+    cpu = [*cpu[: len(processes)], sum(cpu[len(processes) :])]  # the Redis nodes as one
     per_frame = [seconds * 1000 / len(latencies) * 1000 for seconds in cpu]
     p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
     timeline = [(arrived - first) * 1000, (last - arrived) * 1000]
@@ -317,25 +331,29 @@ async def _gateway_run(
 
 
 async def _gateway(
-    server: RedisServer, *, rounds: int, clients: int, deltas: int, rate: float, seconds: float
+    url: str,
+    redis_pids: list[int],
+    *,
+    sides: dict[str, str],
+    rounds: int,
+    clients: int,
+    deltas: int,
+    rate: float,
+    seconds: float,
 ) -> None:
-    url = server.url
-    redis_pid = server.pid
-    assert redis_pid is not None
+    """Each of ``sides`` (name -> mode, ``in-process`` first) in turn, each load."""
     loads = {
         "burst": (deltas, FLAT_OUT, f"{deltas} deltas back to back"),
         "paced": (int(rate * seconds), rate, f"{rate:,.0f} deltas/s for {seconds:g} s"),
     }
     for load, (count, pace, said) in loads.items():
-        runs: dict[str, list[list[float]]] = {side: [] for side in _SIDES}
+        runs: dict[str, list[list[float]]] = {side: [] for side in sides}
         for round_ in range(rounds):
             # Every other round runs the sides in reverse order, so a machine that speeds up
             # or slows down during the run favours no side.
-            order = list(_SIDES.items())
+            order = list(sides.items())
             for side, mode in order if round_ % 2 == 0 else reversed(order):
-                runs[side].append(
-                    await _gateway_run(mode, count, pace, clients, url, redis_pid)
-                )
+                runs[side].append(await _gateway_run(mode, count, pace, clients, url, redis_pids))
         print(f"  {load}: {said}, to {clients} websocket clients (median of {rounds})")
         medians = {
             side: [statistics.median(r[i] for r in results) for i in range(6)]
@@ -356,7 +374,8 @@ async def _gateway(
                 )
             )
         inproc = medians["in-process"]
-        for side, said_side in (("via Redis", "one process"), ("Redis, 2 procs", "as deployed")):
+        for side in list(sides)[1:]:
+            said_side = _SAID[side]
             redis = medians[side]
             # Each round's own ratio (its runs are minutes apart at most), then their median:
             # steadier than the ratio of the medians when the machine's speed drifts.
@@ -370,12 +389,14 @@ async def _gateway(
                 f"{redis[2] - inproc[2]:+.2f} ms at p99; "
                 f"server CPU per frame {redis[3] / inproc[3]:.2f}x in-process"
             )
+        split = next(side for side, mode in sides.items() if mode == "split")
+        nodes = "redis-server" if len(redis_pids) == 1 else f"the {len(redis_pids)} Redis nodes"
         worker, gateway, redis_server = (
-            statistics.median(r[i] for r in runs["Redis, 2 procs"]) for i in (6, 7, 8)
+            statistics.median(r[i] for r in runs[split]) for i in (6, 7, 8)
         )
         print(
             f"    as deployed, server CPU per 1,000 frames by process: gateway {gateway:.2f} ms, "
-            f"worker {worker:.2f} ms, redis-server {redis_server:.2f} ms "
+            f"worker {worker:.2f} ms, {nodes} {redis_server:.2f} ms "
             f"(the in-process server: {statistics.median(r[6] for r in runs['in-process']):.2f} ms)"
         )
 
@@ -489,7 +510,9 @@ async def _one_session_keys(url: str) -> dict[str, int]:
         }
 
 
-async def _workers_section(url: str, *, executions: int, turn_ms: int) -> None:
+async def _workers_section(url: str, *, executions: int, turn_ms: int, memory: bool = True) -> None:
+    """Executions per minute on 1, 2 and 3 worker processes; with ``memory``, what Redis holds
+    per finished execution after the first (``used_memory``: one ``redis-server``)."""
     ideal_1 = MAX_LIVE / (turn_ms / 1000) * 60
     print(
         f"  {executions} executions of a {turn_ms} ms turn; worker processes of max_live="
@@ -498,21 +521,23 @@ async def _workers_section(url: str, *, executions: int, turn_ms: int) -> None:
     rates: dict[int, float] = {}
     for count in (1, 2, 3):
         await _flush(url)
-        before = await _memory_used(url)
+        before = await _memory_used(url) if memory else 0
         rates[count] = await _executions(url, count, executions, turn_ms)
         print(
             f"    {count} worker(s) {rates[count]:8,.0f} executions/min   "
             f"{rates[count] / (ideal_1 * count):5.0%} of ideal   "
             f"x{rates[count] / rates[1]:.2f} vs 1 worker"
         )
-        if count == 1:
+        if count == 1 and memory:
             used = await _memory_used(url) - before
             one = await _one_session_keys(url)
-    print(
-        f"  memory: {used / executions:,.0f} bytes of Redis (used_memory) per finished "
-        f"execution; one session's keys: record {one['record']:,} B, event stream "
-        f"{one['events']:,} B ({one['events_count']} events in {one['entries_count']} entries)"
-    )
+    if memory:
+        print(
+            f"  memory: {used / executions:,.0f} bytes of Redis (used_memory) per finished "
+            f"execution; one session's keys: record {one['record']:,} B, event stream "
+            f"{one['events']:,} B ({one['events_count']} events in {one['entries_count']} "
+            "entries)"
+        )
 
 
 # -- the entry points --------------------------------------------------------------------------
@@ -528,7 +553,8 @@ def run(
     executions: int = 60,
     turn_ms: int = 100,
 ) -> None:
-    """The whole section, on a ``redis-server`` of its own."""
+    """The whole section, on a ``redis-server`` of its own, then on a three-master Redis
+    Cluster of its own."""
     warnings.simplefilter("ignore")
     trio.run(
         partial(
@@ -554,18 +580,25 @@ async def _section(
     executions: int,
     turn_ms: int,
 ) -> None:
+    gateway = partial(
+        _gateway, rounds=rounds, clients=clients, deltas=deltas, rate=rate, seconds=seconds
+    )
     with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
-        async with open_redis_server(Path(tmp)) as server:
+        async with open_redis_server(Path(tmp) / "server") as server:
+            assert server.pid is not None
             print(f"  one gateway, {clients} websocket clients, one redis-server (127.0.0.1)")
-            await _gateway(
-                server,
-                rounds=rounds,
-                clients=clients,
-                deltas=deltas,
-                rate=rate,
-                seconds=seconds,
-            )
+            await gateway(server.url, [server.pid], sides=_SIDES)
             await _workers_section(server.url, executions=executions, turn_ms=turn_ms)
+        async with open_redis_cluster(Path(tmp) / "cluster") as cluster:
+            pids = [node.pid for node in cluster.nodes if node.pid is not None]
+            print(
+                f"  the same on a three-master Redis Cluster (127.0.0.1): one gateway, "
+                f"{clients} websocket clients"
+            )
+            await gateway(cluster.url, pids, sides=_CLUSTER_SIDES)
+            await _workers_section(
+                cluster.url, executions=executions, turn_ms=turn_ms, memory=False
+            )
 
 
 def main(argv: list[str]) -> int:

@@ -25,7 +25,8 @@ Sections (all by default; pick with ``--only``):
   to a ``connect_gateway`` client.
 * ``redis``: the Redis mode on a ``redis-server`` of its own: one gateway to 50 websocket
   clients in-process vs via Redis (events/s, added p50/p99), executions/min on 1, 2 and 3
-  worker processes, Redis memory per session.
+  worker processes, Redis memory per session; then the gateway (as deployed) and the workers
+  on a three-master Redis Cluster of its own.
 * ``fleetcost``: the fleet's own cost per session: 1,000 short sessions on the fake CLI,
   ``open_fleet(max_live=10)`` against a ``trio.CapacityLimiter(10)`` over the raw SDK, each
   side in a process of its own: wall time and CPU (GC included) of the drain, and of the
@@ -212,7 +213,7 @@ def _run(argv: list[str] | None) -> int:
     if "redis" in only:
         import bench_redis
 
-        print("\n[10] Redis mode: through Redis vs in-process, worker processes, memory")
+        print("\n[10] Redis mode (one server, a Redis Cluster) vs in-process; workers")
         bench_redis.run(
             rounds=args.redis_rounds or (1 if quick else 2),
             executions=args.executions or (30 if quick else 60),
