@@ -150,6 +150,11 @@ async def test_a_gateway_reads_the_oldest_seq_from_the_record_or_the_stream(
             assert resync.oldest_seq == oldest
             assert [info.session for info in await fleet.list()] == [SID]
             assert fleet.get_nowait(SID).oldest_seq == oldest
+            # What the record says is what a gateway takes: it reads no stream for it.
+            await redis.hset(KEYS.session(SID), {"oldest": str(oldest + 7)})
+            await fleet.list()
+            assert fleet.get_nowait(SID).oldest_seq == oldest + 7
+            assert (await fleet.get(SID)).oldest_seq == oldest + 7
             # A record that does not say it (its stream stored before records kept it): the
             # stream's first entry does, for one session and for a listing.
             await redis.hdel(KEYS.session(SID), ["oldest"])
