@@ -577,14 +577,23 @@ $("push").addEventListener("submit", (e) => {
   const text = $("push-input").value;
   if (!s || !text.trim()) return;
   const st = stateOf(s);
-  if (["ended", "aborted", "failed"].includes(st)) state.conn.send("continue", { session: s.id, prompt: text });
-  else state.conn.send("push", { session: s.id, text });
+  const sent = ["ended", "aborted", "failed"].includes(st)
+    ? state.conn.send("continue", { session: s.id, prompt: text })
+    : state.conn.send("push", { session: s.id, text });
+  if (!sent) return notSent("the message was not sent (it is kept in the box)");
   $("push-input").value = "";
 });
 
 $("abort").addEventListener("click", () => {
-  if (state.selected) state.conn.send("abort", { session: state.selected });
+  if (state.selected && !state.conn.send("abort", { session: state.selected })) {
+    notSent("the abort was not sent");
+  }
 });
+
+// A send while the connection is down reaches nobody: say so, and keep what was typed.
+function notSent(what) {
+  $("status").textContent = `not connected: ${what}; try again once connected`;
+}
 
 $("new").addEventListener("submit", (e) => {
   e.preventDefault();
@@ -594,7 +603,8 @@ $("new").addEventListener("submit", (e) => {
     params: { prompt, permission_mode: $("new-mode").value },
     label: prompt.split("\n")[0].slice(0, 40),
   });
-  if (id) state.openedBy.add(id);
+  if (!id) return notSent("the session was not opened (the prompt is kept in the box)");
+  state.openedBy.add(id);
   $("new-prompt").value = "";
 });
 

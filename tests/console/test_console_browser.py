@@ -28,7 +28,10 @@ from claude_trio.protocol.fanout.governor import GovernorFigures
 from claude_trio.protocol.session.events import Event, TextDelta, ToolUse, UserInputRequest
 
 webdriver = pytest.importorskip("selenium.webdriver")
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    StaleElementReferenceException,
+    TimeoutException,
+)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -44,6 +47,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "console.png"
 WAIT = 60.0
+SUBMIT_TRIES = 3
 CHILDREN = ":scope > *"
 
 
@@ -103,8 +107,20 @@ class Console:
         stream = self.find("stream")
         shown = stream.get_attribute("data-session-id")
         self.driver.execute_script("document.getElementById('new-mode').value = arguments[0]", mode)
-        self.find("new-prompt").send_keys(prompt)
-        self.find("new-submit").click()
+        box = self.find("new-prompt")
+        box.send_keys(prompt)
+        # The page empties the box when it sends the open. A click that missed the button (the
+        # layout moved under it: an approval arriving in the inbox) is made again; the page
+        # keeps the prompt when it could not send it.
+        for _ in range(SUBMIT_TRIES):
+            self.find("new-submit").click()
+            try:
+                WebDriverWait(self.driver, 5, poll_frequency=0.1).until(
+                    lambda _: box.get_attribute("value") == ""
+                )
+                break
+            except TimeoutException:
+                continue
 
         def opened() -> str | None:
             sid = stream.get_attribute("data-session-id")
@@ -484,6 +500,16 @@ def test_a_cut_connection_loses_no_event(console: Console) -> None:
         # its turn ends while the page is cut off).
         driver.execute_script("window.__cut = true; for (const ws of window.__sockets) ws.close()")
         console.until(lambda: console.find("status").text == "reconnecting", "cut")
+        # A session asked for while cut off is not dropped in silence: the page says it was not
+        # sent and keeps the prompt.
+        console.find("new-prompt").send_keys("#say while cut off")
+        said = driver.execute_script(
+            "document.getElementById('new-submit').click();"
+            "return document.getElementById('status').textContent"
+        )
+        assert said.startswith("not connected: the session was not opened")
+        assert console.find("new-prompt").get_attribute("value") == "#say while cut off"
+        console.find("new-prompt").clear()
         events = follow_and_allow(console.base, ALICE, sid)
         seqs = [e.seq for e in events]
         assert seqs == sorted(set(seqs))
