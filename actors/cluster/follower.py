@@ -91,12 +91,11 @@ def _stream_entries(reply: Any) -> list[tuple[str, list[str]]]:
     return [(entry[0], entry[1]) for entries in streams for entry in entries]
 
 
-def _entries(raw: tuple[str, list[str]], after: int) -> list[tuple[int, Entry]]:
-    """The events after seq ``after`` of a stream entry, with their seqs, as the follower's
-    buffer and subscribers hold them (``records.stored_entry``: a delta kept as its text)."""
+def _texts(raw: tuple[str, list[str]], after: int) -> list[tuple[int, str]]:
+    """The seq and stored text of each event after seq ``after`` of a stream entry."""
     identifier, fields = raw
     texts = entry_texts(identifier, dict(zip(fields[0::2], fields[1::2], strict=False)))
-    return [(seq, stored_entry(seq, text)) for seq, text in texts if seq > after]
+    return [(seq, text) for seq, text in texts if seq > after]
 
 
 class StreamFollower:
@@ -293,7 +292,9 @@ class StreamFollowers:
             if texts or not other:
                 return [(after + i, stored_entry(after + i, t)) for i, t in enumerate(texts, 1)]
         read = await self._read(sid, after, count, block)
-        return [event for raw in read for event in _entries(raw, after)][:count]
+        stored = [pair for raw in read for pair in _texts(raw, after)][:count]
+        # As the follower's buffer and subscribers hold them (a delta kept as its text).
+        return [(seq, stored_entry(seq, text)) for seq, text in stored]
 
     async def _follow(self, follower: StreamFollower) -> None:
         """Read the stream on while the follower has members, and for one read after the last

@@ -26,6 +26,7 @@ from claude_trio.actors.cluster.writes import FencedWrites
 from claude_trio.actors.fanout.subscription import Subscription
 from claude_trio.client import ClientConfig, connect_gateway
 from claude_trio.errors import RemoteProtocolError, SlowSubscriberError
+from claude_trio.protocol.cluster.records import stored_entry
 from claude_trio.protocol.fanout.codec import event_text, event_to_json
 from claude_trio.protocol.fanout.replay import Entry
 from claude_trio.protocol.session.events import Event, Result, TextDelta
@@ -383,16 +384,13 @@ def test_a_stream_read_is_taken_from_either_reply_shape() -> None:
     assert follower_module._stream_entries([["ct:s:events", entries]]) == expected  # RESP2
     assert follower_module._stream_entries(None) == []  # a blocking read that timed out
     # The event's text wherever the entry holds it; an entry without one is refused.
-    ((seq, entry),) = follower_module._entries(expected[1], 0)
-    assert (seq, entry.event) == (2, TextDelta(text="hi", seq=2))
+    assert follower_module._texts(expected[1], 0) == [(2, text)]
+    assert stored_entry(2, text).event == TextDelta(text="hi", seq=2)
     with pytest.raises(RemoteProtocolError, match="no event text"):
-        follower_module._entries(("3-0", ["t", "3"]), 0)
+        follower_module._texts(("3-0", ["t", "3"]), 0)
     # An entry of several events: those after the seq asked for, with their seqs.
     texts = [event_text(TextDelta(text=str(seq), seq=seq)) for seq in (3, 4, 5)]
     several = ("5-0", ["e", "\n".join(texts), "t", "3", "s", "3"])
-    got = follower_module._entries(several, 3)
-    assert [(seq, entry.event) for seq, entry in got] == [
-        (seq, TextDelta(text=str(seq), seq=seq)) for seq in (4, 5)
-    ]
+    assert follower_module._texts(several, 3) == [(4, texts[1]), (5, texts[2])]
     with pytest.raises(RemoteProtocolError, match="3 event texts for seqs 2 to 5"):
-        follower_module._entries(("5-0", ["e", "\n".join(texts), "t", "3", "s", "2"]), 0)
+        follower_module._texts(("5-0", ["e", "\n".join(texts), "t", "3", "s", "2"]), 0)
