@@ -33,7 +33,7 @@
   URL.
 
     .venv/bin/python scripts/bench_redis.py [--clients 50] [--deltas 1000] [--rate 200]
-        [--seconds 2] [--rounds 2] [--executions 60] [--turn-ms 100]
+        [--seconds 2] [--rounds 8] [--executions 60] [--turn-ms 100]
 """
 
 from __future__ import annotations
@@ -545,7 +545,7 @@ async def _workers_section(url: str, *, executions: int, turn_ms: int, memory: b
 
 def run(
     *,
-    rounds: int = 2,
+    rounds: int = 8,
     clients: int = 50,
     deltas: int = 1000,
     rate: float = 200.0,
@@ -613,7 +613,7 @@ def main(argv: list[str]) -> int:
         trio.run(worker_process, argv[1], argv[2], int(argv[3]))
         return 0
     parser = argparse.ArgumentParser(prog="bench_redis.py", description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--deltas", type=int, default=1000)
     parser.add_argument("--rate", type=float, default=200.0)

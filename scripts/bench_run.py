@@ -215,7 +215,7 @@ def _run(argv: list[str] | None) -> int:
 
         print("\n[10] Redis mode (one server, a Redis Cluster) vs in-process; workers")
         bench_redis.run(
-            rounds=args.redis_rounds or (1 if quick else 2),
+            rounds=args.redis_rounds or (2 if quick else 8),
             executions=args.executions or (30 if quick else 60),
         )
     if "fleetcost" in only:
