@@ -81,6 +81,7 @@ async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> Asyn
     """An open ``coredis.Redis`` client (responses decoded) for ``url``, closed after; a
     ``coredis.RedisCluster`` for a ``redis+cluster://`` URL."""
     import coredis
+    from coredis.connection import TCPLocation
 
     check_redis_url(url)
     environ = os.environ if environ is None else environ
@@ -94,6 +95,10 @@ async def open_redis(url: str, environ: Mapping[str, str] | None = None) -> Asyn
     if scheme in _CLUSTER_SCHEMES:
         target = urlsplit(target)._replace(scheme=_CLUSTER_SCHEMES[scheme], path="").geturl()
         factory = coredis.RedisCluster
+        # The URL's node as coredis's own pool would take it, but as a ``TCPLocation``: given
+        # none, coredis makes one of a kind it has deprecated, and warns on every connect.
+        node = urlsplit(target)
+        kwargs["startup_nodes"] = [TCPLocation(node.hostname or "", node.port or 6379)]
     async with factory.from_url(target, **kwargs) as client:
         try:
             with trio.fail_after(FIRST_PING_TIMEOUT):

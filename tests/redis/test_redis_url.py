@@ -3,6 +3,7 @@ the password never printed."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,15 @@ def test_cluster_urls_are_told_apart() -> None:
     assert is_cluster_url("rediss+cluster://:pw@10.0.0.1:7000?ssl_ca_certs=/ca.pem")
     assert not is_cluster_url("redis://10.0.0.1:6379/0")
     check_redis_url("rediss+cluster://10.0.0.1:7000/0")  # db 0 may be named
+
+
+async def test_a_cluster_client_opens_without_coredis_deprecation_warnings(
+    redis_cluster: RedisClusterNodes,
+) -> None:
+    """The URL's node is handed to coredis as a ``TCPLocation``: given none, coredis made a
+    startup node of a deprecated kind and warned on every open."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        async with open_redis(redis_cluster.url) as redis:
+            assert await redis.set("ct-url-check", "1")
+            assert await redis.get("ct-url-check") == "1"
