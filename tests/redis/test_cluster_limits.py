@@ -5,9 +5,6 @@ session's pending questions (re-shown to a client of any gateway)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 import trio
 from cluster_kit import TOKEN, open_gateway, open_worker
@@ -29,8 +26,6 @@ from claude_trio.testing import (
     RedisClusterNodes,
     RedisServer,
     conformance_cli,
-    open_redis_cluster,
-    open_redis_server,
 )
 
 CLIENT = ClientConfig(backoff_base=0.05, backoff_max=0.5, close_timeout=2.0)
@@ -100,17 +95,6 @@ async def test_the_per_client_limit_holds_across_gateways(
             script.release.set()
     assert refused.value.code == "limit_reached"
     assert "already has 2 sessions not ended" in str(refused.value)
-
-
-@pytest.fixture(params=["redis-server", "redis-cluster"])
-async def redis_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    """One ``redis-server``, or a three-master Redis Cluster."""
-    if request.param == "redis-server":
-        async with open_redis_server(tmp_path / "redis") as server:
-            yield server.url
-    else:
-        async with open_redis_cluster(tmp_path / "redis-cluster") as cluster:
-            yield cluster.url
 
 
 async def test_the_server_wide_session_limit_holds_across_gateways(redis_url: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from claude_trio.protocol.cluster.records import SessionRecord, is_final, stored
 from claude_trio.protocol.session.events import Event, Result
 from claude_trio.protocol.session.lifecycle import Accepted
 from claude_trio.redis_url import open_redis
-from claude_trio.testing import RedisServer, open_redis_cluster, open_redis_server
+from claude_trio.testing import RedisServer
 from claude_trio.testing.processes import (
     CommandProcess,
     command_env,
@@ -59,17 +58,6 @@ async def records(redis: Any, ids: list[str]) -> dict[str, SessionRecord]:
 async def drain(session: RemoteSession, into: list[Event]) -> None:
     async for event in session.events:
         into.append(event)
-
-
-@pytest.fixture(params=["redis-server", "redis-cluster"])
-async def redis_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    """One ``redis-server``, or a three-master Redis Cluster (``redis+cluster://``)."""
-    if request.param == "redis-server":
-        async with open_redis_server(tmp_path / "redis") as server:
-            yield server.url
-    else:
-        async with open_redis_cluster(tmp_path / "redis-cluster") as cluster:
-            yield cluster.url
 
 
 async def test_a_batch_over_three_workers_survives_a_worker_killed_mid_turn(

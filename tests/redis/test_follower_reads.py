@@ -25,7 +25,7 @@ from claude_trio.protocol.errors import RemoteProtocolError
 from claude_trio.protocol.fanout.codec import event_text
 from claude_trio.protocol.session.events import TextDelta
 from claude_trio.redis_url import open_redis
-from claude_trio.testing import RedisClusterNodes, RedisServer
+from claude_trio.testing import RedisServer
 
 KEYS = RedisKeys()
 SID = "s-reads"
@@ -50,19 +50,9 @@ def run(first: int, last: int) -> tuple[str, ...]:
 
 
 async def test_the_read_script_returns_the_run_of_next_events_as_one_string(
-    redis_server: RedisServer,
+    redis_url: str,
 ) -> None:
-    await check_read_script(redis_server.url)
-
-
-async def test_the_read_script_returns_the_same_on_a_redis_cluster(
-    redis_cluster: RedisClusterNodes,
-) -> None:
-    await check_read_script(redis_cluster.url)
-
-
-async def check_read_script(url: str) -> None:
-    async with open_redis(url) as redis:
+    async with open_redis(redis_url) as redis:
         for seq in (1, 2):
             await add(redis, seq)
         await add(redis, 3, "t", "1", "e", delta(3))  # another shape: the token first

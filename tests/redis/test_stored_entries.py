@@ -25,7 +25,7 @@ from claude_trio.protocol.cluster.records import (
 from claude_trio.protocol.fanout.codec import event_text
 from claude_trio.protocol.session.events import Event, TextDelta
 from claude_trio.redis_url import open_redis
-from claude_trio.testing import RedisClusterNodes, RedisServer
+from claude_trio.testing import RedisServer
 
 KEYS = RedisKeys()
 SID = "s-stored"
@@ -53,18 +53,8 @@ async def stream_events(redis: coredis.Redis[str]) -> list[Event]:
     return stored_events(await redis.xrange(KEYS.events(SID)))
 
 
-async def test_a_batch_is_stored_as_few_entries(redis_server: RedisServer) -> None:
-    await check_batches(redis_server.url)
-
-
-async def test_a_batch_is_stored_as_few_entries_on_a_redis_cluster(
-    redis_cluster: RedisClusterNodes,
-) -> None:
-    await check_batches(redis_cluster.url)
-
-
-async def check_batches(url: str) -> None:
-    async with open_redis(url) as redis:
+async def test_a_batch_is_stored_as_few_entries(redis_url: str) -> None:
+    async with open_redis(redis_url) as redis:
         await redis.hset(KEYS.session(SID), {"epoch": "1"})
         writes = FencedWrites(redis, keys=KEYS, worker_id="w", stream_max=1000, retrying=retrying)
         first = [delta(seq) for seq in range(1, 6)]
